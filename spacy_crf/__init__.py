@@ -1,0 +1,15 @@
+"""spacy-crf: CRF sequence labelling components for spaCy, with numba kernels.
+
+Importing the package registers the ``crf_tagger`` factory, the
+``spacy-crf.*`` architectures, scorer and corpus helpers; the entry points in
+``pyproject.toml`` make spaCy do that without an explicit import.
+"""
+
+from . import augmenters, scoring  # noqa: F401  (registrations)
+from .models import CRFScores, FeatureCRF, NeuralCRF
+from .pipeline import CRFTagger, make_crf_tagger
+from .targets import set_doc_labels
+
+__version__ = "0.1.0"
+
+__all__ = ["CRFTagger", "make_crf_tagger", "FeatureCRF", "NeuralCRF", "CRFScores", "set_doc_labels"]

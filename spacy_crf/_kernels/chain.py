@@ -1,0 +1,375 @@
+"""Linear-chain CRF kernels over a ragged batch (numba only, no spaCy).
+
+Conventions shared by every function here:
+
+* ``emissions`` is ``(N, L)`` float64: the concatenated tokens of every
+  sequence in the batch; ``lengths`` is ``(S,)`` int64 and sums to ``N``.
+* ``transitions[i, j]`` scores label ``i`` followed by label ``j``;
+  ``start[j]`` / ``end[j]`` score a sequence starting / ending with ``j``.
+* ``fixed`` is ``(N,)`` int64: ``-1`` where a token's label is free, else the
+  only label that token may take. It serves partial gold annotation (the
+  constrained pass of the likelihood) and forced decoding alike.
+* Output arrays are allocated by the caller; functions fill them and return
+  nothing, or a scalar status.
+
+Sum-product runs in probability space with one scale factor per position, as
+CRFsuite does: it needs ``L**2`` multiply-adds per token instead of ``L**2``
+``exp``/``log`` pairs. Where scaling cannot represent a sequence (extreme
+weights make a whole column underflow), that sequence alone is recomputed in
+log space, so results stay exact and finite. Viterbi is always in log space.
+"""
+
+import numpy as np
+from numba import njit
+
+NEG_INF = -np.inf
+
+
+@njit(cache=True)
+def _allowed(fixed, t, j):
+    return fixed[t] < 0 or fixed[t] == j
+
+
+@njit(cache=True)
+def _finite_max(values):
+    """Max of the finite entries (0.0 if there are none), used as a shift."""
+    best = NEG_INF
+    for v in values.ravel():
+        if v > best and v != np.inf:
+            best = v
+    if best == NEG_INF:
+        return 0.0
+    return best
+
+
+@njit(cache=True)
+def _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
+                     marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                     alpha, beta, ex, scale):
+    """Scaled forward-backward for the sequence at rows ``o:o+n``.
+
+    Adds ``weight * P(y_t = j)`` into ``marginals``, the expected transition,
+    start and end counts into ``edge_sum``, ``start_sum``, ``end_sum`` and,
+    if ``want_each``, ``P(y_{t-1}=i, y_t=j)`` into ``edge_each[o+t]``.
+    Returns log Z, or NaN when scaling failed (nothing is written then).
+    """
+    L = emissions.shape[1]
+    t_shift = _finite_max(transitions)
+    s_shift = _finite_max(start)
+    e_shift = _finite_max(end)
+    exp_t = np.exp(transitions - t_shift)
+    exp_s = np.exp(start - s_shift)
+    exp_e = np.exp(end - e_shift)
+    log_z = s_shift + e_shift + (n - 1) * t_shift
+    # ex[t, j] = exp(emissions[o+t, j] - m_t), zero where label j is not allowed
+    for t in range(n):
+        m = NEG_INF
+        for j in range(L):
+            if _allowed(fixed, o + t, j) and emissions[o + t, j] > m:
+                m = emissions[o + t, j]
+        if m == NEG_INF or m == np.inf or m != m:
+            return np.nan
+        for j in range(L):
+            ex[t, j] = np.exp(emissions[o + t, j] - m) if _allowed(fixed, o + t, j) else 0.0
+        log_z += m
+    # alpha[0, j] = start(j) ex[0, j];  alpha[t, j] = ex[t, j] sum_i alpha[t-1, i] T(i, j)
+    # each row divided by its sum scale[t], so log Z = sum_t log scale[t] + shifts
+    for t in range(n):
+        total = 0.0
+        for j in range(L):
+            if t == 0:
+                acc = exp_s[j]
+            else:
+                acc = 0.0
+                for i in range(L):
+                    acc += alpha[t - 1, i] * exp_t[i, j]
+            alpha[t, j] = acc * ex[t, j]
+            total += alpha[t, j]
+        if not (total > 0.0 and total < np.inf):
+            return np.nan
+        scale[t] = total
+        for j in range(L):
+            alpha[t, j] /= total
+        log_z += np.log(total)
+    # closing factor: Z' = sum_j alpha[n-1, j] end(j)
+    closing = 0.0
+    for j in range(L):
+        closing += alpha[n - 1, j] * exp_e[j]
+    if not (closing > 0.0 and closing < np.inf):
+        return np.nan
+    log_z += np.log(closing)
+    # beta[n-1, i] = end(i) / Z';  beta[t, i] = sum_j T(i, j) ex[t+1, j] beta[t+1, j] / scale[t+1]
+    for i in range(L):
+        beta[n - 1, i] = exp_e[i] / closing
+    for t in range(n - 2, -1, -1):
+        for i in range(L):
+            acc = 0.0
+            for j in range(L):
+                acc += exp_t[i, j] * ex[t + 1, j] * beta[t + 1, j]
+            beta[t, i] = acc / scale[t + 1]
+    # P(y_t = j) = alpha[t, j] beta[t, j]
+    for t in range(n):
+        for j in range(L):
+            marginals[o + t, j] += weight * alpha[t, j] * beta[t, j]
+    for j in range(L):
+        start_sum[j] += weight * alpha[0, j] * beta[0, j]
+        end_sum[j] += weight * alpha[n - 1, j] * beta[n - 1, j]
+    # P(y_{t-1} = i, y_t = j) = alpha[t-1, i] T(i, j) ex[t, j] beta[t, j] / scale[t]
+    for t in range(1, n):
+        for i in range(L):
+            a = alpha[t - 1, i] / scale[t]
+            for j in range(L):
+                p = a * exp_t[i, j] * ex[t, j] * beta[t, j]
+                edge_sum[i, j] += weight * p
+                if want_each:
+                    edge_each[o + t, i, j] += weight * p
+    return log_z
+
+
+@njit(cache=True)
+def _logaddexp(a, b):
+    if a == NEG_INF:
+        return b
+    if b == NEG_INF:
+        return a
+    if a > b:
+        return a + np.log1p(np.exp(b - a))
+    return b + np.log1p(np.exp(a - b))
+
+
+@njit(cache=True)
+def _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
+                  marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                  alpha, beta):
+    """Log-space forward-backward: the fallback of ``_sequence_scaled``, same contract.
+
+    Returns log Z (``-inf`` when no labelling is allowed; nothing is written then).
+    """
+    L = emissions.shape[1]
+    # alpha[t, j] = e(t, j) + logsumexp_i(alpha[t-1, i] + T(i, j)); alpha[0, j] = start(j) + e(0, j)
+    for t in range(n):
+        for j in range(L):
+            if not _allowed(fixed, o + t, j):
+                alpha[t, j] = NEG_INF
+                continue
+            if t == 0:
+                acc = start[j]
+            else:
+                acc = NEG_INF
+                for i in range(L):
+                    acc = _logaddexp(acc, alpha[t - 1, i] + transitions[i, j])
+            alpha[t, j] = acc + emissions[o + t, j]
+    log_z = NEG_INF
+    for j in range(L):
+        log_z = _logaddexp(log_z, alpha[n - 1, j] + end[j])
+    if log_z == NEG_INF:
+        return log_z
+    # beta[n-1, i] = end(i); beta[t, i] = logsumexp_j(T(i, j) + e(t+1, j) + beta[t+1, j])
+    for i in range(L):
+        beta[n - 1, i] = end[i]
+    for t in range(n - 2, -1, -1):
+        for i in range(L):
+            acc = NEG_INF
+            for j in range(L):
+                if _allowed(fixed, o + t + 1, j):
+                    acc = _logaddexp(acc, transitions[i, j] + emissions[o + t + 1, j] + beta[t + 1, j])
+            beta[t, i] = acc
+    for t in range(n):
+        for j in range(L):
+            marginals[o + t, j] += weight * np.exp(alpha[t, j] + beta[t, j] - log_z)
+    for j in range(L):
+        start_sum[j] += weight * np.exp(alpha[0, j] + beta[0, j] - log_z)
+        end_sum[j] += weight * np.exp(alpha[n - 1, j] + beta[n - 1, j] - log_z)
+    for t in range(1, n):
+        for i in range(L):
+            for j in range(L):
+                if not _allowed(fixed, o + t, j):
+                    continue
+                p = np.exp(alpha[t - 1, i] + transitions[i, j] + emissions[o + t, j]
+                           + beta[t, j] - log_z)
+                edge_sum[i, j] += weight * p
+                if want_each:
+                    edge_each[o + t, i, j] += weight * p
+    return log_z
+
+
+@njit(cache=True)
+def _sequence(emissions, o, n, transitions, start, end, fixed, weight, marginals,
+              edge_sum, start_sum, end_sum, edge_each, want_each, alpha, beta, ex, scale,
+              force_log):
+    """Forward-backward of one sequence: scaled first, log space where that fails."""
+    if not force_log:
+        log_z = _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
+                                 marginals, edge_sum, start_sum, end_sum, edge_each,
+                                 want_each, alpha, beta, ex, scale)
+        if log_z == log_z:
+            return log_z
+    return _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
+                         marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                         alpha, beta)
+
+
+@njit(cache=True)
+def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
+                     marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                     force_log):
+    """Log partition and marginals of every sequence in the batch.
+
+    Fills ``log_z`` (S,), adds token marginals into ``marginals`` (N, L), the
+    expected transition / start / end counts summed over the batch into
+    ``edge_sum`` (L, L), ``start_sum`` and ``end_sum`` (L,), and, if
+    ``want_each``, per-position pair marginals into ``edge_each`` (N, L, L),
+    row ``t`` holding ``P(y_{t-1}=i, y_t=j)`` (the first row of each sequence
+    stays zero). ``log_z[s]`` is ``-inf`` where ``fixed`` allows no labelling.
+    """
+    L = emissions.shape[1]
+    max_len = 1
+    for n in lengths:
+        max_len = max(max_len, n)
+    alpha = np.empty((max_len, L))
+    beta = np.empty((max_len, L))
+    ex = np.empty((max_len, L))
+    scale = np.empty(max_len)
+    o = 0
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        if n == 0:
+            log_z[s] = 0.0
+            continue
+        log_z[s] = _sequence(emissions, o, n, transitions, start, end, fixed, 1.0,
+                             marginals, edge_sum, start_sum, end_sum, edge_each,
+                             want_each, alpha, beta, ex, scale, force_log)
+        o += n
+
+
+@njit(cache=True)
+def path_score(emissions, lengths, transitions, start, end, labels, scores):
+    """Fill ``scores[s]`` with the score of the labelling ``labels`` of sequence ``s``:
+
+    start(y_0) + sum_t e(t, y_t) + sum_{t>0} T(y_{t-1}, y_t) + end(y_{n-1}).
+    """
+    o = 0
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        total = 0.0
+        if n > 0:
+            total = start[labels[o]] + end[labels[o + n - 1]]
+            for t in range(n):
+                total += emissions[o + t, labels[o + t]]
+                if t > 0:
+                    total += transitions[labels[o + t - 1], labels[o + t]]
+        scores[s] = total
+        o += n
+
+
+@njit(cache=True)
+def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
+    """MAP labelling of every sequence, honouring ``fixed``.
+
+    delta[0, j] = start(j) + e(0, j)
+    delta[t, j] = e(t, j) + max_i (delta[t-1, i] + T(i, j)),  back[t, j] = argmax_i
+    best        = max_j (delta[n-1, j] + end(j)), then follow ``back``.
+    Fills ``labels`` (N,) and ``scores`` (S,); ties go to the lowest label id.
+    A sequence with no allowed labelling gets score ``-inf``.
+    """
+    L = emissions.shape[1]
+    max_len = 1
+    for n in lengths:
+        max_len = max(max_len, n)
+    delta = np.empty((max_len, L))
+    back = np.zeros((max_len, L), dtype=np.int64)
+    o = 0
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        if n == 0:
+            scores[s] = 0.0
+            continue
+        for t in range(n):
+            for j in range(L):
+                if not _allowed(fixed, o + t, j):
+                    delta[t, j] = NEG_INF
+                    back[t, j] = 0
+                    continue
+                if t == 0:
+                    best, arg = start[j], 0
+                else:
+                    best, arg = NEG_INF, 0
+                    for i in range(L):
+                        v = delta[t - 1, i] + transitions[i, j]
+                        if v > best:
+                            best, arg = v, i
+                delta[t, j] = best + emissions[o + t, j]
+                back[t, j] = arg
+        best, arg = NEG_INF, 0
+        for j in range(L):
+            v = delta[n - 1, j] + end[j]
+            if v > best:
+                best, arg = v, j
+        if best == NEG_INF:
+            # nothing allowed: still return a labelling that honours ``fixed`` where it can
+            for j in range(L):
+                if _allowed(fixed, o + n - 1, j):
+                    arg = j
+                    break
+        scores[s] = best
+        labels[o + n - 1] = arg
+        for t in range(n - 1, 0, -1):
+            arg = back[t, arg]
+            labels[o + t - 1] = arg
+        o += n
+
+
+@njit(cache=True)
+def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
+                 d_emissions, d_transitions, d_start, d_end, force_log):
+    """Negative log-likelihood of ``gold`` and its gradient, per sequence.
+
+    ``gold`` is (N,) int64 with ``-1`` for tokens whose label is unknown: those
+    are marginalised, so nll[s] = log Z - log Z(gold-consistent labellings) and
+    every gradient is (model expectation) - (expectation given the gold labels).
+    With every label known the second term is the gold path itself.
+    ``d_*`` are added into (they are not zeroed first).
+    """
+    L = emissions.shape[1]
+    max_len = 1
+    for n in lengths:
+        max_len = max(max_len, n)
+    alpha = np.empty((max_len, L))
+    beta = np.empty((max_len, L))
+    ex = np.empty((max_len, L))
+    scale = np.empty(max_len)
+    free = np.full(emissions.shape[0], -1, dtype=np.int64)
+    dummy = np.zeros((1, 1, 1))
+    o = 0
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        if n == 0:
+            nll[s] = 0.0
+            continue
+        complete = True
+        for t in range(n):
+            if gold[o + t] < 0:
+                complete = False
+                break
+        log_z = _sequence(emissions, o, n, transitions, start, end, free, 1.0,
+                          d_emissions, d_transitions, d_start, d_end, dummy, False,
+                          alpha, beta, ex, scale, force_log)
+        if complete:
+            # the gold path: score and counts directly
+            y0 = gold[o]
+            gold_score = start[y0] + end[gold[o + n - 1]]
+            d_start[y0] -= 1.0
+            d_end[gold[o + n - 1]] -= 1.0
+            for t in range(n):
+                y = gold[o + t]
+                gold_score += emissions[o + t, y]
+                d_emissions[o + t, y] -= 1.0
+                if t > 0:
+                    gold_score += transitions[gold[o + t - 1], y]
+                    d_transitions[gold[o + t - 1], y] -= 1.0
+        else:
+            gold_score = _sequence(emissions, o, n, transitions, start, end, gold, -1.0,
+                                   d_emissions, d_transitions, d_start, d_end, dummy,
+                                   False, alpha, beta, ex, scale, force_log)
+        nll[s] = log_z - gold_score
+        o += n

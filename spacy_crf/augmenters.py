@@ -1,0 +1,55 @@
+"""Corpus helpers for ``spacy train``: copy gold input attributes onto predicted docs.
+
+``spacy train`` builds each example's predicted doc from the words alone. A
+CRF that uses corpus-given inputs (the POS column of CoNLL-2000, gold sentence
+boundaries) needs them on the predicted doc, at training and at evaluation:
+
+.. code-block:: ini
+
+    [corpora.train]
+    @readers = "spacy.Corpus.v1"
+    path = ${paths.train}
+    augmenter = {"@augmenters": "spacy-crf.copy_attrs.v1", "attrs": ["TAG"]}
+"""
+
+from typing import Callable, Iterator, List
+
+from spacy.attrs import IDS, SENT_START
+from spacy.language import Language
+from spacy.training import Example
+from spacy.util import registry
+
+from .util import same_tokens
+
+COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START")
+
+
+@registry.augmenters("spacy-crf.copy_attrs.v1")
+def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterator[Example]]:
+    """Copy token attributes from each reference doc onto its predicted doc.
+
+    Parameters
+    ----------
+    attrs : list of str
+        Any of TAG, POS, MORPH, LEMMA, SENT_START.
+    """
+    unknown = [a for a in attrs if a not in COPYABLE]
+    if unknown:
+        raise ValueError(
+            f"spacy-crf.copy_attrs.v1 cannot copy {unknown}: use any of {list(COPYABLE)}."
+        )
+    attr_ids = [IDS[a] for a in attrs]
+
+    def copy_attrs(nlp: Language, example: Example) -> Iterator[Example]:
+        ref, pred = example.reference, example.predicted
+        if not same_tokens(ref, pred):
+            yield example
+            return
+        values = ref.to_array(attr_ids)
+        if SENT_START in attr_ids and not ref.has_annotation("SENT_START"):
+            values = values.copy()
+            values[:, attr_ids.index(SENT_START)] = 0
+        pred.from_array(attr_ids, values.reshape(len(ref), len(attr_ids)))
+        yield example
+
+    return copy_attrs

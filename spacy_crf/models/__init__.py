@@ -1,0 +1,4 @@
+from .architectures import FeatureCRF, NeuralCRF
+from .potentials import CRFScores
+
+__all__ = ["FeatureCRF", "NeuralCRF", "CRFScores"]

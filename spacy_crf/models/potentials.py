@@ -1,0 +1,78 @@
+"""Layer: emission scores -> all the potentials of the CRF.
+
+The label-interaction scores are parameters of this layer, so the optimizer
+updates them, parameter averaging covers them and ``to_disk`` saves them:
+
+* chain: ``transitions[i, j]`` (label ``i`` then ``j``), ``start[j]``, ``end[j]``;
+* tree: ``pair[r, c, h]`` (child label ``c`` under head label ``h`` on an edge
+  of relation group ``r``) and ``root[j]``.
+
+Both sets exist whatever the component's structure; the optimizer only
+touches the ones that get gradients.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+from thinc.api import Model
+from thinc.types import Floats1d, Floats2d, Floats3d
+
+PARAMS = ("transitions", "start", "end", "pair", "root")
+
+
+@dataclass
+class CRFScores:
+    """Every score of the CRF for a batch (or the gradient of each)."""
+
+    emissions: Floats2d  # (N, L): concatenated tokens of the batch
+    transitions: Floats2d  # (L, L)
+    start: Floats1d  # (L,)
+    end: Floats1d  # (L,)
+    pair: Floats3d  # (R, L, L)
+    root: Floats1d  # (L,)
+
+    @property
+    def n_labels(self) -> int:
+        return self.transitions.shape[0]
+
+
+def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floats2d, CRFScores]:
+    """Attach the label-interaction parameters to a batch's emission scores.
+
+    Parameters
+    ----------
+    nO : int, optional
+        Number of labels; set by the component at initialize when not given.
+    n_relations : int
+        Number of relation groups with a pair matrix of their own (tree structure).
+    """
+    return Model(
+        "crf_potentials",
+        forward,
+        init=init,
+        dims={"nO": nO, "nR": n_relations},
+        params={name: None for name in PARAMS},
+    )
+
+
+def forward(model: Model, emissions: Floats2d, is_train: bool) -> Tuple[CRFScores, Callable]:
+    scores = CRFScores(emissions, *(model.get_param(name) for name in PARAMS))
+
+    def backprop(d_scores: CRFScores) -> Floats2d:
+        for name in PARAMS:
+            grad = getattr(d_scores, name)
+            if grad is not None:
+                model.inc_grad(name, grad.astype(model.get_param(name).dtype, copy=False))
+        return d_scores.emissions
+
+    return scores, backprop
+
+
+def init(model: Model, X: Optional[Floats2d] = None, Y=None) -> None:
+    L, R = model.get_dim("nO"), model.get_dim("nR")
+    model.set_param("transitions", model.ops.alloc2f(L, L))
+    model.set_param("start", model.ops.alloc1f(L))
+    model.set_param("end", model.ops.alloc1f(L))
+    model.set_param("pair", model.ops.alloc3f(R, L, L))
+    model.set_param("root", model.ops.alloc1f(L))

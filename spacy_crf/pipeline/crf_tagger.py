@@ -1,0 +1,379 @@
+"""The ``crf_tagger`` component: a CRF sequence labeller for spaCy pipelines.
+
+A thin adapter between Docs/Examples and arrays: the model turns a batch of
+Docs into :class:`~spacy_crf.models.CRFScores`; the numba kernels (through
+``spacy_crf.inference``) decode them and give the loss; a
+:class:`~spacy_crf.pipeline.targets.Target` reads gold labels and writes
+predictions.
+"""
+
+import copy
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples, validate_get_examples
+from spacy.util import ensure_path
+from spacy.vocab import Vocab
+from thinc.api import Config, Model, Optimizer, set_dropout_rate
+
+from .. import inference
+from ..errors import Errors
+from ..features.doc_arrays import batch_sequence_lengths, doc_lengths
+from ..models.potentials import CRFScores
+from ..scoring import score_crf
+from ..targets import Target, make_target
+
+STRUCTURES = ("chain",)
+CONFIDENCE_KEY = ("spacy_crf", "confidence")
+
+DEFAULT_MODEL_CONFIG = """
+[model]
+@architectures = "spacy-crf.FeatureCRF.v1"
+n_buckets = 262144
+templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-1..1]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM"]
+"""
+DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
+
+
+@Language.factory(
+    "crf_tagger",
+    assigns=[],
+    default_config={
+        "model": DEFAULT_MODEL,
+        "target": "tag",
+        "structure": "chain",
+        "store_confidence": False,
+        "scorer": {"@scorers": "spacy-crf.crf_scorer.v1"},
+    },
+    default_score_weights={"crf_acc": 1.0},
+)
+def make_crf_tagger(
+    nlp: Language,
+    name: str,
+    model: Model[List[Doc], CRFScores],
+    target: str,
+    structure: str,
+    store_confidence: bool,
+    scorer: Optional[Callable],
+) -> "CRFTagger":
+    """Create a ``crf_tagger`` (use ``nlp.add_pipe("crf_tagger")``).
+
+    Parameters
+    ----------
+    model : Model
+        Docs -> CRFScores, e.g. ``spacy-crf.FeatureCRF.v1``.
+    target : str
+        Where gold labels come from and predictions go: ``tag``, ``pos`` or
+        ``_.NAME`` (a token extension).
+    structure : str
+        ``chain``: a linear-chain CRF per sentence (per doc without sentence
+        boundaries).
+    store_confidence : bool
+        Also run forward-backward at prediction and store each token's
+        probability of its predicted label (``token._.crf_confidence``).
+    scorer : callable, optional
+        Scoring function, by default ``spacy-crf.crf_scorer.v1``.
+    """
+    return CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
+                     store_confidence=store_confidence, scorer=scorer)
+
+
+@dataclass
+class CRFPrediction:
+    """Decoded label ids of a batch, concatenated, with per-doc lengths."""
+
+    label_ids: np.ndarray  # (N,) int64
+    doc_lengths: np.ndarray  # (D,) int64
+    confidence: Optional[np.ndarray] = None  # (N,) float32 P(predicted label)
+
+
+class CRFTagger(TrainablePipe):
+    """A conditional random field over the tokens of each Doc.
+
+    Labels live in ``cfg["labels"]`` and are serialized with the component.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model[List[Doc], CRFScores],
+        name: str = "crf_tagger",
+        *,
+        target: str = "tag",
+        structure: str = "chain",
+        store_confidence: bool = False,
+        scorer: Optional[Callable] = score_crf,
+    ) -> None:
+        if structure not in STRUCTURES:
+            raise ValueError(Errors.E012.format(structure=structure))
+        self.vocab = vocab
+        self.model = model
+        self.name = name
+        self.target: Target = make_target(target)
+        self.scorer = scorer
+        self.cfg: Dict[str, Any] = {
+            "labels": [],
+            "target": target,
+            "structure": structure,
+            "store_confidence": bool(store_confidence),
+        }
+        register_confidence_extension()
+
+    @property
+    def labels(self) -> tuple:
+        """The labels, in the order of the model's output columns."""
+        return tuple(self.cfg["labels"])
+
+    @property
+    def label_data(self) -> List[str]:
+        """The labels, for ``spacy init labels`` and ``initialize(labels=...)``."""
+        return list(self.labels)
+
+    def predict(self, docs: Iterable[Doc]) -> CRFPrediction:
+        """Viterbi-decode a batch of Docs (does not modify them).
+
+        Parameters
+        ----------
+        docs : iterable of Doc
+            The batch.
+
+        Returns
+        -------
+        CRFPrediction
+            Label ids of every token, and confidences if ``store_confidence``.
+        """
+        docs = list(docs)
+        lengths = doc_lengths(docs)
+        if not int(lengths.sum()):
+            return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
+        self._require_labels()
+        scores = self.model.predict(docs)
+        self._check_width(scores)
+        seq_lengths = batch_sequence_lengths(docs)
+        label_ids, _ = inference.viterbi(scores, seq_lengths)
+        confidence = None
+        if self.cfg["store_confidence"]:
+            probs, _ = inference.marginals(scores, seq_lengths)
+            confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
+        return CRFPrediction(label_ids, lengths, confidence)
+
+    def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
+        """Write the predicted labels (and confidences) onto the Docs."""
+        ends = np.cumsum(prediction.doc_lengths)
+        for doc, end, n in zip(docs, ends, prediction.doc_lengths):
+            if not n:
+                continue
+            self.target.write(doc, prediction.label_ids[end - n:end])
+            if prediction.confidence is not None:
+                doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
+
+    def update(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Optimizer] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Learn from a batch of examples: one gradient step of the CRF likelihood."""
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        examples = list(examples)
+        validate_examples(examples, "CRFTagger.update")
+        docs = [eg.predicted for eg in examples]
+        if not int(doc_lengths(docs).sum()):
+            return losses
+        self._require_labels()
+        set_dropout_rate(self.model, drop)
+        scores, backprop = self.model.begin_update(docs)
+        loss, d_scores = self.get_loss(examples, scores)
+        backprop(d_scores)
+        if sgd is not None:
+            self.finish_update(sgd)
+        losses[self.name] += loss
+        return losses
+
+    def get_loss(self, examples: Iterable[Example], scores: CRFScores):
+        """Summed negative log-likelihood of the gold labels, and its gradient.
+
+        Tokens without a gold label (unannotated, or a label unseen at
+        initialize) are marginalised out.
+        """
+        examples = list(examples)
+        validate_examples(examples, "CRFTagger.get_loss")
+        self._check_width(scores)
+        gold = np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples else np.zeros(0, dtype=np.int64)
+        seq_lengths = batch_sequence_lengths([eg.predicted for eg in examples])
+        nll, gradient = inference.nll_and_gradient(scores, seq_lengths, gold)
+        loss = float(nll.sum())
+        if not np.isfinite(loss):
+            raise ValueError(Errors.E009.format(name=self.name, value=loss))
+        return loss, gradient
+
+    def initialize(
+        self,
+        get_examples: Callable[[], Iterable[Example]],
+        *,
+        nlp: Optional[Language] = None,
+        labels: Optional[Sequence[str]] = None,
+    ) -> None:
+        """Collect the labels and allocate the model.
+
+        Parameters
+        ----------
+        get_examples : callable
+            Returns the training examples; labels are read from their
+            reference docs unless ``labels`` is given.
+        nlp : Language, optional
+            The pipeline.
+        labels : sequence of str, optional
+            The label set, e.g. from ``spacy init labels``.
+        """
+        validate_get_examples(get_examples, "CRFTagger.initialize")
+        if labels is not None:
+            found = set(labels)
+        else:
+            found = set(self.cfg["labels"])
+            for eg in get_examples():
+                found.update(self.target.label_strings(eg.reference))
+        if not found:
+            raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
+        self._set_labels(sorted(found))
+        for node in self.model.walk():
+            if node.has_dim("nO") is None:
+                node.set_dim("nO", len(self.labels))
+        sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
+        self.model.initialize(X=sample or None)
+
+    def add_label(self, label: str) -> int:
+        """Add a label before ``initialize``; returns 1 if it was new, else 0."""
+        if not isinstance(label, str):
+            raise ValueError(f"Labels must be strings, got {label!r}.")
+        if label in self.labels:
+            return 0
+        if self._initialized():
+            raise ValueError(
+                f"Cannot add label '{label}' to '{self.name}' after initialize(): the CRF's "
+                "weights are sized for its labels. Add labels first, then initialize."
+            )
+        self._set_labels(list(self.labels) + [label])
+        return 1
+
+    def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
+        """Score predictions (see ``spacy_crf.scoring.score_crf``)."""
+        validate_examples(examples, "CRFTagger.score")
+        return self.scorer(examples, target=self.cfg["target"], **kwargs)
+
+    # -- serialization -------------------------------------------------------
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        """Save ``cfg`` and the model's weights into the directory ``path``.
+
+        Files are written under temporary names and renamed when complete, so
+        an interrupted save never leaves a loadable-but-wrong model behind.
+        """
+        path = ensure_path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        cfg_tmp, model_tmp = path / "cfg.tmp", path / "model.tmp"
+        srsly.write_json(cfg_tmp, self.cfg)
+        model_tmp.write_bytes(self.model.to_bytes())
+        cfg_tmp.replace(path / "cfg")
+        model_tmp.replace(path / "model")
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
+        """Load from a directory written by ``to_disk``.
+
+        Everything is read and checked before the component changes, so a
+        failed load raises a clear error and leaves the component as it was.
+        """
+        path = ensure_path(path)
+        try:
+            cfg = srsly.read_json(path / "cfg")
+            model_bytes = (path / "model").read_bytes()
+        except (OSError, ValueError) as err:
+            raise ValueError(Errors.E010.format(name=self.name, path=path, why=err)) from err
+        return self._load(cfg, model_bytes, where=str(path))
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        """Serialize ``cfg`` and the model's weights."""
+        return srsly.msgpack_dumps({"cfg": self.cfg, "model": self.model.to_bytes()})
+
+    def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
+        """Load from ``to_bytes`` output; a failed load leaves the component as it was."""
+        try:
+            msg = srsly.msgpack_loads(bytes_data)
+            cfg, model_bytes = msg["cfg"], msg["model"]
+        except Exception as err:  # msgpack raises several types for corrupt data
+            raise ValueError(Errors.E010.format(name=self.name, path="bytes", why=err)) from err
+        return self._load(cfg, model_bytes, where="bytes")
+
+    # -- helpers -------------------------------------------------------------
+
+    def _load(self, cfg: Dict[str, Any], model_bytes: bytes, where: str) -> "CRFTagger":
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("labels"), list):
+            raise ValueError(Errors.E010.format(name=self.name, path=where, why="cfg has no label list"))
+        if cfg.get("target", self.cfg["target"]) != self.cfg["target"]:
+            raise ValueError(Errors.E010.format(
+                name=self.name, path=where,
+                why=f"it was trained for target '{cfg.get('target')}', this component has "
+                    f"'{self.cfg['target']}'"))
+        model = copy.deepcopy(self.model)
+        n_labels = len(cfg["labels"])
+        for node in model.walk():
+            if node.has_dim("nO") is None:
+                node.set_dim("nO", n_labels)
+        try:
+            model.from_bytes(model_bytes)
+        except Exception as err:
+            raise ValueError(Errors.E010.format(name=self.name, path=where, why=err)) from err
+        for node in model.walk():
+            if node.name == "crf_potentials" and node.get_dim("nO") != n_labels:
+                raise ValueError(Errors.E011.format(name=self.name, found=node.get_dim("nO"), expected=n_labels))
+        self.model = model
+        self.cfg.update(cfg)
+        self._set_labels(self.cfg["labels"])
+        return self
+
+    def _set_labels(self, labels: Sequence[str]) -> None:
+        self.cfg["labels"] = list(labels)
+        self.target.set_labels(self.cfg["labels"], self.vocab)
+
+    def _initialized(self) -> bool:
+        return any(node.name == "crf_potentials" and node.has_param("transitions")
+                   and node.get_param("transitions") is not None for node in self.model.walk())
+
+    def _require_labels(self) -> None:
+        if not self.labels or not self._initialized():
+            raise ValueError(Errors.E007.format(name=self.name))
+
+    def _check_width(self, scores: CRFScores) -> None:
+        if scores.emissions.shape[1] != len(self.labels):
+            raise ValueError(Errors.E011.format(name=self.name, found=scores.emissions.shape[1],
+                                                expected=len(self.labels)))
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        # unpickled in a worker process (nlp.pipe(n_process=...)): register the
+        # token extensions again, there is no __init__ call
+        self.__dict__.update(state)
+        self.target = make_target(self.cfg["target"])
+        self.target.set_labels(self.cfg["labels"], self.vocab)
+        register_confidence_extension()
+
+
+def register_confidence_extension() -> None:
+    """``token._.crf_confidence``: P(predicted label) under the CRF, where stored."""
+    from spacy.tokens import Token
+
+    if not Token.has_extension("crf_confidence"):
+        Token.set_extension(
+            "crf_confidence",
+            getter=lambda token: (token.doc.user_data.get(CONFIDENCE_KEY) or [None] * len(token.doc))[token.i],
+        )

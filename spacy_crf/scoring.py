@@ -1,0 +1,104 @@
+"""Scores for the ``spacy train`` table and ``nlp.evaluate``.
+
+``crf_acc`` is the token accuracy of a component's target, whatever it is;
+the target's own key (``tag_acc``, ``pos_acc``, ``NAME_acc``) is reported
+beside it. For ``_.NAME`` targets whose labels are IOB tags (``B-X``,
+``I-X``, ``O``) chunk precision, recall and F1 follow, counted as conlleval
+does (``NAME_p``, ``NAME_r``, ``NAME_f``, ``NAME_per_type``), over character
+offsets so that they hold across tokenisations.
+"""
+
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from spacy.scorer import PRFScore, Scorer
+from spacy.training import Example
+from spacy.util import registry
+
+from .targets import make_target
+
+_IOB = re.compile(r"^(?:O|[BI]-.+)$")
+
+
+@registry.scorers("spacy-crf.crf_scorer.v1")
+def make_crf_scorer() -> Callable[..., Dict[str, Any]]:
+    """The default scorer of ``crf_tagger``."""
+    return score_crf
+
+
+def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dict[str, Any]:
+    """Score a ``crf_tagger``'s predictions.
+
+    Parameters
+    ----------
+    examples : iterable of Example
+        Predicted and reference docs.
+    target : str
+        The component's target (``tag``, ``pos``, ``_.NAME``).
+
+    Returns
+    -------
+    dict
+        ``crf_acc`` and ``{attr}_acc``; for IOB extension targets also
+        ``{attr}_p``, ``{attr}_r``, ``{attr}_f`` and ``{attr}_per_type``.
+    """
+    examples = list(examples)
+    tgt = make_target(target)
+    getter = tgt.getter()
+    results: Dict[str, Any] = dict(
+        Scorer.score_token_attr(examples, tgt.score_attr, getter=getter, **kwargs)
+    )
+    results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
+    if target.startswith("_."):
+        results.update(_score_iob(examples, tgt.score_attr, getter))
+    return results
+
+
+def iob_chunks(tags: List[Optional[str]]) -> List[Tuple[int, int, str]]:
+    """Chunks ``(first, last + 1, type)`` of an IOB tag sequence, as conlleval reads it.
+
+    A chunk starts at ``B-X``, or at ``I-X`` after ``O`` or after a chunk of
+    another type; it ends before ``O``, ``B-*`` or a change of type.
+    """
+    chunks = []
+    start, kind = -1, ""
+    for i, tag in enumerate(list(tags) + ["O"]):
+        tag = tag or "O"
+        prefix, _, label = tag.partition("-")
+        begins = prefix == "B" or (prefix == "I" and label != kind)
+        if start >= 0 and (prefix == "O" or begins):
+            chunks.append((start, i, kind))
+            start, kind = -1, ""
+        if begins:
+            start, kind = i, label
+    return chunks
+
+
+def _char_chunks(doc, tags) -> Set[Tuple[int, int, str]]:
+    return {(doc[s].idx, doc[e - 1].idx + len(doc[e - 1]), k) for s, e, k in iob_chunks(tags)}
+
+
+def _score_iob(examples: List[Example], attr: str, getter) -> Dict[str, Any]:
+    gold_tags = [[getter(t, attr) for t in eg.reference] for eg in examples]
+    seen = {tag for tags in gold_tags for tag in tags if tag}
+    if not seen or not all(_IOB.match(tag) for tag in seen):
+        return {}
+    total = PRFScore()
+    per_type: Dict[str, PRFScore] = {}
+    for eg, gold in zip(examples, gold_tags):
+        if all(tag is None for tag in gold):
+            continue
+        pred_tags = [getter(t, attr) for t in eg.predicted]
+        cand = _char_chunks(eg.predicted, pred_tags)
+        ref = _char_chunks(eg.reference, gold)
+        total.score_set(cand, ref)
+        for kind in {k for *_, k in cand | ref}:
+            per_type.setdefault(kind, PRFScore()).score_set(
+                {c for c in cand if c[2] == kind}, {c for c in ref if c[2] == kind}
+            )
+    return {
+        f"{attr}_p": total.precision,
+        f"{attr}_r": total.recall,
+        f"{attr}_f": total.fscore,
+        f"{attr}_per_type": {k: v.to_dict() for k, v in sorted(per_type.items())},
+    }

@@ -1,0 +1,252 @@
+"""Targets: where a component reads gold labels and writes its predictions.
+
+* ``tag``: ``Token.tag_``;  * ``pos``: ``Token.pos_`` (Universal POS);
+* ``_.NAME``: a custom token extension, e.g. ``_.chunk``.
+
+Labels of a ``_.NAME`` target live in one list per doc, in
+``doc.user_data[("spacy_crf", NAME)]``: one assignment per doc when the
+component writes, and ``DocBin(store_user_data=True)`` saves them.
+``token._.NAME`` reads and writes that list (and falls back to values stored
+the usual way, by an extension registered elsewhere before this one).
+"""
+
+import re
+from typing import Callable, Iterable, List, Optional, Sequence
+
+import numpy as np
+from spacy.attrs import POS, TAG
+from spacy.parts_of_speech import IDS as POS_IDS
+from spacy.tokens import Doc, Token
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from .errors import Errors
+from .util import same_tokens
+
+_EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+class Target:
+    """Base class: a mapping between Docs and label ids.
+
+    Subclasses give ``reference_keys`` (one value per token of a reference
+    doc, ``missing_key`` where it has none) and ``write``.
+    """
+
+    name: str = ""
+    score_attr: str = ""
+    missing_key = 0
+
+    def __init__(self) -> None:
+        self._labels: List[str] = []
+        self._label_keys = np.zeros((0,), dtype=np.uint64)
+        self._label_array = np.zeros((0,), dtype=object)
+        self._keys = np.zeros((0,), dtype=np.uint64)
+        self._order = np.zeros((0,), dtype=np.int64)
+
+    def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
+        """Fix the label set; label ``i`` of ``labels`` is id ``i``.
+
+        The label strings are added to ``vocab.strings`` so that docs can
+        show them.
+        """
+        self._labels = list(labels)
+        for label in self._labels:
+            vocab.strings.add(label)
+        self._label_keys = np.asarray([self.key_of(label) for label in labels], dtype=np.uint64)
+        self._label_array = np.asarray(self._labels + [None], dtype=object)[:-1]
+        self._order = np.argsort(self._label_keys, kind="stable")
+        self._keys = self._label_keys[self._order]
+
+    def key_of(self, label: str) -> int:
+        """The value ``reference_keys`` gives for a token with this label."""
+        raise NotImplementedError
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        """One uint64 key per token of ``doc`` (``missing_key`` where unannotated)."""
+        raise NotImplementedError
+
+    def label_strings(self, doc: Doc) -> List[str]:
+        """The labels present in a reference doc (to collect the label set)."""
+        keys = self.reference_keys(doc)
+        keys = np.unique(keys[keys != self.missing_key])
+        return [self.string_of(doc, int(key)) for key in keys]
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        return doc.vocab.strings[key]
+
+    def ids_of_keys(self, keys: np.ndarray) -> np.ndarray:
+        """Map keys to label ids; -1 for missing or unknown labels."""
+        if not len(self._keys):
+            return np.full(keys.shape, -1, dtype=np.int64)
+        pos = np.searchsorted(self._keys, keys)
+        pos = np.minimum(pos, len(self._keys) - 1)
+        found = self._keys[pos] == keys
+        return np.where(found, self._order[pos], -1).astype(np.int64)
+
+    def gold_ids(self, example: Example) -> np.ndarray:
+        """Gold label id of every token of ``example.predicted``; -1 where unknown.
+
+        Where tokenisations differ, a predicted token takes the label of the one
+        reference token it aligns to, and none if it aligns to zero or several
+        (as ``Example.get_aligned`` does).
+        """
+        ids = self.ids_of_keys(self.reference_keys(example.reference))
+        predicted, reference = example.predicted, example.reference
+        if same_tokens(predicted, reference):
+            return ids
+        x2y = example.alignment.x2y
+        lengths = np.asarray(x2y.lengths, dtype=np.int64)
+        data = np.asarray(x2y.data, dtype=np.int64)
+        first = np.cumsum(lengths) - lengths
+        gold = np.full(len(predicted), -1, dtype=np.int64)
+        single = lengths == 1
+        gold[single] = ids[data[first[single]]]
+        return gold
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        """Set the predicted labels (label ids, one per token) on ``doc``."""
+        raise NotImplementedError
+
+    def getter(self) -> Callable[[Token, str], object]:
+        """``getter(token, attr)`` for spaCy's ``Scorer.score_token_attr``."""
+        return getattr
+
+
+class TagTarget(Target):
+    name = score_attr = "tag"
+
+    def key_of(self, label: str) -> int:
+        from spacy.strings import hash_string
+
+        return hash_string(label)
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        return doc.to_array(TAG).astype(np.uint64).reshape(-1)
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.from_array([TAG], self._label_keys[ids])
+
+
+class PosTarget(Target):
+    name = score_attr = "pos"
+
+    def key_of(self, label: str) -> int:
+        if label not in POS_IDS:
+            raise ValueError(f"'{label}' is not a Universal POS tag: target 'pos' needs UPOS labels.")
+        return POS_IDS[label]
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        return doc.to_array(POS).astype(np.uint64).reshape(-1)
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        from spacy.parts_of_speech import NAMES
+
+        return NAMES[key]
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.from_array([POS], self._label_keys[ids])
+
+
+class ExtensionTarget(Target):
+    """Labels in a custom token extension ``token._.NAME``."""
+
+    missing_key = np.uint64(0)
+
+    def __init__(self, attr: str) -> None:
+        super().__init__()
+        self.attr = attr
+        self.name = f"_.{attr}"
+        self.score_attr = attr
+        self.key = ("spacy_crf", attr)
+        register_extension(attr)
+
+    def key_of(self, label: str) -> int:
+        from spacy.strings import hash_string
+
+        return hash_string(label)
+
+    def labels_of(self, doc: Doc) -> List[Optional[str]]:
+        return extension_labels(doc, self.attr)
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        from spacy.strings import hash_string
+
+        labels = self.labels_of(doc)
+        if not labels:
+            return np.zeros((len(doc),), dtype=np.uint64)
+        arr = np.asarray(["" if s is None else s for s in labels], dtype=object)
+        uniq, inverse = np.unique(arr, return_inverse=True)
+        table = np.asarray([hash_string(s) if s else 0 for s in uniq], dtype=np.uint64)
+        return table[inverse].reshape(-1)
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        for label in self.labels_of(doc):
+            if label is not None and self.key_of(label) == key:
+                return label
+        raise KeyError(key)
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.user_data[self.key] = self._label_array[ids].tolist()
+
+    def getter(self) -> Callable[[Token, str], object]:
+        attr = self.attr
+        return lambda token, _: token._.get(attr)
+
+
+def extension_labels(doc: Doc, attr: str) -> List[Optional[str]]:
+    """The per-token labels of ``_.attr`` on ``doc`` (empty list if it has none)."""
+    stored = doc.user_data.get(("spacy_crf", attr))
+    if stored is not None:
+        return list(stored)
+    # values set through an extension registered the usual way (per token)
+    found = [doc.user_data.get(("._.", attr, token.idx, None)) for token in doc]
+    return found if any(v is not None for v in found) else []
+
+
+def register_extension(attr: str) -> None:
+    """Register ``token._.attr`` backed by the doc-level label list (idempotent)."""
+    key = ("spacy_crf", attr)
+
+    def get(token: Token) -> Optional[str]:
+        stored = token.doc.user_data.get(key)
+        if stored is not None:
+            return stored[token.i]
+        return token.doc.user_data.get(("._.", attr, token.idx, None))
+
+    def set_(token: Token, value: Optional[str]) -> None:
+        doc = token.doc
+        stored = doc.user_data.get(key)
+        if stored is None:
+            stored = [doc.user_data.get(("._.", attr, t.idx, None)) for t in doc]
+        stored = list(stored)
+        stored[token.i] = value
+        doc.user_data[key] = stored
+
+    existing = Token.get_extension(attr)
+    if existing is not None and getattr(existing[2], "__name__", "") == "get":
+        if getattr(existing[2], "_spacy_crf", False):
+            return
+    get._spacy_crf = True  # type: ignore[attr-defined]
+    Token.set_extension(attr, getter=get, setter=set_, force=True)
+
+
+def make_target(target: str) -> Target:
+    """Build the target named in the config (``tag``, ``pos`` or ``_.NAME``)."""
+    if target == "tag":
+        return TagTarget()
+    if target == "pos":
+        return PosTarget()
+    m = _EXTENSION.match(target) if isinstance(target, str) else None
+    if m:
+        return ExtensionTarget(m.group(1))
+    raise ValueError(Errors.E006.format(target=target))
+
+
+def set_doc_labels(doc: Doc, attr: str, labels: Iterable[Optional[str]]) -> None:
+    """Store gold labels of an ``_.attr`` target on a doc (for converters and tests)."""
+    labels = list(labels)
+    if len(labels) != len(doc):
+        raise ValueError(f"Got {len(labels)} labels for a doc of {len(doc)} tokens.")
+    register_extension(attr)
+    doc.user_data[("spacy_crf", attr)] = labels
