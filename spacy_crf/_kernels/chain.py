@@ -30,6 +30,13 @@ def _allowed(fixed, t, j):
     return fixed[t] < 0 or fixed[t] == j
 
 
+# Scaling is exact only while no factor underflows. With every finite shifted
+# log-weight above UNDERFLOW_GUARD, a position's alpha entries stay above
+# exp(2 * UNDERFLOW_GUARD) / L**2 relative to their sum, far from float64's
+# limit; past it, the sequence goes to the log-space path instead.
+UNDERFLOW_GUARD = -200.0
+
+
 @njit(cache=True)
 def _finite_max(values):
     """Max of the finite entries (0.0 if there are none), used as a shift."""
@@ -40,6 +47,15 @@ def _finite_max(values):
     if best == NEG_INF:
         return 0.0
     return best
+
+
+@njit(cache=True)
+def _within_guard(values, shift):
+    """Whether every finite entry of ``values - shift`` is above UNDERFLOW_GUARD."""
+    for v in values.ravel():
+        if v != NEG_INF and v - shift < UNDERFLOW_GUARD:
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -57,6 +73,9 @@ def _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
     t_shift = _finite_max(transitions)
     s_shift = _finite_max(start)
     e_shift = _finite_max(end)
+    if not (_within_guard(transitions, t_shift) and _within_guard(start, s_shift)
+            and _within_guard(end, e_shift)):
+        return np.nan
     exp_t = np.exp(transitions - t_shift)
     exp_s = np.exp(start - s_shift)
     exp_e = np.exp(end - e_shift)
@@ -70,7 +89,13 @@ def _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
         if m == NEG_INF or m == np.inf or m != m:
             return np.nan
         for j in range(L):
-            ex[t, j] = np.exp(emissions[o + t, j] - m) if _allowed(fixed, o + t, j) else 0.0
+            if _allowed(fixed, o + t, j):
+                shifted = emissions[o + t, j] - m
+                if shifted < UNDERFLOW_GUARD and shifted != NEG_INF:
+                    return np.nan
+                ex[t, j] = np.exp(shifted)
+            else:
+                ex[t, j] = 0.0
         log_z += m
     # alpha[0, j] = start(j) ex[0, j];  alpha[t, j] = ex[t, j] sum_i alpha[t-1, i] T(i, j)
     # each row divided by its sum scale[t], so log Z = sum_t log scale[t] + shifts
@@ -270,7 +295,8 @@ def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
     delta[t, j] = e(t, j) + max_i (delta[t-1, i] + T(i, j)),  back[t, j] = argmax_i
     best        = max_j (delta[n-1, j] + end(j)), then follow ``back``.
     Fills ``labels`` (N,) and ``scores`` (S,); ties go to the lowest label id.
-    A sequence with no allowed labelling gets score ``-inf``.
+    A sequence with no allowed labelling gets score ``-inf`` and, token by
+    token, its fixed label (0 where free).
     """
     L = emissions.shape[1]
     max_len = 1
@@ -305,13 +331,13 @@ def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
             v = delta[n - 1, j] + end[j]
             if v > best:
                 best, arg = v, j
-        if best == NEG_INF:
-            # nothing allowed: still return a labelling that honours ``fixed`` where it can
-            for j in range(L):
-                if _allowed(fixed, o + n - 1, j):
-                    arg = j
-                    break
         scores[s] = best
+        if best == NEG_INF:
+            # no allowed labelling: honour ``fixed`` token by token, label 0 elsewhere
+            for t in range(n):
+                labels[o + t] = max(fixed[o + t], 0)
+            o += n
+            continue
         labels[o + n - 1] = arg
         for t in range(n - 1, 0, -1):
             arg = back[t, arg]

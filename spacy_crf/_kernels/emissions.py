@@ -15,15 +15,3 @@ def gather_sum(weights, bias, features, out):
             row = features[t, k] % n_buckets
             for j in range(n_labels):
                 out[t, j] += weights[row, j]
-
-
-@njit(cache=True)
-def scatter_add(d_out, features, d_weights):
-    """d_weights[features[t, k] % n_buckets, :] += d_out[t, :] (the gradient of gather_sum)."""
-    n_buckets = d_weights.shape[0]
-    n_labels = d_weights.shape[1]
-    for t in range(features.shape[0]):
-        for k in range(features.shape[1]):
-            row = features[t, k] % n_buckets
-            for j in range(n_labels):
-                d_weights[row, j] += d_out[t, j]

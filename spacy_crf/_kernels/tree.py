@@ -185,6 +185,14 @@ def _unit(v, log_space):
 
 
 @njit(cache=True)
+def _copy(dst, src):
+    """dst[j] = src[j]."""
+    # dst[j] = src[j]
+    for j in range(dst.shape[0]):
+        dst[j] = src[j]
+
+
+@njit(cache=True)
 def _times(dst, src, log_space):
     """dst[j] *= src[j], or dst[j] += src[j] in log space."""
     # dst[j] = dst[j] src[j]
@@ -290,7 +298,7 @@ def _send_up(src, pot, dst, log_space):
         if a == 0.0:
             continue
         for j in range(L):
-            dst[j] += a * pot[i, j]
+            dst[j] += a * pot[j, i]
 
 
 @njit(cache=True)
@@ -317,13 +325,15 @@ def _workspace(N, L):
 @njit(cache=True)
 def _exp_pairs(pair_scores):
     """exp(pair_scores[r] - shift[r]) and shift[r], the finite max of group ``r``."""
-    R = pair_scores.shape[0]
-    exp_pair = np.empty_like(pair_scores)
+    R, L = pair_scores.shape[0], pair_scores.shape[1]
+    exp_pair = np.empty((R, L, L))
     shift = np.empty(R)
-    # shift[r] = max finite pair_scores[r];  exp_pair[r] = exp(pair_scores[r] - shift[r])
+    # shift[r] = max finite pair_scores[r];  exp_pair[r, i, j] = exp(pair_scores[r, i, j] - shift[r])
     for r in range(R):
         shift[r] = _finite_max(pair_scores[r])
-        exp_pair[r] = np.exp(pair_scores[r] - shift[r])
+        for i in range(L):
+            for j in range(L):
+                exp_pair[r, i, j] = np.exp(pair_scores[r, i, j] - shift[r])
     return exp_pair, shift
 
 
@@ -384,7 +394,7 @@ def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
             return _failure(s, log_space)
         msg_total[t] = s
         log_total += _log(s, log_space)
-        excl[t, :] = inn[h]
+        _copy(excl[t], inn[h])
         _times(inn[h], msg[t], log_space)
         s = _rescale(inn[h], log_space)
         if not _ok(s, log_space):
@@ -420,7 +430,7 @@ def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
             s = _rescale(out[t], log_space)
             if not _ok(s, log_space):
                 return _failure(s, log_space)
-        suf[t, :] = out[t]
+        _copy(suf[t], out[t])
         s = _dot(inn[t], out[t], log_space)
         if not _ok(s, log_space):
             return _failure(s, log_space)
@@ -574,7 +584,7 @@ def sum_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
     """
     vec, tot = _workspace(emissions.shape[0], emissions.shape[1])
     exp_pair, pair_shift = _exp_pairs(pair_scores)
-    o = 0
+    o = np.int64(0)  # typed, not Literal[int](0): callees compile once
     # log_z[s] = log Z of the forest at rows o:o+n
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -609,7 +619,8 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
         As for :func:`sum_product`.
     labels : (N,) int64
         Filled with the MAP labelling. Where a segment allows no labelling,
-        tokens still take their ``fixed`` label (label 0 if free).
+        each token takes its ``fixed`` label (label 0 where free), as in
+        ``chain.viterbi``.
     scores : (S,) float64
         Filled with the score of the MAP labelling of each segment (``-inf``
         if none is allowed, 0 if empty).
@@ -641,7 +652,7 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
             r = rel[t]
             for j in range(L):
                 best[j] = NEG_INF
-                back[t, j] = -1
+                back[t, j] = 0
             for i in range(L):
                 d = delta[t, i]
                 if d == NEG_INF:
@@ -652,30 +663,31 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
                         best[j] = v
                         back[t, j] = i
             for j in range(L):
-                if back[t, j] < 0:
-                    # no allowed label of t goes with head label j: keep t's fixed label
-                    back[t, j] = max(fixed[t], 0)
                 delta[h, j] += best[j]
         total = 0.0
         # roots: label = first argmax_j delta[t, j]; score = sum over the trees
         for t in range(o, o + n):
             if heads[t] >= 0:
                 continue
-            b, arg = NEG_INF, -1
+            b, arg = NEG_INF, 0
             for j in range(L):
                 if delta[t, j] > b:
                     b, arg = delta[t, j], j
-            if arg < 0:
-                arg = max(fixed[t], 0)
             labels[t] = arg
             total += b
+        scores[s] = total
+        if total == NEG_INF:
+            # no allowed labelling: honour ``fixed`` token by token, label 0 elsewhere
+            for t in range(o, o + n):
+                labels[t] = max(fixed[t], 0)
+            o += n
+            continue
         # heads before children: labels[t] = back[t, labels[heads[t]]]
         for k in range(o + n - 1, o - 1, -1):
             t = order[k]
             h = heads[t]
             if h >= 0:
                 labels[t] = back[t, labels[h]]
-        scores[s] = total
         o += n
 
 
@@ -741,7 +753,7 @@ def nll_gradient(emissions, lengths, heads, order, pair_scores, rel, root, gold,
     exp_pair, pair_shift = _exp_pairs(pair_scores)
     free = np.full(N, -1, dtype=np.int64)
     dummy = np.zeros((1, 1, 1))
-    o = 0
+    o = np.int64(0)  # typed, not Literal[int](0): callees compile once
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:

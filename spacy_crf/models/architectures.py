@@ -14,6 +14,21 @@ from .potentials import CRFScores, crf_potentials
 from .sum_emissions import sum_emissions
 
 
+LABEL_SIZED = "crf_label_sized"
+
+
+def set_n_labels(model: Model, n_labels: int) -> None:
+    """Give every layer whose output is one score per label its ``nO``."""
+    for node in model.walk():
+        if node.attrs.get(LABEL_SIZED) and node.has_dim("nO") is None:
+            node.set_dim("nO", n_labels)
+
+
+def _label_sized(*layers: Model) -> None:
+    for layer in layers:
+        layer.attrs[LABEL_SIZED] = True
+
+
 def _check_positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(Errors.E005.format(name=name, value=value))
@@ -41,8 +56,10 @@ def FeatureCRF(
     """
     _check_positive("n_buckets", n_buckets)
     _check_positive("n_relations", n_relations)
-    emissions = chain(featurize(templates), hashed_linear(n_buckets, nO=nO))
-    model = chain(emissions, crf_potentials(nO=nO, n_relations=n_relations))
+    linear = hashed_linear(n_buckets, nO=nO)
+    potentials = crf_potentials(nO=nO, n_relations=n_relations)
+    _label_sized(linear, potentials)
+    model = chain(featurize(templates), linear, potentials)
     model.name = "feature_crf"
     return model
 
@@ -69,13 +86,18 @@ def NeuralCRF(
         As in ``spacy-crf.FeatureCRF.v1``.
     """
     _check_positive("n_relations", n_relations)
-    neural = chain(tok2vec, list2array(), Linear(nO=nO))
+    output = Linear(nO=nO)
+    potentials = crf_potentials(nO=nO, n_relations=n_relations)
+    _label_sized(output, potentials)
+    neural = chain(tok2vec, list2array(), output)
     if templates:
         _check_positive("n_buckets", n_buckets)
-        emissions = sum_emissions(neural, chain(featurize(templates), hashed_linear(n_buckets, nO=nO)))
+        linear = hashed_linear(n_buckets, nO=nO)
+        _label_sized(linear)
+        emissions = sum_emissions(neural, chain(featurize(templates), linear))
     else:
         emissions = neural
-    model = chain(emissions, crf_potentials(nO=nO, n_relations=n_relations))
+    model = chain(emissions, potentials)
     model.name = "neural_crf"
     model.set_ref("tok2vec", tok2vec)
     return model

@@ -6,7 +6,8 @@ import numpy as np
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .._kernels.emissions import gather_sum, scatter_add
+from .._kernels.emissions import gather_sum
+from .sparse_table import ATTR, SparseTable
 
 InT = np.ndarray  # (N, K) uint64 feature ids
 OutT = Floats2d  # (N, nO) emission scores
@@ -39,11 +40,13 @@ def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[Out
 
     def backprop(d_scores: OutT) -> InT:
         d_scores = np.ascontiguousarray(d_scores, dtype=W.dtype)
-        # scatter straight into the existing gradient: a dense (n_buckets, nO)
-        # temporary per batch would cost more than the update itself
-        if not model.has_grad("W"):
-            model.set_grad("W", np.zeros_like(W))
-        scatter_add(d_scores, features, model.get_grad("W"))
+        # a batch touches few rows: keep them compact for a row-sparse step
+        # (see sparse_table.py); a dense (n_buckets, nO) gradient per batch
+        # would cost more than all the rest of training
+        table = model.attrs.get(ATTR)
+        if table is None:
+            table = model.attrs[ATTR] = SparseTable(*W.shape)
+        table.add(d_scores, features)
         model.inc_grad("b", d_scores.sum(axis=0))
         return features
 

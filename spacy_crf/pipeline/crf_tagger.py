@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import srsly
@@ -26,7 +26,9 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from .. import inference
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths, doc_lengths
+from ..models.architectures import set_n_labels
 from ..models.potentials import CRFScores
+from ..models.sparse_table import apply_sparse_updates, sync_averages
 from ..scoring import score_crf
 from ..targets import Target, make_target
 
@@ -247,9 +249,7 @@ class CRFTagger(TrainablePipe):
         if not found:
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
         self._set_labels(sorted(found))
-        for node in self.model.walk():
-            if node.has_dim("nO") is None:
-                node.set_dim("nO", len(self.labels))
+        set_n_labels(self.model, len(self.labels))
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=sample or None)
 
@@ -266,6 +266,20 @@ class CRFTagger(TrainablePipe):
             )
         self._set_labels(list(self.labels) + [label])
         return 1
+
+    def finish_update(self, sgd: Optimizer) -> None:
+        """Step the parameters: the hashed tables row-sparse, the rest as thinc does."""
+        apply_sparse_updates(self.model, sgd)
+        self.model.finish_update(sgd)
+
+    def use_params(self, params: Dict) -> Iterator[None]:
+        """Swap in e.g. the optimizer's averages (for evaluation and saving).
+
+        A generator, as ``Language.use_params`` drives it with ``next()``.
+        """
+        sync_averages(self.model, params)
+        with self.model.use_params(params):
+            yield
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """Score predictions (see ``spacy_crf.scoring.score_crf``)."""
@@ -327,9 +341,7 @@ class CRFTagger(TrainablePipe):
                     f"'{self.cfg['target']}'"))
         model = copy.deepcopy(self.model)
         n_labels = len(cfg["labels"])
-        for node in model.walk():
-            if node.has_dim("nO") is None:
-                node.set_dim("nO", n_labels)
+        set_n_labels(model, n_labels)
         try:
             model.from_bytes(model_bytes)
         except Exception as err:

@@ -1,0 +1,122 @@
+"""Row-sparse optimizer kernels for the hashed weight table (numba only).
+
+A batch touches a few thousand of the table's rows; updating only those rows
+makes a step cost O(touched rows) instead of O(table). Adam moments are
+updated lazily (the "sparse Adam" of PyTorch and TensorFlow: untouched rows
+keep their moments). Parameter averages follow thinc's exponential moving
+average exactly: a row left alone from step s+1 to t-1 has constant weights
+w, so its average catches up in one go,
+
+    avg <- w + (avg - w) * prod_{i=s+1}^{t-1} d_i,   d_i = min((1+i)/(10+i), 0.9999)
+
+with the product read off a table of cumulative log decays.
+"""
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def gather_rows(d_out, features, slot, rows, grads, n_rows):
+    """Add the gradient of ``gather_sum`` into compact rows.
+
+    For every feature ``f`` of token ``t``, row ``r = f % len(slot)`` of the
+    table receives ``d_out[t]``. ``slot[r]`` is ``r``'s index in ``rows`` /
+    ``grads`` (-1 if not there yet); new rows are appended after the first
+    ``n_rows``. Returns the new number of rows. The caller guarantees room
+    for ``features.size`` new rows.
+    """
+    n_buckets = slot.shape[0]
+    n_labels = d_out.shape[1]
+    for t in range(features.shape[0]):
+        for k in range(features.shape[1]):
+            r = features[t, k] % n_buckets
+            s = slot[r]
+            if s < 0:
+                s = n_rows
+                slot[r] = s
+                rows[s] = r
+                for j in range(n_labels):
+                    grads[s, j] = 0.0
+                n_rows += 1
+            for j in range(n_labels):
+                grads[s, j] += d_out[t, j]
+    return n_rows
+
+
+@njit(cache=True)
+def scatter_rows(rows, grads, n_rows, dense):
+    """dense[rows[i]] += grads[i] for the first ``n_rows`` rows."""
+    for i in range(n_rows):
+        for j in range(grads.shape[1]):
+            dense[rows[i], j] += grads[i, j]
+
+
+@njit(cache=True)
+def clear_slots(slot, rows, n_rows):
+    for i in range(n_rows):
+        slot[rows[i]] = -1
+
+
+@njit(cache=True)
+def sq_norm(grads, n_rows):
+    total = 0.0
+    for i in range(n_rows):
+        for j in range(grads.shape[1]):
+            total += grads[i, j] * grads[i, j]
+    return total
+
+
+@njit(cache=True)
+def catch_up_average(avg, weights, r, synced, cum_log_decay, upto):
+    """Bring the average of row ``r`` to the end of step ``upto`` (weights constant since)."""
+    s = synced[r]
+    if s < upto:
+        factor = np.exp(cum_log_decay[upto] - cum_log_decay[s])
+        for j in range(weights.shape[1]):
+            avg[r, j] = weights[r, j] + (avg[r, j] - weights[r, j]) * factor
+        synced[r] = upto
+
+
+@njit(cache=True)
+def update_rows(weights, mom1, mom2, rows, grads, n_rows, step, learn_rate, b1, b2, eps,
+                clip_scale, decay_rate, avg, synced, cum_log_decay, use_adam, use_avg):
+    """One optimizer step on the touched rows.
+
+    Adam (``use_adam``), as thinc's: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+    w -= lr sqrt(1-b2^t)/(1-b1^t) m / (sqrt(v) + eps). Otherwise plain SGD,
+    w -= lr g. ``clip_scale`` multiplies the gradient (norm clipping);
+    ``decay_rate`` multiplies the weights after the step (decoupled L2).
+    With ``use_avg`` the average of every touched row is caught up to step
+    ``step - 1``, then takes step ``step``'s decay towards the new weights.
+    """
+    fix1 = 1.0 - b1 ** step
+    fix2 = 1.0 - b2 ** step
+    lr = learn_rate * np.sqrt(fix2) / fix1 if use_adam else learn_rate
+    decay = min((1.0 + step) / (10.0 + step), 0.9999)
+    for i in range(n_rows):
+        r = rows[i]
+        if use_avg:
+            catch_up_average(avg, weights, r, synced, cum_log_decay, step - 1)
+        for j in range(weights.shape[1]):
+            g = grads[i, j] * clip_scale
+            if use_adam:
+                m = b1 * mom1[r, j] + (1.0 - b1) * g
+                v = b2 * mom2[r, j] + (1.0 - b2) * g * g
+                mom1[r, j] = m
+                mom2[r, j] = v
+                weights[r, j] -= lr * m / (np.sqrt(v) + eps)
+            else:
+                weights[r, j] -= lr * g
+            weights[r, j] *= decay_rate
+            if use_avg:
+                avg[r, j] -= (1.0 - decay) * (avg[r, j] - weights[r, j])
+        if use_avg:
+            synced[r] = step
+
+
+@njit(cache=True)
+def catch_up_all(avg, weights, synced, cum_log_decay, upto):
+    """Bring every row's average to the end of step ``upto``."""
+    for r in range(weights.shape[0]):
+        catch_up_average(avg, weights, r, synced, cum_log_decay, upto)
