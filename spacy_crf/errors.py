@@ -48,5 +48,6 @@ class Errors(metaclass=_Codes):
 
 
 class Warnings(metaclass=_Codes):
-    W001 = ("Label '{label}' of '{name}' in the gold data was not seen at initialize(); "
-            "tokens with it are treated as unannotated. Re-initialize to include it.")
+    W001 = ("Gold label '{label}' (target '{name}') was not seen at initialize(); tokens "
+            "with it are treated as unannotated. Re-initialize with data that has it, or "
+            "pass the full label set to initialize(labels=...).")

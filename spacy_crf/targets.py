@@ -11,16 +11,18 @@ the usual way, by an extension registered elsewhere before this one).
 """
 
 import re
-from typing import Callable, Iterable, List, Optional, Sequence
+import warnings
+from typing import Callable, Iterable, List, Optional, Sequence, Set
 
 import numpy as np
 from spacy.attrs import POS, TAG
 from spacy.parts_of_speech import IDS as POS_IDS
+from spacy.strings import hash_string
 from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from .errors import Errors
+from .errors import Errors, Warnings
 from .util import same_tokens
 
 _EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -43,6 +45,7 @@ class Target:
         self._label_array = np.zeros((0,), dtype=object)
         self._keys = np.zeros((0,), dtype=np.uint64)
         self._order = np.zeros((0,), dtype=np.int64)
+        self._warned: Set[int] = set()
 
     def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
         """Fix the label set; label ``i`` of ``labels`` is id ``i``.
@@ -53,12 +56,13 @@ class Target:
         self._labels = list(labels)
         for label in self._labels:
             vocab.strings.add(label)
-        self._label_keys = np.asarray([self.key_of(label) for label in labels], dtype=np.uint64)
+        self._label_keys = np.asarray([self.key_of(label, vocab) for label in labels],
+                                      dtype=np.uint64)
         self._label_array = np.asarray(self._labels + [None], dtype=object)[:-1]
         self._order = np.argsort(self._label_keys, kind="stable")
         self._keys = self._label_keys[self._order]
 
-    def key_of(self, label: str) -> int:
+    def key_of(self, label: str, vocab: Vocab) -> int:
         """The value ``reference_keys`` gives for a token with this label."""
         raise NotImplementedError
 
@@ -91,8 +95,15 @@ class Target:
         reference token it aligns to, and none if it aligns to zero or several
         (as ``Example.get_aligned`` does).
         """
-        ids = self.ids_of_keys(self.reference_keys(example.reference))
         predicted, reference = example.predicted, example.reference
+        keys = self.reference_keys(reference)
+        ids = self.ids_of_keys(keys)
+        unknown = keys[(keys != self.missing_key) & (ids < 0)]
+        for key in np.unique(unknown):
+            if int(key) not in self._warned:
+                self._warned.add(int(key))
+                label = self.string_of(reference, int(key))
+                warnings.warn(Warnings.W001.format(label=label, name=self.name))
         if same_tokens(predicted, reference):
             return ids
         x2y = example.alignment.x2y
@@ -116,10 +127,10 @@ class Target:
 class TagTarget(Target):
     name = score_attr = "tag"
 
-    def key_of(self, label: str) -> int:
-        from spacy.strings import hash_string
-
-        return hash_string(label)
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        # the StringStore's key: strings that are also spaCy symbols ("X",
+        # "NOUN", ...) map to the symbol id, not to their hash
+        return vocab.strings.add(label)
 
     def reference_keys(self, doc: Doc) -> np.ndarray:
         return doc.to_array(TAG).astype(np.uint64).reshape(-1)
@@ -131,7 +142,7 @@ class TagTarget(Target):
 class PosTarget(Target):
     name = score_attr = "pos"
 
-    def key_of(self, label: str) -> int:
+    def key_of(self, label: str, vocab: Vocab) -> int:
         if label not in POS_IDS:
             raise ValueError(f"'{label}' is not a Universal POS tag: target 'pos' needs UPOS labels.")
         return POS_IDS[label]
@@ -161,17 +172,13 @@ class ExtensionTarget(Target):
         self.key = ("spacy_crf", attr)
         register_extension(attr)
 
-    def key_of(self, label: str) -> int:
-        from spacy.strings import hash_string
-
+    def key_of(self, label: str, vocab: Optional[Vocab] = None) -> int:
         return hash_string(label)
 
     def labels_of(self, doc: Doc) -> List[Optional[str]]:
         return extension_labels(doc, self.attr)
 
     def reference_keys(self, doc: Doc) -> np.ndarray:
-        from spacy.strings import hash_string
-
         labels = self.labels_of(doc)
         if not labels:
             return np.zeros((len(doc),), dtype=np.uint64)

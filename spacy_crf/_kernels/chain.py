@@ -235,6 +235,23 @@ def _sequence(emissions, o, n, transitions, start, end, fixed, weight, marginals
 
 
 @njit(cache=True)
+def max_length(lengths):
+    """The longest sequence of a batch (at least 1, to size workspaces)."""
+    longest = 1
+    for n in lengths:
+        longest = max(longest, n)
+    return longest
+
+
+@njit(cache=True)
+def _workspace(lengths, n_labels):
+    """alpha, beta, ex (max_len, L) and scale (max_len,): allocated once per batch."""
+    max_len = max_length(lengths)
+    return (np.empty((max_len, n_labels)), np.empty((max_len, n_labels)),
+            np.empty((max_len, n_labels)), np.empty(max_len))
+
+
+@njit(cache=True)
 def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
                      marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
                      force_log):
@@ -247,14 +264,7 @@ def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
     row ``t`` holding ``P(y_{t-1}=i, y_t=j)`` (the first row of each sequence
     stays zero). ``log_z[s]`` is ``-inf`` where ``fixed`` allows no labelling.
     """
-    L = emissions.shape[1]
-    max_len = 1
-    for n in lengths:
-        max_len = max(max_len, n)
-    alpha = np.empty((max_len, L))
-    beta = np.empty((max_len, L))
-    ex = np.empty((max_len, L))
-    scale = np.empty(max_len)
+    alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
     o = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -299,9 +309,7 @@ def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
     token, its fixed label (0 where free).
     """
     L = emissions.shape[1]
-    max_len = 1
-    for n in lengths:
-        max_len = max(max_len, n)
+    max_len = max_length(lengths)
     delta = np.empty((max_len, L))
     back = np.zeros((max_len, L), dtype=np.int64)
     o = 0
@@ -356,14 +364,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
     With every label known the second term is the gold path itself.
     ``d_*`` are added into (they are not zeroed first).
     """
-    L = emissions.shape[1]
-    max_len = 1
-    for n in lengths:
-        max_len = max(max_len, n)
-    alpha = np.empty((max_len, L))
-    beta = np.empty((max_len, L))
-    ex = np.empty((max_len, L))
-    scale = np.empty(max_len)
+    alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
     free = np.full(emissions.shape[0], -1, dtype=np.int64)
     dummy = np.zeros((1, 1, 1))
     o = 0

@@ -298,7 +298,7 @@ def _send_up(src, pot, dst, log_space):
         if a == 0.0:
             continue
         for j in range(L):
-            dst[j] += a * pot[j, i]
+            dst[j] += a * pot[i, j]
 
 
 @njit(cache=True)
@@ -674,7 +674,7 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
                 if delta[t, j] > b:
                     b, arg = delta[t, j], j
             labels[t] = arg
-            total += b
+            total = b
         scores[s] = total
         if total == NEG_INF:
             # no allowed labelling: honour ``fixed`` token by token, label 0 elsewhere

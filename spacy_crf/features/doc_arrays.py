@@ -1,17 +1,14 @@
 """Docs -> flat numpy arrays over a batch (one ``Doc.to_array`` call per doc).
 
-Everything the kernels need is read here: attribute columns, the text's code
-points for affixes, and how the batch's tokens split into sequences.
+Everything the kernels need is read here: attribute columns and how the
+batch's tokens split into sequences.
 """
 
-from typing import List, Sequence, Tuple
+from typing import List, Sequence
 
 import numpy as np
-from spacy.attrs import IDX, LENGTH, SENT_START
+from spacy.attrs import SENT_START
 from spacy.tokens import Doc
-
-_EMPTY_U64 = np.zeros((0,), dtype=np.uint64)
-
 
 def doc_lengths(docs: Sequence[Doc]) -> np.ndarray:
     """Number of tokens of each doc, as int64."""
@@ -51,31 +48,3 @@ def attribute_matrix(docs: Sequence[Doc], attr_ids: List[int]) -> np.ndarray:
     if not blocks:
         return np.zeros((0, n_cols), dtype=np.uint64)
     return np.ascontiguousarray(np.concatenate(blocks).astype(np.uint64, copy=False))
-
-
-def _code_points(text: str) -> np.ndarray:
-    # lower-case where that keeps character offsets (a few characters, e.g. 'İ',
-    # grow when lower-cased; such docs keep their case)
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        text = lowered
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
-def text_spans(docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Code points of all texts, and each token's start and length in them."""
-    chars, starts, lens = [], [], []
-    offset = 0
-    for doc in docs:
-        if not len(doc):
-            continue
-        cp = _code_points(doc.text)
-        arr = doc.to_array([IDX, LENGTH]).astype(np.int64)
-        starts.append(arr[:, 0] + offset)
-        lens.append(arr[:, 1])
-        chars.append(cp)
-        offset += cp.shape[0]
-    if not chars:
-        empty = np.zeros((0,), dtype=np.int64)
-        return np.zeros((0,), dtype=np.uint32), empty, empty
-    return np.concatenate(chars), np.concatenate(starts), np.concatenate(lens)

@@ -3,10 +3,12 @@
 from typing import Sequence
 
 import numpy as np
+from spacy.attrs import LOWER
 from spacy.tokens import Doc
 
 from .._kernels import features as kernels
-from .doc_arrays import attribute_matrix, batch_sequence_lengths, text_spans
+from .affixes import affix_columns
+from .doc_arrays import attribute_matrix, batch_sequence_lengths
 from .templates import FeatureTemplates
 
 
@@ -26,13 +28,14 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates) -> np.nda
         ``(N, len(templates))`` uint64 feature ids. Windows stop at sentence
         boundaries where the docs have them, else at doc boundaries.
     """
-    values = attribute_matrix(docs, templates.attr_ids)
-    n_tokens = values.shape[0]
+    attr_ids = list(templates.attr_ids)
     if templates.uses_affixes:
-        chars, char_start, char_len = text_spans(docs)
-        affixes = np.empty((n_tokens, 2 * kernels.N_AFFIX), dtype=np.uint64)
-        kernels.affix_hashes(chars, char_start, char_len, affixes)
-        values = np.ascontiguousarray(np.hstack([values, affixes]))
+        attr_ids.append(LOWER)
+    values = attribute_matrix(docs, attr_ids)
+    n_tokens = values.shape[0]
+    if templates.uses_affixes and docs:
+        affixes = affix_columns(values[:, -1], docs[0].vocab.strings)
+        values = np.ascontiguousarray(np.hstack([values[:, :-1], affixes]))
     lengths = batch_sequence_lengths(docs)
     begin = np.empty(n_tokens, dtype=np.int64)
     end = np.empty(n_tokens, dtype=np.int64)

@@ -11,7 +11,7 @@ one template per offset. So CRFsuite's chunking template reads::
 
 Attributes are spaCy token attributes read with ``Doc.to_array`` (NORM,
 LOWER, SHAPE, TAG, POS, IS_TITLE, LIKE_NUM, ...) plus ``PREFIX1..4`` and
-``SUFFIX1..4``: the first / last 1 to 4 characters of the lower-cased text.
+``SUFFIX1..4``: the first / last 1 to 4 characters of the token's ``LOWER``.
 """
 
 import re
