@@ -1,8 +1,10 @@
 """Corpus helpers for ``spacy train``: copy gold input attributes onto predicted docs.
 
-``spacy train`` builds each example's predicted doc from the words alone. A
-CRF that uses corpus-given inputs (the POS column of CoNLL-2000, gold sentence
-boundaries) needs them on the predicted doc, at training and at evaluation:
+``spacy train`` builds each example's predicted doc by tokenizing the text
+alone. A CRF that uses corpus-given inputs (the POS column of CoNLL-2000, gold
+sentence boundaries, gold trees) needs them on the predicted doc, at training
+and at evaluation. Gold inputs come with gold tokens: where the tokenizer split
+the text otherwise, the predicted doc is rebuilt from the reference's tokens.
 
 .. code-block:: ini
 
@@ -16,12 +18,13 @@ from typing import Callable, Iterator, List
 
 from spacy.attrs import IDS, SENT_START
 from spacy.language import Language
+from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
 from .util import same_tokens
 
-COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START")
+COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START", "HEAD", "DEP")
 
 
 @registry.augmenters("spacy-crf.copy_attrs.v1")
@@ -31,25 +34,33 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
     Parameters
     ----------
     attrs : list of str
-        Any of TAG, POS, MORPH, LEMMA, SENT_START.
+        Any of TAG, POS, MORPH, LEMMA, SENT_START, HEAD, DEP. HEAD and DEP (a
+        gold parse, for ``structure = "tree"`` or tree features) go together.
     """
     unknown = [a for a in attrs if a not in COPYABLE]
     if unknown:
         raise ValueError(
             f"spacy-crf.copy_attrs.v1 cannot copy {unknown}: use any of {list(COPYABLE)}."
         )
+    if ("HEAD" in attrs) != ("DEP" in attrs):
+        raise ValueError("spacy-crf.copy_attrs.v1 copies a parse as HEAD and DEP together: "
+                         "list both.")
     attr_ids = [IDS[a] for a in attrs]
 
     def copy_attrs(nlp: Language, example: Example) -> Iterator[Example]:
         ref, pred = example.reference, example.predicted
         if not same_tokens(ref, pred):
-            yield example
-            return
-        values = ref.to_array(attr_ids)
-        if SENT_START in attr_ids and not ref.has_annotation("SENT_START"):
-            values = values.copy()
-            values[:, attr_ids.index(SENT_START)] = 0
-        pred.from_array(attr_ids, values.reshape(len(ref), len(attr_ids)))
+            # gold inputs come with gold tokens: spaCy's tokenizer may split the
+            # text otherwise (e.g. "***" or "wheel-chair" against UD's tokens)
+            pred = Doc(ref.vocab, words=[t.text for t in ref],
+                       spaces=[bool(t.whitespace_) for t in ref])
+            example = Example(pred, ref)
+        if len(ref):
+            values = ref.to_array(attr_ids).reshape(len(ref), len(attr_ids))
+            if SENT_START in attr_ids and not ref.has_annotation("SENT_START"):
+                values = values.copy()
+                values[:, attr_ids.index(SENT_START)] = 0
+            pred.from_array(attr_ids, values)
         yield example
 
     return copy_attrs

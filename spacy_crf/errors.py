@@ -23,8 +23,8 @@ class Errors(metaclass=_Codes):
     E003 = "Window offset {offset} in template '{template}' is out of range: use -{max} to {max}."
     E004 = "The feature template list is empty: give at least one template, e.g. ['NORM[0]']."
     E005 = "'{name}' must be a positive integer, got {value!r}."
-    E006 = ("Unknown target '{target}'. Use 'tag', 'pos' or '_.NAME' (a custom token "
-            "extension, e.g. '_.chunk').")
+    E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep' or '_.NAME' (a custom "
+            "token extension, e.g. '_.chunk').")
     E007 = ("The component '{name}' has no labels: it was not initialized. Call "
             "nlp.initialize() (or train it with `spacy train`) before using it, or load a "
             "trained pipeline.")
@@ -43,6 +43,14 @@ class Errors(metaclass=_Codes):
     E012 = "Unknown structure '{structure}'. Use 'chain' or 'tree'."
     E013 = ("Doc has {n_labels} label columns in its emission scores but the component has "
             "{expected} labels. This is a bug; please report it.")
+    E015 = ("'{name}' needs a dependency parse ({why}) but a Doc has none. Add a parser "
+            "before it in the pipeline (or list one in [training] annotating_components), "
+            "copy gold trees onto the docs with the augmenter spacy-crf.copy_attrs.v1 "
+            "(attrs [\"HEAD\", \"DEP\"]), or use structure = \"chain\" without tree features.")
+    E016 = ("Invalid dependency tree in a Doc: {why}. Heads must form a forest (no "
+            "cycles, heads inside the doc).")
+    E017 = ("Target 'dep' predicts the relation labels, so its features must not read DEP "
+            "(found in templates {templates}) and the model must have n_relations = 1.")
     E014 = ("Label '{label}' is not in the label set of '{name}'. Labels: {labels}. Add it "
             "with add_label() before initialize(), or retrain.")
 

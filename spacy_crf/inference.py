@@ -1,60 +1,111 @@
 """Thin wrappers over the numba kernels: fix dtypes, allocate, check shapes.
 
-Every function takes the model's :class:`~spacy_crf.models.CRFScores` and the
-batch's sequence lengths; kernels see float64, C-contiguous arrays.
+Every function takes the model's :class:`~spacy_crf.models.CRFScores` and a
+:class:`Structure` saying how the batch's tokens are connected: a chain per
+sequence, or a forest given by head indices. Kernels see float64,
+C-contiguous arrays.
 """
 
+from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import numpy as np
 
-from ._kernels import chain
+from ._kernels import chain, tree
 from .models.potentials import CRFScores
 
 _NO_EDGES = np.zeros((1, 1, 1))
+
+
+@dataclass
+class Structure:
+    """How the tokens of a batch are linked.
+
+    Attributes
+    ----------
+    lengths : numpy.ndarray
+        (S,) int64 sequences (chain) or segments (tree) summing to N.
+    heads : numpy.ndarray, optional
+        (N,) int64 absolute head row, -1 at roots (tree only).
+    order : numpy.ndarray, optional
+        (N,) int64 children-before-heads order (tree only).
+    relations : numpy.ndarray, optional
+        (N,) int64 relation group of each token's edge to its head (tree only).
+    """
+
+    lengths: np.ndarray
+    heads: Optional[np.ndarray] = None
+    order: Optional[np.ndarray] = None
+    relations: Optional[np.ndarray] = None
+
+    @property
+    def is_tree(self) -> bool:
+        return self.heads is not None
+
+    @classmethod
+    def chain(cls, lengths: np.ndarray) -> "Structure":
+        return cls(np.ascontiguousarray(lengths, dtype=np.int64))
+
+    @classmethod
+    def forest(cls, lengths: np.ndarray, heads: np.ndarray, order: np.ndarray,
+               relations: Optional[np.ndarray] = None) -> "Structure":
+        heads = np.ascontiguousarray(heads, dtype=np.int64)
+        if relations is None:
+            relations = np.zeros(heads.shape[0], dtype=np.int64)
+        return cls(np.ascontiguousarray(lengths, dtype=np.int64), heads,
+                   np.ascontiguousarray(order, dtype=np.int64),
+                   np.ascontiguousarray(relations, dtype=np.int64))
 
 
 def _f64(array) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.float64)
 
 
-def _free(n_tokens: int, fixed: Optional[np.ndarray]) -> np.ndarray:
+def _labels_or_free(n_tokens: int, fixed: Optional[np.ndarray]) -> np.ndarray:
     if fixed is None:
         return np.full(n_tokens, -1, dtype=np.int64)
     return np.ascontiguousarray(fixed, dtype=np.int64)
 
 
-def _check(scores: CRFScores, lengths: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+def _emissions(scores: CRFScores, structure: Structure) -> np.ndarray:
     emissions = _f64(scores.emissions)
-    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-    if int(lengths.sum()) != emissions.shape[0]:
+    if int(structure.lengths.sum()) != emissions.shape[0]:
         raise ValueError(
-            f"Sequence lengths sum to {int(lengths.sum())} but there are "
+            f"Sequence lengths sum to {int(structure.lengths.sum())} but there are "
             f"{emissions.shape[0]} rows of emission scores."
         )
-    return emissions, lengths
+    if structure.is_tree and structure.relations.size and (
+            structure.relations.max() >= scores.pair.shape[0] or structure.relations.min() < 0):
+        raise ValueError(f"Relation groups must lie in [0, {scores.pair.shape[0]}).")
+    return emissions
 
 
-def viterbi(scores: CRFScores, lengths: np.ndarray,
+def viterbi(scores: CRFScores, structure: Structure,
             fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """Best labelling of every sequence.
+    """Best labelling (Viterbi, or max-product on trees), honouring ``fixed``.
 
     Returns
     -------
     labels : numpy.ndarray
         (N,) int64 label ids.
-    path_scores : numpy.ndarray
+    best_scores : numpy.ndarray
         (S,) float64 score of each sequence's best labelling.
     """
-    emissions, lengths = _check(scores, lengths)
+    emissions = _emissions(scores, structure)
     labels = np.zeros(emissions.shape[0], dtype=np.int64)
-    best = np.zeros(lengths.shape[0])
-    chain.viterbi(emissions, lengths, _f64(scores.transitions), _f64(scores.start),
-                  _f64(scores.end), _free(emissions.shape[0], fixed), labels, best)
+    best = np.zeros(structure.lengths.shape[0])
+    fixed = _labels_or_free(emissions.shape[0], fixed)
+    if structure.is_tree:
+        tree.max_product(emissions, structure.lengths, structure.heads, structure.order,
+                         _f64(scores.pair), structure.relations, _f64(scores.root), fixed,
+                         labels, best)
+    else:
+        chain.viterbi(emissions, structure.lengths, _f64(scores.transitions), _f64(scores.start),
+                      _f64(scores.end), fixed, labels, best)
     return labels, best
 
 
-def marginals(scores: CRFScores, lengths: np.ndarray,
+def marginals(scores: CRFScores, structure: Structure,
               fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Token marginals ``P(y_t = j)`` and the log partition of every sequence.
 
@@ -65,17 +116,25 @@ def marginals(scores: CRFScores, lengths: np.ndarray,
     log_z : numpy.ndarray
         (S,) float64.
     """
-    emissions, lengths = _check(scores, lengths)
+    emissions = _emissions(scores, structure)
     L = emissions.shape[1]
-    log_z = np.zeros(lengths.shape[0])
+    log_z = np.zeros(structure.lengths.shape[0])
     out = np.zeros_like(emissions)
-    chain.forward_backward(emissions, lengths, _f64(scores.transitions), _f64(scores.start),
-                           _f64(scores.end), _free(emissions.shape[0], fixed), log_z, out,
-                           np.zeros((L, L)), np.zeros(L), np.zeros(L), _NO_EDGES, False, False)
+    fixed = _labels_or_free(emissions.shape[0], fixed)
+    if structure.is_tree:
+        tree.sum_product(emissions, structure.lengths, structure.heads, structure.order,
+                         _f64(scores.pair), structure.relations, _f64(scores.root), fixed,
+                         log_z, out, _NO_EDGES, np.zeros(scores.pair.shape), np.zeros(L),
+                         False, False)
+    else:
+        chain.forward_backward(emissions, structure.lengths, _f64(scores.transitions),
+                               _f64(scores.start), _f64(scores.end), fixed, log_z, out,
+                               np.zeros((L, L)), np.zeros(L), np.zeros(L), _NO_EDGES, False,
+                               False)
     return out, log_z
 
 
-def nll_and_gradient(scores: CRFScores, lengths: np.ndarray,
+def nll_and_gradient(scores: CRFScores, structure: Structure,
                      gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Negative log-likelihood of ``gold`` (-1 = unannotated) and its gradient.
 
@@ -84,25 +143,30 @@ def nll_and_gradient(scores: CRFScores, lengths: np.ndarray,
     nll : numpy.ndarray
         (S,) float64 per sequence.
     gradient : CRFScores
-        Gradients of the summed nll, in the dtype of ``scores``.
+        Gradients of the summed nll, in the dtype of ``scores``; the
+        parameters the structure does not use get ``None``.
     """
-    emissions, lengths = _check(scores, lengths)
+    emissions = _emissions(scores, structure)
     L = emissions.shape[1]
-    nll = np.zeros(lengths.shape[0])
+    nll = np.zeros(structure.lengths.shape[0])
     d_emissions = np.zeros_like(emissions)
-    d_transitions = np.zeros((L, L))
-    d_start = np.zeros(L)
-    d_end = np.zeros(L)
-    chain.nll_gradient(emissions, lengths, _f64(scores.transitions), _f64(scores.start),
-                       _f64(scores.end), np.ascontiguousarray(gold, dtype=np.int64), nll,
-                       d_emissions, d_transitions, d_start, d_end, False)
+    gold = np.ascontiguousarray(gold, dtype=np.int64)
     dtype = scores.emissions.dtype
-    gradient = CRFScores(
-        emissions=d_emissions.astype(dtype),
-        transitions=d_transitions.astype(dtype),
-        start=d_start.astype(dtype),
-        end=d_end.astype(dtype),
-        pair=None,
-        root=None,
-    )
+    if structure.is_tree:
+        d_pair = np.zeros(scores.pair.shape)
+        d_root = np.zeros(L)
+        tree.nll_gradient(emissions, structure.lengths, structure.heads, structure.order,
+                          _f64(scores.pair), structure.relations, _f64(scores.root), gold, nll,
+                          d_emissions, d_pair, d_root, False)
+        gradient = CRFScores(d_emissions.astype(dtype), None, None, None,
+                             d_pair.astype(dtype), d_root.astype(dtype))
+    else:
+        d_transitions = np.zeros((L, L))
+        d_start = np.zeros(L)
+        d_end = np.zeros(L)
+        chain.nll_gradient(emissions, structure.lengths, _f64(scores.transitions),
+                           _f64(scores.start), _f64(scores.end), gold, nll, d_emissions,
+                           d_transitions, d_start, d_end, False)
+        gradient = CRFScores(d_emissions.astype(dtype), d_transitions.astype(dtype),
+                             d_start.astype(dtype), d_end.astype(dtype), None, None)
     return nll, gradient

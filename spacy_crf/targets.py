@@ -1,6 +1,7 @@
 """Targets: where a component reads gold labels and writes its predictions.
 
 * ``tag``: ``Token.tag_``;  * ``pos``: ``Token.pos_`` (Universal POS);
+* ``dep``: ``Token.dep_`` of an existing parse (the heads stay as they are);
 * ``_.NAME``: a custom token extension, e.g. ``_.chunk``.
 
 Labels of a ``_.NAME`` target live in one list per doc, in
@@ -15,7 +16,7 @@ import warnings
 from typing import Callable, Iterable, List, Optional, Sequence, Set
 
 import numpy as np
-from spacy.attrs import POS, TAG
+from spacy.attrs import DEP, POS, TAG
 from spacy.parts_of_speech import IDS as POS_IDS
 from spacy.strings import hash_string
 from spacy.tokens import Doc, Token
@@ -139,6 +140,19 @@ class TagTarget(Target):
         doc.from_array([TAG], self._label_keys[ids])
 
 
+class DepTarget(TagTarget):
+    """Dependency relation labels of an existing parse: reads gold ``Token.dep_``,
+    writes ``Token.dep_`` and leaves the heads alone."""
+
+    name = score_attr = "dep"
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        return doc.to_array(DEP).astype(np.uint64).reshape(-1)
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.from_array([DEP], self._label_keys[ids])
+
+
 class PosTarget(Target):
     name = score_attr = "pos"
 
@@ -244,6 +258,8 @@ def make_target(target: str) -> Target:
         return TagTarget()
     if target == "pos":
         return PosTarget()
+    if target == "dep":
+        return DepTarget()
     m = _EXTENSION.match(target) if isinstance(target, str) else None
     if m:
         return ExtensionTarget(m.group(1))

@@ -168,11 +168,19 @@ def _mul(a, b, log_space):
 
 
 @njit(cache=True)
-def _share(x, total, log_space):
-    """x / total, or exp(x - total) in log space: a probability."""
+def _div(a, b, log_space):
+    """a / b, or a - b in log space."""
     if log_space:
-        return np.exp(x - total)
-    return x / total
+        return a - b
+    return a / b
+
+
+@njit(cache=True)
+def _prob(x, log_space):
+    """x as a probability: x itself, or exp(x) in log space."""
+    if log_space:
+        return np.exp(x)
+    return x
 
 
 @njit(cache=True)
@@ -328,7 +336,8 @@ def _exp_pairs(pair_scores):
     R, L = pair_scores.shape[0], pair_scores.shape[1]
     exp_pair = np.empty((R, L, L))
     shift = np.empty(R)
-    # shift[r] = max finite pair_scores[r];  exp_pair[r, i, j] = exp(pair_scores[r, i, j] - shift[r])
+    # shift[r] = max finite pair_scores[r]
+    # exp_pair[r, i, j] = exp(pair_scores[r, i, j] - shift[r])
     for r in range(R):
         shift[r] = _finite_max(pair_scores[r])
         for i in range(L):
@@ -454,21 +463,22 @@ def _forest_write(o, n, heads, pot, rel, vec, tot, weight, marginals, pair_each,
     pair_total = tot[2]
     for t in range(o, o + n):
         h = heads[t]
-        # P(y_t = j) = in[t, j] out[t, j] / bel_total[t]
+        # P(y_t = j) = in[t, j] out[t, j] / bel_total[t]  (exactly 1 at a fixed token)
         for j in range(L):
-            p = _share(_mul(inn[t, j], out[t, j], log_space), bel_total[t], log_space)
+            p = _prob(_div(_mul(inn[t, j], out[t, j], log_space), bel_total[t], log_space),
+                      log_space)
             marginals[t, j] += weight * p
             if h < 0:
                 root_sum[j] += weight * p
         if h < 0:
             continue
         r = rel[t]
-        # P(y_t = i, y_h = j) = in[t, i] pot[r, i, j] excl[t, j] / pair_total[t]
+        # P(y_t = i, y_h = j) = (in[t, i] / pair_total[t]) pot[r, i, j] excl[t, j]
         for i in range(L):
-            a = inn[t, i]
+            a = _div(inn[t, i], pair_total[t], log_space)
             for j in range(L):
-                p = _share(_mul(_mul(a, pot[r, i, j], log_space), excl[t, j], log_space),
-                           pair_total[t], log_space)
+                p = _prob(_mul(_mul(a, pot[r, i, j], log_space), excl[t, j], log_space),
+                          log_space)
                 pair_sum[r, i, j] += weight * p
                 if want_each:
                     pair_each[t, i, j] += weight * p
@@ -484,7 +494,7 @@ def _forest_scaled(emissions, o, n, heads, order, exp_pair, pair_shift, rel, roo
     L = emissions.shape[1]
     inn = vec[0]
     log_z = 0.0
-    # in[t, j] = exp(local(t, j) - m_t), zero where j is not allowed, m_t = max allowed local(t, .);
+    # in[t, j] = exp(local(t, j) - m_t), zero where j is not allowed; m_t = max allowed local(t, .);
     # log Z gains every m_t and, on every edge, the shift taken out of exp_pair[rel[t]]
     for t in range(o, o + n):
         m = NEG_INF
@@ -674,7 +684,7 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
                 if delta[t, j] > b:
                     b, arg = delta[t, j], j
             labels[t] = arg
-            total = b
+            total += b
         scores[s] = total
         if total == NEG_INF:
             # no allowed labelling: honour ``fixed`` token by token, label 0 elsewhere

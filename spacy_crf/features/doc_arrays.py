@@ -4,10 +4,10 @@ Everything the kernels need is read here: attribute columns and how the
 batch's tokens split into sequences.
 """
 
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import numpy as np
-from spacy.attrs import SENT_START
+from spacy.attrs import HEAD, SENT_START
 from spacy.tokens import Doc
 
 def doc_lengths(docs: Sequence[Doc]) -> np.ndarray:
@@ -48,3 +48,48 @@ def attribute_matrix(docs: Sequence[Doc], attr_ids: List[int]) -> np.ndarray:
     if not blocks:
         return np.zeros((0, n_cols), dtype=np.uint64)
     return np.ascontiguousarray(np.concatenate(blocks).astype(np.uint64, copy=False))
+
+
+def has_parse(doc: Doc) -> bool:
+    """Whether the doc has a dependency parse (a one-token doc trivially has one)."""
+    return len(doc) <= 1 or doc.has_annotation("HEAD")
+
+
+def batch_heads(docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray]:
+    """Heads of every token of the batch, and a children-before-heads order.
+
+    Returns
+    -------
+    heads : numpy.ndarray
+        (N,) int64 absolute row of each token's head in the batch, -1 at roots.
+    order : numpy.ndarray
+        (N,) int64 rows ordered leaves to roots.
+
+    Raises
+    ------
+    ValueError
+        If a non-trivial doc has no parse (callers word the fix) or the heads
+        do not form a forest.
+    """
+    from .._kernels.tree import check_forest
+
+    blocks, offset = [], 0
+    for doc in docs:
+        n = len(doc)
+        if not n:
+            continue
+        if not has_parse(doc):
+            raise ValueError("no parse")
+        rel = doc.to_array(HEAD).astype(np.int64).reshape(-1)
+        rows = np.arange(n, dtype=np.int64)
+        heads = rows + rel + offset
+        heads[rel == 0] = -1
+        blocks.append(heads)
+        offset += n
+    heads = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+    order = np.empty_like(heads)
+    lengths = doc_lengths(docs)
+    status = check_forest(heads, lengths, order)
+    if status:
+        raise ValueError("a head outside its doc" if status == 1 else "a cycle")
+    return heads, order

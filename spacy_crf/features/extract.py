@@ -7,8 +7,10 @@ from spacy.attrs import LOWER
 from spacy.tokens import Doc
 
 from .._kernels import features as kernels
+from .._kernels import tree_features as tree
+from ..errors import Errors
 from .affixes import affix_columns
-from .doc_arrays import attribute_matrix, batch_sequence_lengths
+from .doc_arrays import attribute_matrix, batch_heads, batch_sequence_lengths
 from .templates import FeatureTemplates
 
 
@@ -36,6 +38,8 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates) -> np.nda
     if templates.uses_affixes and docs:
         affixes = affix_columns(values[:, -1], docs[0].vocab.strings)
         values = np.ascontiguousarray(np.hstack([values[:, :-1], affixes]))
+    if templates.uses_tree:
+        values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values)]))
     lengths = batch_sequence_lengths(docs)
     begin = np.empty(n_tokens, dtype=np.int64)
     end = np.empty(n_tokens, dtype=np.int64)
@@ -44,3 +48,25 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates) -> np.nda
     kernels.hash_templates(values, begin, end, templates.part_ptr, templates.part_col,
                            templates.part_off, features)
     return features
+
+
+def tree_columns(docs: Sequence[Doc], templates: FeatureTemplates, values: np.ndarray) -> np.ndarray:
+    """The ``head:ATTR`` and structure columns of a batch (needs a parse)."""
+    try:
+        heads, order = batch_heads(docs)
+    except ValueError as err:
+        if str(err) == "no parse":
+            raise ValueError(Errors.E015.format(name="feature templates",
+                                                why="they read the dependency tree")) from err
+        raise ValueError(Errors.E016.format(why=err)) from err
+    n_tokens = values.shape[0]
+    head_cols = np.asarray([templates.token_attrs.index(a) for a in templates.head_attrs],
+                           dtype=np.int64)
+    at_head = np.empty((n_tokens, head_cols.shape[0]), dtype=np.uint64)
+    tree.head_columns(values, heads, head_cols, at_head)
+    if not templates.uses_structure:
+        return at_head
+    deps = np.ascontiguousarray(values[:, templates.token_attrs.index("DEP")])
+    structure = np.empty((n_tokens, tree.N_STRUCTURE), dtype=np.uint64)
+    tree.structure_columns(heads, order, deps, structure)
+    return np.hstack([at_head, structure])

@@ -12,6 +12,13 @@ one template per offset. So CRFsuite's chunking template reads::
 Attributes are spaCy token attributes read with ``Doc.to_array`` (NORM,
 LOWER, SHAPE, TAG, POS, IS_TITLE, LIKE_NUM, ...) plus ``PREFIX1..4`` and
 ``SUFFIX1..4``: the first / last 1 to 4 characters of the token's ``LOWER``.
+
+Dependency-tree attributes need a parse (an upstream parser, or gold trees
+copied onto the docs): ``head:ATTR`` is a spaCy attribute of the token's head
+(a fixed ROOT value at roots), e.g. ``head:NORM``, ``head:DEP``; and
+``N_CHILDREN``, ``DEPTH``, ``HEAD_DIST`` (signed distance to the head, which
+also gives the direction), ``LCHILD_DEP`` / ``RCHILD_DEP`` (the relation of
+the leftmost / rightmost child).
 """
 
 import re
@@ -37,13 +44,18 @@ TOKEN_ATTRS: Tuple[str, ...] = (
 AFFIX_ATTRS: Tuple[str, ...] = tuple(
     [f"PREFIX{k}" for k in range(1, 5)] + [f"SUFFIX{k}" for k in range(1, 5)]
 )
+#: attributes computed from the dependency tree, in column order.
+STRUCTURE_ATTRS: Tuple[str, ...] = ("N_CHILDREN", "DEPTH", "HEAD_DIST", "LCHILD_DEP", "RCHILD_DEP")
+HEAD = "HEAD:"
 
-_PART = re.compile(r"^([A-Z_][A-Z0-9_]*)(?:\[\s*([+-]?\d+)\s*(?:\.\.\s*([+-]?\d+)\s*)?\])?$")
+_PART = re.compile(
+    r"^(HEAD:)?([A-Z_][A-Z0-9_]*)(?:\[\s*([+-]?\d+)\s*(?:\.\.\s*([+-]?\d+)\s*)?\])?$"
+)
 
 
 @dataclass(frozen=True)
 class Part:
-    """One (attribute, offset) pair of a template."""
+    """One (attribute, offset) pair of a template; ``attr`` may be ``HEAD:X``."""
 
     attr: str
     offset: int
@@ -66,6 +78,10 @@ class FeatureTemplates:
     uses_affixes : bool
         Whether any template reads ``PREFIXk`` / ``SUFFIXk``; their eight
         columns then follow the spaCy attributes.
+    head_attrs : list of str
+        Attributes read at the head (``head:X``); one column each follows.
+    uses_tree : bool
+        Whether the templates need a parse; the structure columns come last.
     """
 
     def __init__(self, templates: Sequence[str]) -> None:
@@ -79,12 +95,20 @@ class FeatureTemplates:
         self.source = list(templates)
         self.templates = parsed
         used = {p.attr for tmpl in parsed for p in tmpl}
-        self.token_attrs = [a for a in TOKEN_ATTRS if a in used]
+        self.head_attrs = [a for a in TOKEN_ATTRS if HEAD + a in used]
+        self.uses_structure = any(a in used for a in STRUCTURE_ATTRS)
+        self.uses_tree = bool(self.head_attrs) or self.uses_structure
+        needed = used | set(self.head_attrs)
+        if self.uses_structure:
+            needed.add("DEP")
+        self.token_attrs = [a for a in TOKEN_ATTRS if a in needed]
         self.uses_affixes = any(a in used for a in AFFIX_ATTRS)
         columns: Dict[str, int] = {a: i for i, a in enumerate(self.token_attrs)}
-        if self.uses_affixes:
-            for i, a in enumerate(AFFIX_ATTRS):
-                columns[a] = len(self.token_attrs) + i
+        extra = list(AFFIX_ATTRS) if self.uses_affixes else []
+        extra += [HEAD + a for a in self.head_attrs]
+        extra += list(STRUCTURE_ATTRS) if self.uses_structure else []
+        for a in extra:
+            columns[a] = len(columns)
         self.n_columns = len(columns)
         ptr, col, off = [0], [], []
         for tmpl in parsed:
@@ -103,7 +127,15 @@ class FeatureTemplates:
     @property
     def names(self) -> List[str]:
         """The expanded templates as strings, e.g. ``'NORM[-1]|NORM[0]'``."""
-        return ["|".join(f"{p.attr}[{p.offset}]" for p in t) for t in self.templates]
+        return ["|".join(f"{p.attr.replace(HEAD, 'head:')}[{p.offset}]" for p in t)
+                for t in self.templates]
+
+    def reads(self, attr: str) -> bool:
+        """Whether any template reads ``attr`` (at the token or, as ``head:attr``, its head)."""
+        names = {attr, HEAD + attr}
+        if attr == "DEP":
+            names |= {"LCHILD_DEP", "RCHILD_DEP"}
+        return any(p.attr in names for t in self.templates for p in t)
 
 
 def _parse(text: str) -> List[Tuple[Part, ...]]:
@@ -115,9 +147,14 @@ def _parse(text: str) -> List[Tuple[Part, ...]]:
         m = _PART.match(piece.upper())
         if m is None:
             raise ValueError(Errors.E002.format(template=text, why=f"'{piece}' is not ATTR[offset]"))
-        attr, lo, hi = m.group(1), m.group(2), m.group(3)
-        if attr not in TOKEN_ATTRS and attr not in AFFIX_ATTRS:
-            options = ", ".join(TOKEN_ATTRS + AFFIX_ATTRS)
+        head, attr, lo, hi = m.group(1), m.group(2), m.group(3), m.group(4)
+        if head:
+            if attr not in TOKEN_ATTRS:
+                options = ", ".join("head:" + a for a in TOKEN_ATTRS)
+                raise ValueError(Errors.E001.format(attr="head:" + attr, template=text, options=options))
+            attr = HEAD + attr
+        elif attr not in TOKEN_ATTRS + AFFIX_ATTRS + STRUCTURE_ATTRS:
+            options = ", ".join(TOKEN_ATTRS + AFFIX_ATTRS + STRUCTURE_ATTRS) + ", head:ATTR"
             raise ValueError(Errors.E001.format(attr=attr, template=text, options=options))
         start = int(lo) if lo is not None else 0
         stop = int(hi) if hi is not None else start

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 import srsly
+from spacy.attrs import DEP
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc
@@ -25,14 +26,14 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .. import inference
 from ..errors import Errors
-from ..features.doc_arrays import batch_sequence_lengths, doc_lengths
+from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengths
 from ..models.architectures import set_n_labels
 from ..models.potentials import CRFScores
 from ..models.sparse_table import apply_sparse_updates, sync_averages
 from ..scoring import score_crf
 from ..targets import Target, make_target
 
-STRUCTURES = ("chain",)
+STRUCTURES = ("chain", "tree")
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
 
 DEFAULT_MODEL_CONFIG = """
@@ -76,7 +77,8 @@ def make_crf_tagger(
         ``_.NAME`` (a token extension).
     structure : str
         ``chain``: a linear-chain CRF per sentence (per doc without sentence
-        boundaries).
+        boundaries). ``tree``: a CRF over the dependency parse of each doc,
+        each token's label interacting with its head's; the docs need a parse.
     store_confidence : bool
         Also run forward-backward at prediction and store each token's
         probability of its predicted label (``token._.crf_confidence``).
@@ -125,8 +127,11 @@ class CRFTagger(TrainablePipe):
             "target": target,
             "structure": structure,
             "store_confidence": bool(store_confidence),
+            "relations": [],
         }
         register_confidence_extension()
+        if target == "dep":
+            self._check_dep_target()
 
     @property
     def labels(self) -> tuple:
@@ -156,13 +161,13 @@ class CRFTagger(TrainablePipe):
         if not int(lengths.sum()):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
+        structure = self._structure(docs)
         scores = self.model.predict(docs)
         self._check_width(scores)
-        seq_lengths = batch_sequence_lengths(docs)
-        label_ids, _ = inference.viterbi(scores, seq_lengths)
+        label_ids, _ = inference.viterbi(scores, structure)
         confidence = None
         if self.cfg["store_confidence"]:
-            probs, _ = inference.marginals(scores, seq_lengths)
+            probs, _ = inference.marginals(scores, structure)
             confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
         return CRFPrediction(label_ids, lengths, confidence)
 
@@ -195,8 +200,9 @@ class CRFTagger(TrainablePipe):
             return losses
         self._require_labels()
         set_dropout_rate(self.model, drop)
+        structure = self._structure(docs)  # a missing parse fails here, before any work
         scores, backprop = self.model.begin_update(docs)
-        loss, d_scores = self.get_loss(examples, scores)
+        loss, d_scores = self._loss(examples, scores, structure)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -211,10 +217,14 @@ class CRFTagger(TrainablePipe):
         """
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
+        return self._loss(examples, scores, self._structure([eg.predicted for eg in examples]))
+
+    def _loss(self, examples: List[Example], scores: CRFScores,
+              structure: inference.Structure):
         self._check_width(scores)
-        gold = np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples else np.zeros(0, dtype=np.int64)
-        seq_lengths = batch_sequence_lengths([eg.predicted for eg in examples])
-        nll, gradient = inference.nll_and_gradient(scores, seq_lengths, gold)
+        gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
+                else np.zeros(0, dtype=np.int64))
+        nll, gradient = inference.nll_and_gradient(scores, structure, gold)
         loss = float(nll.sum())
         if not np.isfinite(loss):
             raise ValueError(Errors.E009.format(name=self.name, value=loss))
@@ -250,6 +260,7 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
         self._set_labels(sorted(found))
         set_n_labels(self.model, len(self.labels))
+        self.cfg["relations"] = self._frequent_relations(get_examples)
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=sample or None)
 
@@ -331,6 +342,49 @@ class CRFTagger(TrainablePipe):
 
     # -- helpers -------------------------------------------------------------
 
+    def _structure(self, docs: Sequence[Doc]) -> inference.Structure:
+        """Chains of sentences, or the forest of each doc's parse."""
+        if self.cfg["structure"] == "chain":
+            return inference.Structure.chain(batch_sequence_lengths(docs))
+        try:
+            heads, order = batch_heads(docs)
+        except ValueError as err:
+            if str(err) == "no parse":
+                raise ValueError(Errors.E015.format(name=self.name, why="structure = \"tree\"")) from err
+            raise ValueError(Errors.E016.format(why=err)) from err
+        relations = None
+        names = self.cfg.get("relations") or []
+        if names:
+            table = {self.vocab.strings.add(name): i + 1 for i, name in enumerate(names)}
+            deps = np.concatenate([doc.to_array(DEP).reshape(-1) for doc in docs if len(doc)] or
+                                  [np.zeros(0, dtype=np.uint64)])
+            kinds, inverse = np.unique(deps, return_inverse=True)
+            groups = np.asarray([table.get(int(d), 0) for d in kinds], dtype=np.int64)
+            relations = groups[inverse.reshape(-1)]
+        return inference.Structure.forest(doc_lengths(docs), heads, order, relations)
+
+    def _frequent_relations(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
+        """The relations that get a pair matrix of their own: the most frequent
+        ``n_relations - 1`` in the training data (the rest share matrix 0)."""
+        n_groups = _potentials(self.model).get_dim("nR")
+        if self.cfg["structure"] != "tree" or n_groups <= 1:
+            return []
+        counts: Dict[str, int] = {}
+        for eg in get_examples():
+            for dep in eg.reference.to_array(DEP).reshape(-1):
+                if dep:
+                    name = self.vocab.strings[int(dep)]
+                    counts[name] = counts.get(name, 0) + 1
+        ranked = sorted(counts, key=lambda name: (-counts[name], name))
+        return ranked[: n_groups - 1]
+
+    def _check_dep_target(self) -> None:
+        templates = [node.attrs["templates"] for node in self.model.walk()
+                     if "templates" in node.attrs]
+        reading = [t.names for t in templates if t.reads("DEP")]
+        if reading or _potentials(self.model).get_dim("nR") != 1:
+            raise ValueError(Errors.E017.format(templates=reading))
+
     def _load(self, cfg: Dict[str, Any], model_bytes: bytes, where: str) -> "CRFTagger":
         if not isinstance(cfg, dict) or not isinstance(cfg.get("labels"), list):
             raise ValueError(Errors.E010.format(name=self.name, path=where, why="cfg has no label list"))
@@ -378,6 +432,13 @@ class CRFTagger(TrainablePipe):
         self.target = make_target(self.cfg["target"])
         self.target.set_labels(self.cfg["labels"], self.vocab)
         register_confidence_extension()
+
+
+def _potentials(model: Model) -> Model:
+    for node in model.walk():
+        if node.name == "crf_potentials":
+            return node
+    raise ValueError("The model has no crf_potentials layer: use a spacy-crf architecture.")
 
 
 def register_confidence_extension() -> None:
