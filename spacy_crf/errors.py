@@ -23,8 +23,10 @@ class Errors(metaclass=_Codes):
     E003 = "Window offset {offset} in template '{template}' is out of range: use -{max} to {max}."
     E004 = "The feature template list is empty: give at least one template, e.g. ['NORM[0]']."
     E005 = "'{name}' must be a positive integer, got {value!r}."
-    E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep' or '_.NAME' (a custom "
-            "token extension, e.g. '_.chunk').")
+    E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep', 'ents', 'spans:KEY' or "
+            "'_.NAME' (a custom token extension, e.g. '_.chunk').")
+    E018 = ("Target '{target}' decodes spans with the scheme's transition constraints, "
+            "which need structure = \"chain\".")
     E007 = ("The component '{name}' has no labels: it was not initialized. Call "
             "nlp.initialize() (or train it with `spacy train`) before using it, or load a "
             "trained pipeline.")
@@ -56,6 +58,12 @@ class Errors(metaclass=_Codes):
 
 
 class Warnings(metaclass=_Codes):
+    W002 = ("doc.spans['{key}'] has {n} overlapping gold span(s): a tagging CRF cannot "
+            "represent overlaps, so the longest of each overlapping group is kept "
+            "(spacy.util.filter_spans).")
+    W003 = ("{n} gold tag(s) of '{name}' break the {scheme} scheme (e.g. I-X after O, "
+            "usually from a tokenisation that differs from the corpus): those tokens are "
+            "treated as unannotated.")
     W001 = ("Gold label '{label}' (target '{name}') was not seen at initialize(); tokens "
             "with it are treated as unannotated. Re-initialize with data that has it, or "
             "pass the full label set to initialize(labels=...).")

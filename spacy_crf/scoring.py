@@ -1,8 +1,10 @@
 """Scores for the ``spacy train`` table and ``nlp.evaluate``.
 
 ``crf_acc`` is the token accuracy of a component's target, whatever it is;
-the target's own key (``tag_acc``, ``pos_acc``, ``NAME_acc``) is reported
-beside it. For ``_.NAME`` targets whose labels are IOB tags (``B-X``,
+the target's own key (``tag_acc``, ``pos_acc``, ``dep_acc``, ``NAME_acc``) is
+reported beside it. ``ents`` gets spaCy's NER scores (``ents_p``, ``ents_r``,
+``ents_f``, ``ents_per_type``; ``crf_acc`` is then the token accuracy of the
+IOB tags) and ``spans:KEY`` its span scores (``spans_KEY_p/_r/_f``). For ``_.NAME`` targets whose labels are IOB tags (``B-X``,
 ``I-X``, ``O``) chunk precision, recall and F1 follow, counted as conlleval
 does (``NAME_p``, ``NAME_r``, ``NAME_f``, ``NAME_per_type``), over character
 offsets so that they hold across tokenisations.
@@ -11,7 +13,7 @@ offsets so that they hold across tokenisations.
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from spacy.scorer import PRFScore, Scorer
+from spacy.scorer import PRFScore, Scorer, get_ner_prf
 from spacy.training import Example
 from spacy.util import registry
 
@@ -44,10 +46,20 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
     """
     examples = list(examples)
     tgt = make_target(target)
+    if target == "ents":
+        results: Dict[str, Any] = dict(get_ner_prf(examples))
+        acc = Scorer.score_token_attr(examples, "ent_tag", getter=tgt.getter(), **kwargs)
+        results["crf_acc"] = acc["ent_tag_acc"]
+        return results
+    if target.startswith("spans:"):
+        key = target[len("spans:"):]
+        results = dict(Scorer.score_spans(
+            examples, f"spans_{key}", getter=lambda doc, attr: doc.spans.get(key, []),
+            has_annotation=lambda doc: key in doc.spans, **kwargs))
+        results["crf_acc"] = None
+        return results
     getter = tgt.getter()
-    results: Dict[str, Any] = dict(
-        Scorer.score_token_attr(examples, tgt.score_attr, getter=getter, **kwargs)
-    )
+    results = dict(Scorer.score_token_attr(examples, tgt.score_attr, getter=getter, **kwargs))
     results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
     if target.startswith("_."):
         results.update(_score_iob(examples, tgt.score_attr, getter))

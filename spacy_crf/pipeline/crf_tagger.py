@@ -8,6 +8,7 @@ predictions.
 """
 
 import copy
+import warnings
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -18,14 +19,15 @@ import srsly
 from spacy.attrs import DEP
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span, Token
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.util import ensure_path
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .. import inference
-from ..errors import Errors
+from .. import schemes
+from ..errors import Errors, Warnings
 from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengths
 from ..models.architectures import set_n_labels
 from ..models.potentials import CRFScores
@@ -35,6 +37,7 @@ from ..targets import Target, make_target
 
 STRUCTURES = ("chain", "tree")
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
+SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -52,6 +55,8 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "model": DEFAULT_MODEL,
         "target": "tag",
         "structure": "chain",
+        "scheme": "BILUO",
+        "keep_existing": False,
         "store_confidence": False,
         "scorer": {"@scorers": "spacy-crf.crf_scorer.v1"},
     },
@@ -63,6 +68,8 @@ def make_crf_tagger(
     model: Model[List[Doc], CRFScores],
     target: str,
     structure: str,
+    scheme: str,
+    keep_existing: bool,
     store_confidence: bool,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
@@ -73,19 +80,29 @@ def make_crf_tagger(
     model : Model
         Docs -> CRFScores, e.g. ``spacy-crf.FeatureCRF.v1``.
     target : str
-        Where gold labels come from and predictions go: ``tag``, ``pos`` or
-        ``_.NAME`` (a token extension).
+        Where gold labels come from and predictions go: ``tag``, ``pos``,
+        ``dep``, ``ents``, ``spans:KEY`` or ``_.NAME`` (a token extension).
     structure : str
         ``chain``: a linear-chain CRF per sentence (per doc without sentence
         boundaries). ``tree``: a CRF over the dependency parse of each doc,
         each token's label interacting with its head's; the docs need a parse.
+    scheme : str
+        ``BIO`` or ``BILUO``: how ``ents`` / ``spans:KEY`` targets tag spans.
+        The scheme's forbidden transitions are enforced in training and
+        decoding, so no ill-formed span is ever produced.
+    keep_existing : bool
+        Forced decoding: labels already on a doc (entities from an
+        EntityRuler, tags from an earlier component) are kept, and the CRF
+        decodes the other tokens consistently with them.
     store_confidence : bool
         Also run forward-backward at prediction and store each token's
-        probability of its predicted label (``token._.crf_confidence``).
+        probability of its predicted label (``token._.crf_confidence``) and,
+        for span targets, each span's probability (``span._.crf_confidence``).
     scorer : callable, optional
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     """
     return CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
+                     scheme=scheme, keep_existing=keep_existing,
                      store_confidence=store_confidence, scorer=scorer)
 
 
@@ -96,6 +113,7 @@ class CRFPrediction:
     label_ids: np.ndarray  # (N,) int64
     doc_lengths: np.ndarray  # (D,) int64
     confidence: Optional[np.ndarray] = None  # (N,) float32 P(predicted label)
+    span_confidence: Optional[np.ndarray] = None  # (N,) P(the span starting here), NaN elsewhere
 
 
 class CRFTagger(TrainablePipe):
@@ -112,6 +130,8 @@ class CRFTagger(TrainablePipe):
         *,
         target: str = "tag",
         structure: str = "chain",
+        scheme: str = "BILUO",
+        keep_existing: bool = False,
         store_confidence: bool = False,
         scorer: Optional[Callable] = score_crf,
     ) -> None:
@@ -120,12 +140,16 @@ class CRFTagger(TrainablePipe):
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.target: Target = make_target(target)
+        self.target: Target = make_target(target, scheme)
+        if self.target.is_span_target and structure != "chain":
+            raise ValueError(Errors.E018.format(target=target))
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "target": target,
             "structure": structure,
+            "scheme": scheme,
+            "keep_existing": bool(keep_existing),
             "store_confidence": bool(store_confidence),
             "relations": [],
         }
@@ -162,14 +186,17 @@ class CRFTagger(TrainablePipe):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
         structure = self._structure(docs)
-        scores = self.model.predict(docs)
+        scores = self._constrain(self.model.predict(docs))
         self._check_width(scores)
-        label_ids, _ = inference.viterbi(scores, structure)
-        confidence = None
+        fixed = self._forced(docs, scores) if self.cfg["keep_existing"] else None
+        label_ids, _ = inference.viterbi(scores, structure, fixed)
+        confidence = spans = None
         if self.cfg["store_confidence"]:
-            probs, _ = inference.marginals(scores, structure)
+            probs, log_z = inference.marginals(scores, structure, fixed)
             confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
-        return CRFPrediction(label_ids, lengths, confidence)
+            if self.target.is_span_target:
+                spans = span_probabilities(scores, structure, label_ids, log_z, self.target)
+        return CRFPrediction(label_ids, lengths, confidence, spans)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
         """Write the predicted labels (and confidences) onto the Docs."""
@@ -180,6 +207,8 @@ class CRFTagger(TrainablePipe):
             self.target.write(doc, prediction.label_ids[end - n:end])
             if prediction.confidence is not None:
                 doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
+            if prediction.span_confidence is not None:
+                doc.user_data[SPAN_CONFIDENCE_KEY] = prediction.span_confidence[end - n:end].tolist()
 
     def update(
         self,
@@ -202,7 +231,7 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         structure = self._structure(docs)  # a missing parse fails here, before any work
         scores, backprop = self.model.begin_update(docs)
-        loss, d_scores = self._loss(examples, scores, structure)
+        loss, d_scores = self._loss(examples, self._constrain(scores), structure)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -217,13 +246,16 @@ class CRFTagger(TrainablePipe):
         """
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
-        return self._loss(examples, scores, self._structure([eg.predicted for eg in examples]))
+        return self._loss(examples, self._constrain(scores),
+                          self._structure([eg.predicted for eg in examples]))
 
     def _loss(self, examples: List[Example], scores: CRFScores,
               structure: inference.Structure):
         self._check_width(scores)
         gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
                 else np.zeros(0, dtype=np.int64))
+        if self.target.is_span_target:
+            gold = self._well_formed(gold, structure)
         nll, gradient = inference.nll_and_gradient(scores, structure, gold)
         loss = float(nll.sum())
         if not np.isfinite(loss):
@@ -342,6 +374,57 @@ class CRFTagger(TrainablePipe):
 
     # -- helpers -------------------------------------------------------------
 
+    def _constrain(self, scores: CRFScores) -> CRFScores:
+        """Add the scheme's -inf scores for forbidden moves (span targets only)."""
+        if not self.target.is_span_target:
+            return scores
+        allowed_t, allowed_start, allowed_end = self.target.constraints()
+        penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
+        return CRFScores(scores.emissions, penalty(allowed_t, scores.transitions),
+                         penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
+                         scores.pair, scores.root)
+
+    def _well_formed(self, gold: np.ndarray, structure: inference.Structure) -> np.ndarray:
+        """Unannotate gold tags that break the scheme (W003), so the constrained
+        likelihood stays finite."""
+        allowed_t, allowed_start, allowed_end = self.target.constraints()
+        first = np.cumsum(structure.lengths) - structure.lengths
+        last = first + structure.lengths - 1
+        known = gold >= 0
+        bad = np.zeros(gold.shape[0], dtype=bool)
+        starts, ends = first[structure.lengths > 0], last[structure.lengths > 0]
+        bad[starts] |= known[starts] & ~allowed_start[np.maximum(gold[starts], 0)]
+        bad[ends] |= known[ends] & ~allowed_end[np.maximum(gold[ends], 0)]
+        pairs = known[:-1] & known[1:]
+        pairs[last[last < gold.shape[0] - 1]] = False  # no move across sequences
+        moves = pairs & ~allowed_t[np.maximum(gold[:-1], 0), np.maximum(gold[1:], 0)]
+        bad[:-1] |= moves
+        bad[1:] |= moves
+        if bad.any():
+            warnings.warn(Warnings.W003.format(n=int(bad.sum()), name=self.name,
+                                               scheme=self.cfg["scheme"]))
+            gold = np.where(bad, -1, gold)
+        return gold
+
+    def _forced(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
+        """Labels already on the docs, fixed for decoding (-1 where free).
+
+        For span targets, the tokens of existing spans; in BIO the token after
+        a span may then not continue it (its I- tag is masked out).
+        """
+        docs = [doc for doc in docs if len(doc)]
+        if self.target.is_span_target:
+            fixed = np.concatenate([self.target.forced(doc) for doc in docs])
+            if self.cfg["scheme"] == "BIO":
+                prefix, kind, _ = self.target._parsed
+                ends = np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0))
+                for t in ends:
+                    same_inside = (prefix == schemes.INSIDE) & (kind == kind[fixed[t]])
+                    scores.emissions[t + 1, same_inside] = -np.inf
+            return fixed
+        return np.concatenate([self.target.ids_of_keys(self.target.reference_keys(doc))
+                               for doc in docs])
+
     def _structure(self, docs: Sequence[Doc]) -> inference.Structure:
         """Chains of sentences, or the forest of each doc's parse."""
         if self.cfg["structure"] == "chain":
@@ -429,9 +512,52 @@ class CRFTagger(TrainablePipe):
         # unpickled in a worker process (nlp.pipe(n_process=...)): register the
         # token extensions again, there is no __init__ call
         self.__dict__.update(state)
-        self.target = make_target(self.cfg["target"])
+        self.target = make_target(self.cfg["target"], self.cfg.get("scheme", "BILUO"))
         self.target.set_labels(self.cfg["labels"], self.vocab)
         register_confidence_extension()
+
+
+def span_probabilities(scores: CRFScores, structure: inference.Structure,
+                       label_ids: np.ndarray, log_z: np.ndarray, target: Target) -> np.ndarray:
+    """Probability of every predicted span under the CRF, at its first token.
+
+    P(span) is the mass of the labellings that contain exactly that span: its
+    tags fixed (and, in BIO, the next token not continuing it), one
+    constrained forward pass per span over its sequence, all in one batch.
+    """
+    prefix, kind, _ = target._parsed
+    codes = prefix[label_ids]
+    out = np.full(label_ids.shape[0], np.nan, dtype=np.float32)
+    starts, ends = schemes.codes_to_spans(codes, target.scheme)
+    if not len(starts):
+        return out
+    seq_end = np.cumsum(structure.lengths)
+    seq_of = np.searchsorted(seq_end, starts, side="right")
+    seq_first = seq_end - structure.lengths
+    rows, fixed, lengths = [], [], []
+    emissions = [np.asarray(scores.emissions, dtype=np.float64)]
+    for a, b, s in zip(starts, ends, seq_of):
+        lo, hi = seq_first[s], seq_end[s]
+        block = np.full(hi - lo, -1, dtype=np.int64)
+        block[a - lo:b - lo] = label_ids[a:b]
+        rows.append(np.arange(lo, hi))
+        fixed.append(block)
+        lengths.append(hi - lo)
+    rows = np.concatenate(rows)
+    emissions = emissions[0][rows]
+    if target.scheme == "BIO":
+        # the span must end where it ends: the next token may not continue it
+        offsets = np.cumsum(lengths) - lengths
+        for i, (a, b, s) in enumerate(zip(starts, ends, seq_of)):
+            if b < seq_end[s]:
+                same_inside = (prefix == schemes.INSIDE) & (kind == kind[label_ids[a]])
+                emissions[offsets[i] + (b - seq_first[s]), same_inside] = -np.inf
+    batch = CRFScores(emissions, scores.transitions, scores.start, scores.end, scores.pair,
+                      scores.root)
+    _, span_log_z = inference.marginals(batch, inference.Structure.chain(np.asarray(lengths)),
+                                        np.concatenate(fixed))
+    out[starts] = np.exp(span_log_z - log_z[seq_of])
+    return out
 
 
 def _potentials(model: Model) -> Model:
@@ -441,12 +567,23 @@ def _potentials(model: Model) -> Model:
     raise ValueError("The model has no crf_potentials layer: use a spacy-crf architecture.")
 
 
-def register_confidence_extension() -> None:
-    """``token._.crf_confidence``: P(predicted label) under the CRF, where stored."""
-    from spacy.tokens import Token
+def _token_confidence(token: Token) -> Optional[float]:
+    stored = token.doc.user_data.get(CONFIDENCE_KEY)
+    return None if stored is None else stored[token.i]
 
+
+def _span_confidence(span: Span) -> Optional[float]:
+    stored = span.doc.user_data.get(SPAN_CONFIDENCE_KEY)
+    if stored is None or not len(span):
+        return None
+    value = stored[span.start]
+    return None if value != value else value  # NaN: no predicted span starts here
+
+
+def register_confidence_extension() -> None:
+    """``token._.crf_confidence``: P(predicted label); ``span._.crf_confidence``:
+    P(predicted span), where stored (``store_confidence = true``)."""
     if not Token.has_extension("crf_confidence"):
-        Token.set_extension(
-            "crf_confidence",
-            getter=lambda token: (token.doc.user_data.get(CONFIDENCE_KEY) or [None] * len(token.doc))[token.i],
-        )
+        Token.set_extension("crf_confidence", getter=_token_confidence)
+    if not Span.has_extension("crf_confidence"):
+        Span.set_extension("crf_confidence", getter=_span_confidence)

@@ -1,0 +1,162 @@
+"""Exact k-best (list) Viterbi for the linear-chain CRF (numba only, no spaCy).
+
+Same conventions as ``chain.py``: ``emissions`` is ``(N, L)`` float64 (the
+concatenated tokens of a ragged batch), ``lengths`` is ``(S,)`` int64 and sums
+to ``N``; ``transitions[i, j]`` scores label ``i`` followed by label ``j``,
+``start[j]`` / ``end[j]`` a sequence starting / ending with ``j``; ``fixed`` is
+``(N,)`` int64 with ``-1`` where a token is free, else its only allowed label.
+Output arrays are allocated by the caller and filled here.
+
+A labelling is *allowed* when it honours ``fixed`` and its score is above
+``-inf``: a ``-inf`` transition, start, end or emission forbids every
+labelling that uses it, and no such labelling is ever returned.
+
+Each cell ``(t, j)`` keeps the ``k`` best prefixes that end in label ``j`` at
+position ``t``, as (score, previous label, rank in the previous cell). The
+lists of the cells at ``t - 1`` are sorted, so the ``k`` best of the ``L * k``
+extensions come from a ``k``-step merge of ``L`` sorted lists: ``O(L k)`` per
+cell and ``O(n L**2 k)`` per sequence, in workspace allocated once per call.
+
+Order: scores descending; among equal scores (exact ties, e.g. integer
+weights) the labelling with the lower label at the last position where two
+labellings differ comes first. Rank 0 is therefore exactly ``chain.viterbi``'s
+labelling and score (same arithmetic, same lowest-label tie-break).
+"""
+
+import numpy as np
+from numba import njit
+
+from .chain import NEG_INF, _allowed, max_length
+
+
+@njit(cache=True)
+def _merge_top_k(prev, prev_cnt, add, k, heads, out_val, out_label, out_rank):
+    """The ``k`` best of ``prev[i, r] + add[i]`` over ``i`` and ``r < prev_cnt[i]``.
+
+    ``prev[i, :prev_cnt[i]]`` must be sorted descending. Writes the selected
+    values, their ``i`` and ``r`` into ``out_val``, ``out_label``, ``out_rank``
+    (best first; ties to the lower ``i``, then the lower ``r``) and returns how
+    many were selected: at most ``k``, and never a ``-inf`` (or NaN) value.
+    """
+    L = prev.shape[0]
+    for i in range(L):
+        heads[i] = 0
+    # out[m] = max over i of prev[i, heads[i]] + add[i]; then heads[argmax] += 1
+    count = 0
+    while count < k:
+        best, arg = NEG_INF, -1
+        for i in range(L):
+            if heads[i] < prev_cnt[i]:
+                v = prev[i, heads[i]] + add[i]
+                if v > best:
+                    best, arg = v, i
+        if arg < 0:
+            break
+        out_val[count] = best
+        out_label[count] = arg
+        out_rank[count] = heads[arg]
+        heads[arg] += 1
+        count += 1
+    return count
+
+
+@njit(cache=True)
+def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels, scores,
+                  counts):
+    """The ``k`` best labellings of every sequence, honouring ``fixed``.
+
+    delta[0, j, 0]  = start(j) + e(0, j)
+    delta[t, j, :]  = e(t, j) + k-max_{i, r} (delta[t-1, i, r] + T(i, j)),
+                      back[t, j, :] = the (i, r) selected
+    final           = k-max_{j, r} (delta[n-1, j, r] + end(j)), then follow ``back``.
+
+    Parameters
+    ----------
+    emissions, lengths, transitions, start, end, fixed
+        As in ``chain.viterbi``.
+    k : int
+        How many labellings to find per sequence (``k >= 1``).
+    labels : ndarray of int64, shape (k, N)
+        Filled: row ``r`` holds the ``r``-th best labelling of every sequence,
+        concatenated like ``emissions`` (``labels[r, o:o+n]`` for the sequence
+        at rows ``o:o+n``). Rows ``r >= counts[s]`` hold, token by token, the
+        fixed label (0 where free), as ``chain.viterbi`` does when nothing is
+        allowed.
+    scores : ndarray of float64, shape (S, k)
+        Filled: ``scores[s, r]`` is the score of ``labels[r]`` on sequence
+        ``s``, descending in ``r``; ``-inf`` for ``r >= counts[s]``.
+    counts : ndarray of int64, shape (S,)
+        Filled: the number of labellings found, ``min(k, number of allowed
+        labellings)``. A zero-length sequence has one labelling, the empty
+        one, of score 0.
+
+    Ties between equal scores go to the labelling with the lower label at the
+    last position where the two differ; row 0 equals ``chain.viterbi`` exactly.
+    """
+    L = emissions.shape[1]
+    max_len = max_length(lengths)
+    delta = np.empty((max_len, L, k))
+    back_label = np.zeros((max_len, L, k), dtype=np.int64)
+    back_rank = np.zeros((max_len, L, k), dtype=np.int64)
+    cnt = np.zeros((max_len, L), dtype=np.int64)
+    add = np.empty(L)
+    heads = np.zeros(L, dtype=np.int64)
+    fin_val = np.empty(k)
+    fin_label = np.zeros(k, dtype=np.int64)
+    fin_rank = np.zeros(k, dtype=np.int64)
+    o = 0
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        # padding first: rows r >= counts[s] keep scores -inf, fixed label or 0
+        for r in range(k):
+            scores[s, r] = NEG_INF
+            for t in range(n):
+                labels[r, o + t] = max(fixed[o + t], 0)
+        if n == 0:
+            if k > 0:
+                scores[s, 0] = 0.0
+                counts[s] = 1
+            else:
+                counts[s] = 0
+            continue
+        # delta[t, j, r] for r < cnt[t, j]: the k-max above, without -inf entries
+        for t in range(n):
+            for j in range(L):
+                cnt[t, j] = 0
+                if not _allowed(fixed, o + t, j):
+                    continue
+                if t == 0:
+                    v = start[j] + emissions[o, j]
+                    if v > NEG_INF and k > 0:
+                        delta[0, j, 0] = v
+                        back_label[0, j, 0] = 0
+                        back_rank[0, j, 0] = 0
+                        cnt[0, j] = 1
+                    continue
+                for i in range(L):
+                    add[i] = transitions[i, j]
+                m = _merge_top_k(delta[t - 1], cnt[t - 1], add, k, heads,
+                                 delta[t, j], back_label[t, j], back_rank[t, j])
+                # delta[t, j, r] += e(t, j); sorted, so stop at the first -inf
+                c = 0
+                while c < m:
+                    v = delta[t, j, c] + emissions[o + t, j]
+                    if not v > NEG_INF:
+                        break
+                    delta[t, j, c] = v
+                    c += 1
+                cnt[t, j] = c
+        for j in range(L):
+            add[j] = end[j]
+        found = _merge_top_k(delta[n - 1], cnt[n - 1], add, k, heads,
+                             fin_val, fin_label, fin_rank)
+        counts[s] = found
+        # labels[r, o+n-1] = fin_label[r]; (j, q) <- back[t, j, q] down to t = 0
+        for r in range(found):
+            scores[s, r] = fin_val[r]
+            j, q = fin_label[r], fin_rank[r]
+            labels[r, o + n - 1] = j
+            for t in range(n - 1, 0, -1):
+                j, q = back_label[t, j, q], back_rank[t, j, q]
+                labels[r, o + t - 1] = j
+        o += n

@@ -1,0 +1,108 @@
+"""Tagging schemes for spans: BIO (IOB2) and BILUO.
+
+Spans become one tag per token (``B-X`` begins, ``I-X`` continues, ``L-X``
+ends, ``U-X`` is a one-token span, ``O`` is outside), and back. The
+transitions a scheme forbids (``I-X`` after ``O``, ``L-X`` without ``B-X``,
+...) become ``-inf`` scores, so a constrained CRF can never decode an
+ill-formed span, in training or at prediction.
+
+Everything here works on arrays: a tag is a (prefix code, type index) pair.
+"""
+
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+OUT, BEGIN, INSIDE, LAST, UNIT = 0, 1, 2, 3, 4
+PREFIXES = {"O": OUT, "B": BEGIN, "I": INSIDE, "L": LAST, "U": UNIT}
+NAMES = {code: name for name, code in PREFIXES.items()}
+SCHEMES = {"BIO": (BEGIN, INSIDE), "BILUO": (BEGIN, INSIDE, LAST, UNIT)}
+
+
+def check_scheme(scheme: str) -> str:
+    if scheme not in SCHEMES:
+        raise ValueError(f"Unknown scheme '{scheme}': use 'BIO' or 'BILUO'.")
+    return scheme
+
+
+def tag_set(types: Sequence[str], scheme: str) -> List[str]:
+    """All tags of a scheme over the span types: ``O`` first, then by type."""
+    tags = ["O"]
+    for kind in sorted(set(types)):
+        tags.extend(f"{NAMES[p]}-{kind}" for p in SCHEMES[check_scheme(scheme)])
+    return tags
+
+
+def parse_tags(tags: Sequence[str]) -> Tuple[np.ndarray, np.ndarray, List[str]]:
+    """Prefix codes and type indices of tags; ``types[i]`` names type ``i``."""
+    types: Dict[str, int] = {}
+    prefix = np.zeros(len(tags), dtype=np.int64)
+    kind = np.full(len(tags), -1, dtype=np.int64)
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            continue
+        head, sep, name = tag.partition("-")
+        if not sep or head not in PREFIXES or head == "O" or not name:
+            raise ValueError(f"'{tag}' is not a span tag: use O, or B-/I-/L-/U- and a type.")
+        prefix[i] = PREFIXES[head]
+        kind[i] = types.setdefault(name, len(types))
+    return prefix, kind, list(types)
+
+
+def allowed_moves(tags: Sequence[str], scheme: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which transitions, first tags and last tags the scheme allows.
+
+    Returns
+    -------
+    transitions : numpy.ndarray
+        (L, L) bool, ``[i, j]``: tag ``j`` may follow tag ``i``.
+    start, end : numpy.ndarray
+        (L,) bool: a sequence may begin / end with the tag.
+    """
+    prefix, kind, _ = parse_tags(tags)
+    check_scheme(scheme)
+    same = kind[:, None] == kind[None, :]
+    prev, nxt = prefix[:, None], prefix[None, :]
+    if scheme == "BIO":
+        # I-X continues B-X or I-X; anything else may follow anything
+        opens = (prev == BEGIN) | (prev == INSIDE)
+        transitions = (nxt != INSIDE) | (opens & same)
+        start = prefix != INSIDE
+        end = np.ones(len(tags), dtype=bool)
+    else:
+        # inside a span (after B or I) only I-X or L-X of the same type;
+        # outside one (after O, L, U) only O, B or U
+        inside = (prev == BEGIN) | (prev == INSIDE)
+        continues = ((nxt == INSIDE) | (nxt == LAST)) & same
+        opens_new = (nxt == OUT) | (nxt == BEGIN) | (nxt == UNIT)
+        transitions = np.where(inside, continues, opens_new)
+        start = (prefix == OUT) | (prefix == BEGIN) | (prefix == UNIT)
+        end = (prefix == OUT) | (prefix == LAST) | (prefix == UNIT)
+    return transitions, start, end
+
+
+def spans_to_codes(n_tokens: int, starts: np.ndarray, ends: np.ndarray,
+                   scheme: str) -> np.ndarray:
+    """Prefix code of every token given non-overlapping spans ``[start, end)``."""
+    codes = np.full(n_tokens, OUT, dtype=np.int64)
+    inside = np.zeros(n_tokens + 1, dtype=np.int64)
+    np.add.at(inside, starts, 1)
+    np.add.at(inside, ends, -1)
+    codes[np.cumsum(inside)[:n_tokens] > 0] = INSIDE
+    codes[starts] = BEGIN
+    if scheme == "BILUO":
+        codes[ends - 1] = np.where(ends - 1 == starts, UNIT, LAST)
+    return codes
+
+
+def codes_to_spans(prefix: np.ndarray, scheme: str) -> Tuple[np.ndarray, np.ndarray]:
+    """Starts and ends ``[start, end)`` of the spans of a well-formed tag sequence."""
+    if scheme == "BILUO":
+        starts = np.flatnonzero((prefix == BEGIN) | (prefix == UNIT))
+        ends = np.flatnonzero((prefix == LAST) | (prefix == UNIT)) + 1
+        return starts, ends
+    starts = np.flatnonzero(prefix == BEGIN)
+    in_span = (prefix == BEGIN) | (prefix == INSIDE)
+    follows = np.append(prefix[1:] == INSIDE, False)
+    ends = np.flatnonzero(in_span & ~follows) + 1
+    return starts, ends
