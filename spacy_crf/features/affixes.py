@@ -35,11 +35,16 @@ class AffixTable:
         keys, rows = self.keys, self.rows
         pos, found = _find(keys, types)
         if not found.all():
-            keys, rows = self._add(types[~found], strings)
+            keys, rows = self._add(types, found, strings)
             pos, found = _find(keys, types)
         return rows[pos][inverse.reshape(-1)]
 
-    def _add(self, new: np.ndarray, strings: StringStore):
+    def _add(self, types: np.ndarray, found: np.ndarray, strings: StringStore):
+        """Add the batch's unknown types; past MAX_TYPES start afresh with all of
+        the batch's types, so every one of them is in the returned table."""
+        with self._lock:
+            overflow = self.keys.shape[0] + int((~found).sum()) > MAX_TYPES
+        new = types if overflow else types[~found]
         texts = [strings[int(h)] for h in new]
         chars = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
@@ -48,7 +53,7 @@ class AffixTable:
         affix_hashes(chars, starts, lens, new_rows)
         with self._lock:
             keys, rows = self.keys, self.rows
-            if keys.shape[0] + new.shape[0] > MAX_TYPES:
+            if overflow:
                 keys, rows = keys[:0], rows[:0]
             _, present = _find(keys, new)
             keys = np.concatenate([keys, new[~present]])

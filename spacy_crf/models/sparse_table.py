@@ -66,8 +66,10 @@ class SparseTable:
         # (thinc optimizers take no weak references, so the table keeps none:
         # a key missing from the optimizer's dicts means a new optimizer)
         if key not in sgd.mom1:
-            sgd.mom1[key] = np.zeros(W.size, dtype=np.float32)
-            sgd.mom2[key] = np.zeros(W.size, dtype=np.float32)
+            # plain SGD needs no moments: keep a token array (the key marks the run)
+            size = W.size if _uses_adam(sgd) else 1
+            sgd.mom1[key] = np.zeros(size, dtype=np.float32)
+            sgd.mom2[key] = np.zeros(size, dtype=np.float32)
             self.synced = np.zeros(W.shape[0], dtype=np.int64)
             self.cum_log_decay = np.zeros(1, dtype=np.float64)
         if sgd.averages is not None:
@@ -76,6 +78,8 @@ class SparseTable:
                 sgd.averages[key] = np.zeros_like(W)
                 self.synced[:] = sgd.nr_update[key]
             self._averages_id = id(sgd.averages[key])
+        if not _uses_adam(sgd):
+            return sgd.mom1[key].reshape(1, 1), sgd.mom2[key].reshape(1, 1)
         return sgd.mom1[key].reshape(W.shape), sgd.mom2[key].reshape(W.shape)
 
     def step(self, model: Model, sgd: Optimizer) -> None:
@@ -92,22 +96,23 @@ class SparseTable:
             self.cum_log_decay = grown
         self.cum_log_decay[step] = self.cum_log_decay[step - 1] + np.log(decay)
         self.n_steps = step
-        clip_scale = 1.0
-        if sgd.grad_clip:
-            norm = np.sqrt(kernels.sq_norm(self.grads, self.n_rows))
-            if norm > sgd.grad_clip:
-                clip_scale = sgd.grad_clip / norm
         grads = self.grads
         if sgd.L2 and not sgd.L2_is_weight_decay:
+            # thinc adds coupled L2 before it clips
             grads = grads.copy()
             grads[: self.n_rows] += sgd.L2 * W[self.rows[: self.n_rows]]
+        clip_scale = 1.0
+        if sgd.grad_clip:
+            norm = np.sqrt(kernels.sq_norm(grads, self.n_rows))
+            if norm > sgd.grad_clip:
+                clip_scale = sgd.grad_clip / norm
         decay_rate = 1.0 - sgd.learn_rate * sgd.L2 if (sgd.L2 and sgd.L2_is_weight_decay) else 1.0
         use_avg = sgd.averages is not None
         avg = sgd.averages[key] if use_avg else W
         kernels.update_rows(W, mom1, mom2, self.rows, grads, self.n_rows, step,
                             float(sgd.learn_rate), float(sgd.b1), float(sgd.b2), float(sgd.eps),
                             clip_scale, decay_rate, avg, self.synced, self.cum_log_decay,
-                            sgd.b1 > 0 and sgd.b2 > 0, use_avg)
+                            _uses_adam(sgd), use_avg)
         self.clear()
 
     def sync_averages(self, model: Model, averages: Dict) -> None:
@@ -117,6 +122,10 @@ class SparseTable:
             return
         kernels.catch_up_all(avg, model.get_param("W"), self.synced, self.cum_log_decay,
                              self.n_steps)
+
+
+def _uses_adam(sgd: Optimizer) -> bool:
+    return sgd.b1 > 0 and sgd.b2 > 0
 
 
 def _supports(sgd: Optimizer) -> bool:

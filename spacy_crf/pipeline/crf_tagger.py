@@ -354,10 +354,13 @@ class CRFTagger(TrainablePipe):
         path = ensure_path(path)
         try:
             cfg = srsly.read_json(path / "cfg")
-            model_bytes = (path / "model").read_bytes()
         except (OSError, ValueError) as err:
-            raise ValueError(Errors.E010.format(name=self.name, path=path, why=err)) from err
-        return self._load(cfg, model_bytes, where=str(path))
+            raise ValueError(Errors.E010.format(name=self.name, path=path / "cfg", why=err)) from err
+        try:
+            model_bytes = (path / "model").read_bytes()
+        except OSError as err:
+            raise ValueError(Errors.E010.format(name=self.name, path=path / "model", why=err)) from err
+        return self._load(cfg, model_bytes, where=str(path / "model"))
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """Serialize ``cfg`` and the model's weights."""
@@ -508,13 +511,21 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E011.format(name=self.name, found=scores.emissions.shape[1],
                                                 expected=len(self.labels)))
 
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        # unpickled in a worker process (nlp.pipe(n_process=...)): register the
-        # token extensions again, there is no __init__ call
-        self.__dict__.update(state)
-        self.target = make_target(self.cfg["target"], self.cfg.get("scheme", "BILUO"))
-        self.target.set_labels(self.cfg["labels"], self.vocab)
-        register_confidence_extension()
+    def __reduce__(self):
+        # rebuilt through __init__ in a worker process (nlp.pipe(n_process=...),
+        # spawn start method): that registers the token extensions there too
+        return (_rebuild, (self.vocab, self.model, self.name, self.cfg, self.scorer))
+
+
+def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
+             scorer: Optional[Callable]) -> CRFTagger:
+    pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=cfg["structure"],
+                     scheme=cfg.get("scheme", "BILUO"),
+                     keep_existing=cfg.get("keep_existing", False),
+                     store_confidence=cfg.get("store_confidence", False), scorer=scorer)
+    pipe.cfg.update(cfg)
+    pipe._set_labels(pipe.cfg["labels"])
+    return pipe
 
 
 def span_probabilities(scores: CRFScores, structure: inference.Structure,

@@ -1,0 +1,164 @@
+"""Shared helpers for the component-level tests: a toy corpus and tiny pipelines.
+
+The toy corpus is a handful of made-up sentences over a small vocabulary with
+PTB tags; UPOS and IOB chunk labels are derived from the PTB tags, so the same
+sentences serve the ``tag``, ``pos`` and ``_.chunk`` targets.
+"""
+
+from types import SimpleNamespace
+from typing import Dict, List, Optional
+
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from thinc.api import Adam
+
+from spacy_crf import set_doc_labels
+
+# word/PTB pairs; NP = maximal runs of DT/JJ/NN
+TOY_TEXT = [
+    "the/DT cat/NN sat/VBD ./.",
+    "a/DT dog/NN ran/VBD quickly/RB ./.",
+    "the/DT big/JJ dog/NN slept/VBD ./.",
+    "a/DT small/JJ cat/NN ran/VBD home/RB ./.",
+    "the/DT bird/NN sang/VBD in/IN the/DT tree/NN ./.",
+    "a/DT red/JJ bird/NN sat/VBD on/IN a/DT big/JJ box/NN ./.",
+    "dogs/NN ran/VBD ./.",
+    "the/DT old/JJ man/NN walked/VBD slowly/RB ./.",
+]
+
+UPOS = {"DT": "DET", "JJ": "ADJ", "NN": "NOUN", "VBD": "VERB", "RB": "ADV", "IN": "ADP", ".": "PUNCT"}
+CHUNK_OF = {"VBD": "VP", "RB": "ADVP", "IN": "PP"}
+NP_TAGS = {"DT", "JJ", "NN"}
+
+SMALL_MODEL = {
+    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1"],
+    "n_buckets": 4096,
+}
+
+
+def tiny_tok2vec(width: int = 16) -> Dict:
+    return {
+        "@architectures": "spacy.Tok2Vec.v2",
+        "embed": {
+            "@architectures": "spacy.MultiHashEmbed.v2",
+            "width": width,
+            "attrs": ["NORM", "SUFFIX"],
+            "rows": [200, 100],
+            "include_static_vectors": False,
+        },
+        "encode": {
+            "@architectures": "spacy.MaxoutWindowEncoder.v2",
+            "width": width,
+            "depth": 1,
+            "window_size": 1,
+            "maxout_pieces": 2,
+        },
+    }
+
+
+def parse(line: str):
+    pairs = [tok.rsplit("/", 1) for tok in line.split()]
+    return [w for w, _ in pairs], [t for _, t in pairs]
+
+
+def chunk_tags(ptb: List[str]) -> List[str]:
+    out, prev_np = [], False
+    for tag in ptb:
+        if tag in NP_TAGS:
+            out.append("I-NP" if prev_np else "B-NP")
+            prev_np = True
+        else:
+            prev_np = False
+            out.append(f"B-{CHUNK_OF[tag]}" if tag in CHUNK_OF else "O")
+    return out
+
+
+def labels_for(target: str, ptb: List[str]) -> List[str]:
+    if target == "tag":
+        return list(ptb)
+    if target == "pos":
+        return [UPOS[t] for t in ptb]
+    if target == "_.chunk":
+        return chunk_tags(ptb)
+    raise AssertionError(target)
+
+
+def make_example(nlp, words: List[str], labels: List[Optional[str]], target: str,
+                 sent_starts=None) -> Example:
+    """An Example whose reference carries ``labels`` for ``target`` (None = unannotated)."""
+    predicted = Doc(nlp.vocab, words=words, sent_starts=sent_starts)
+    reference = Doc(nlp.vocab, words=words, sent_starts=sent_starts)
+    if target == "tag":
+        for tok, lab in zip(reference, labels):
+            tok.tag_ = lab or ""
+    elif target == "pos":
+        for tok, lab in zip(reference, labels):
+            tok.pos_ = lab or ""
+    else:
+        set_doc_labels(reference, target[2:], labels)
+    return Example(predicted, reference)
+
+
+def toy_examples(nlp, target: str = "tag") -> List[Example]:
+    examples = []
+    for line in TOY_TEXT:
+        words, ptb = parse(line)
+        examples.append(make_example(nlp, words, labels_for(target, ptb), target))
+    return examples
+
+
+def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "spacy.Language":
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": dict(model or SMALL_MODEL), "target": target, **config})
+    return nlp
+
+
+def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None) -> List[float]:
+    """Initialize and train with full-batch updates; returns the loss of every step."""
+    nlp.initialize(lambda: examples)
+    optimizer = optimizer or Adam(learn_rate)
+    history = []
+    for _ in range(n_iter):
+        losses: Dict[str, float] = {}
+        nlp.update(examples, sgd=optimizer, losses=losses)
+        history.append(losses["crf_tagger"])
+    return history
+
+
+def trained_nlp(target: str = "tag", n_iter: int = 25, **kwargs):
+    nlp = make_nlp(target, **kwargs)
+    examples = toy_examples(nlp, target)
+    train(nlp, examples, n_iter=n_iter)
+    return nlp, examples
+
+
+def predictions(nlp, docs_or_texts, target: str = "tag"):
+    """(labels, confidences) of every token, docs processed by ``nlp``."""
+    out = []
+    for doc in docs_or_texts:
+        if isinstance(doc, str):
+            doc = nlp(doc)
+        out.append(doc_labels(doc, target))
+    return out
+
+
+def doc_labels(doc, target: str = "tag"):
+    if target == "tag":
+        return [t.tag_ for t in doc]
+    if target == "pos":
+        return [t.pos_ for t in doc]
+    return [t._.get(target[2:]) for t in doc]
+
+
+@pytest.fixture(scope="session")
+def toy():
+    """The helpers above, as one namespace."""
+    return SimpleNamespace(
+        TOY_TEXT=TOY_TEXT, SMALL_MODEL=SMALL_MODEL, parse=parse, labels_for=labels_for,
+        make_example=make_example, toy_examples=toy_examples, make_nlp=make_nlp, train=train,
+        trained_nlp=trained_nlp, predictions=predictions, doc_labels=doc_labels,
+        tiny_tok2vec=tiny_tok2vec,
+    )

@@ -1,0 +1,171 @@
+"""End to end: corpus conversion and ``python -m spacy train`` with the shipped configs."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+import srsly
+from spacy.tokens import DocBin
+from spacy.training import Corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+EWT = ROOT / "assets" / "ewt_sample"
+CONFIGS = ROOT / "configs"
+
+
+def run(args, cwd, timeout=300):
+    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+# ------------------------------------------------------------------ UD EWT, target "pos"
+
+
+@pytest.fixture(scope="module")
+def ewt_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("ewt")
+    corpus = work / "corpus"
+    corpus.mkdir()
+    # one `spacy convert` call for both files (the sample folder also has .iob2 files)
+    conllu = work / "conllu"
+    conllu.mkdir()
+    for split in ("train", "dev"):
+        shutil.copy(EWT / f"en_ewt-{split}.conllu", conllu)
+    run(["-m", "spacy", "convert", conllu, corpus, "-c", "conllu", "-n", "1"], cwd=work)
+    train, dev = corpus / "en_ewt-train.spacy", corpus / "en_ewt-dev.spacy"
+    assert train.exists() and dev.exists()
+    out = work / "output"
+    # smaller batches than the config's, so that one epoch has a few dozen steps and
+    # several evaluations (at steps 0, 20, 40)
+    run(["-m", "spacy", "train", CONFIGS / "ewt_upos.cfg", "--output", out,
+         "--paths.train", train, "--paths.dev", dev, "--training.max_epochs", "1",
+         "--training.eval_frequency", "20", "--training.batcher.size", "250"], cwd=work)
+    return {"train": train, "dev": dev, "out": out}
+
+
+@pytest.mark.parametrize("which", ["model-best", "model-last"])
+def test_ewt_models_load_and_report_scores(ewt_run, which):
+    path = ewt_run["out"] / which
+    nlp = spacy.load(path)
+    assert nlp.pipe_names == ["crf_tagger"]
+    perf = srsly.read_json(path / "meta.json")["performance"]
+    assert "pos_acc" in perf and "crf_acc" in perf
+    assert perf["pos_acc"] == pytest.approx(perf["crf_acc"])
+    assert perf["pos_acc"] > 0.5
+    doc = nlp("The dog barked at the mailman yesterday .")
+    assert all(t.pos_ for t in doc)
+
+
+def test_ewt_model_best_reproduces_its_dev_score(ewt_run):
+    """The saved weights are the ones that were evaluated (the synced parameter averages)."""
+    path = ewt_run["out"] / "model-best"
+    nlp = spacy.load(path)
+    dev = list(Corpus(str(ewt_run["dev"]))(nlp))
+    scores = nlp.evaluate(dev)
+    perf = srsly.read_json(path / "meta.json")["performance"]
+    assert scores["pos_acc"] == pytest.approx(perf["pos_acc"], abs=1e-6)
+    # and it tags sensibly: frequent function words
+    doc = nlp("the")
+    assert doc[0].pos_ == "DET"
+
+
+def test_ewt_labels_are_upos(ewt_run):
+    from spacy.parts_of_speech import IDS
+
+    nlp = spacy.load(ewt_run["out"] / "model-last")
+    labels = nlp.get_pipe("crf_tagger").labels
+    assert {"NOUN", "VERB", "DET", "PUNCT"} <= set(labels)
+    assert all(label in IDS for label in labels)
+
+
+# ------------------------------------------------------------------ CoNLL-2000 style chunking
+
+# A few made-up sentences in the WORD POS CHUNK column format.
+TINY_CHUNKS = """\
+The DT B-NP
+small JJ I-NP
+dog NN I-NP
+chased VBD B-VP
+a DT B-NP
+red JJ I-NP
+ball NN I-NP
+. . O
+
+My PRP$ B-NP
+sister NN I-NP
+reads VBZ B-VP
+long JJ B-NP
+books NNS I-NP
+in IN B-PP
+the DT B-NP
+evening NN I-NP
+. . O
+
+Farmers NNS B-NP
+will MD B-VP
+plant VB I-VP
+corn NN B-NP
+next JJ B-NP
+spring NN I-NP
+. . O
+
+Our PRP$ B-NP
+team NN I-NP
+won VBD B-VP
+the DT B-NP
+final JJ I-NP
+game NN I-NP
+on IN B-PP
+Sunday NNP B-NP
+. . O
+"""
+
+
+@pytest.fixture(scope="module")
+def chunk_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("chunks")
+    (work / "tiny.txt").write_text(TINY_CHUNKS, encoding="utf8")
+    spacy_file = work / "corpus" / "tiny.spacy"
+    proc = run(["-m", "spacy_crf.convert", "chunks", work / "tiny.txt", spacy_file], cwd=work)
+    assert "4 docs" in proc.stdout
+    out = work / "output"
+    run(["-m", "spacy", "train", CONFIGS / "conll2000_chunking.cfg", "--output", out,
+         "--paths.train", spacy_file, "--paths.dev", spacy_file, "--training.max_epochs", "1",
+         "--components.crf_tagger.model.n_buckets", "4096"], cwd=work)
+    return {"spacy_file": spacy_file, "out": out}
+
+
+def test_chunk_conversion(chunk_run):
+    nlp = spacy.blank("en")
+    docs = list(DocBin().from_disk(chunk_run["spacy_file"]).get_docs(nlp.vocab))
+    assert len(docs) == 4
+    first = docs[0]
+    assert [t.text for t in first] == ["The", "small", "dog", "chased", "a", "red", "ball", "."]
+    assert [t.tag_ for t in first] == ["DT", "JJ", "NN", "VBD", "DT", "JJ", "NN", "."]
+    from spacy_crf.targets import register_extension
+
+    register_extension("chunk")
+    assert [t._.chunk for t in first] == ["B-NP", "I-NP", "I-NP", "B-VP", "B-NP", "I-NP", "I-NP", "O"]
+    assert [t._.chunk for t in docs[2]][:3] == ["B-NP", "B-VP", "I-VP"]
+
+
+def test_chunking_model_reports_chunk_f(chunk_run):
+    for which in ("model-best", "model-last"):
+        path = chunk_run["out"] / which
+        perf = srsly.read_json(path / "meta.json")["performance"]
+        assert "chunk_f" in perf and "crf_acc" in perf
+        assert 0.0 <= perf["chunk_f"] <= 1.0
+        nlp = spacy.load(path)
+        tagger = nlp.get_pipe("crf_tagger")
+        assert tagger.cfg["target"] == "_.chunk"
+        assert {"B-NP", "I-NP", "B-VP", "O"} <= set(tagger.labels)
+        # the small n_buckets override took effect
+        linear = [n for n in tagger.model.walk() if n.name == "crf_hashed_linear"][0]
+        assert linear.get_param("W").shape[0] == 4096
+        doc = nlp("The dog chased a ball .")
+        assert all(t._.chunk in tagger.labels for t in doc)
