@@ -53,6 +53,8 @@ class Errors(metaclass=_Codes):
             "cycles, heads inside the doc).")
     E017 = ("Target 'dep' predicts the relation labels, so its features must not read DEP "
             "(found in templates {templates}) and the model must have n_relations = 1.")
+    E019 = ("n_best must be a whole number >= 0 (0 turns it off), with structure = "
+            "\"chain\"; got {value}.")
     E014 = ("Label '{label}' is not in the label set of '{name}'. Labels: {labels}. Add it "
             "with add_label() before initialize(), or retrain.")
 

@@ -11,7 +11,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ._kernels import chain, tree
+from ._kernels import chain, kbest, tree
 from .models.potentials import CRFScores
 
 _NO_EDGES = np.zeros((1, 1, 1))
@@ -170,3 +170,31 @@ def nll_and_gradient(scores: CRFScores, structure: Structure,
         gradient = CRFScores(d_emissions.astype(dtype), d_transitions.astype(dtype),
                              d_start.astype(dtype), d_end.astype(dtype), None, None)
     return nll, gradient
+
+
+def n_best(scores: CRFScores, structure: Structure, k: int,
+           fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``k`` best labellings of every sequence (exact list Viterbi; chain only).
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        (k, N) int64: row ``r`` holds every sequence's ``r``-th best labelling.
+    best_scores : numpy.ndarray
+        (S, k) float64, descending; ``-inf`` past ``counts``.
+    counts : numpy.ndarray
+        (S,) int64 number of labellings found (fewer than ``k`` where fewer exist).
+    """
+    if structure.is_tree:
+        raise ValueError("n-best decoding is implemented for structure = \"chain\" only.")
+    if k < 1:
+        raise ValueError(f"n_best must be at least 1, got {k}.")
+    emissions = _emissions(scores, structure)
+    n_seq = structure.lengths.shape[0]
+    labels = np.zeros((k, emissions.shape[0]), dtype=np.int64)
+    best = np.zeros((n_seq, k))
+    counts = np.zeros(n_seq, dtype=np.int64)
+    kbest.kbest_viterbi(emissions, structure.lengths, _f64(scores.transitions), _f64(scores.start),
+                        _f64(scores.end), _labels_or_free(emissions.shape[0], fixed), k, labels,
+                        best, counts)
+    return labels, best, counts

@@ -265,6 +265,118 @@ def register_extension(attr: str) -> None:
                         force=True)
 
 
+class SpanTarget(Target):
+    """Spans as one tag per token in a scheme (BIO or BILUO): base of ``ents``
+    and ``spans:KEY``. A label key packs the tag's prefix and type:
+    ``(type_key << 3) + prefix + 1``, so 0 stays "unannotated"."""
+
+    is_span_target = True
+
+    def __init__(self, scheme: str) -> None:
+        super().__init__()
+        self.scheme = schemes.check_scheme(scheme)
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        prefix, kind, types = schemes.parse_tags([label])
+        type_key = vocab.strings.add(types[0]) if types else 0
+        return int((np.uint64(type_key) << np.uint64(3)) + np.uint64(prefix[0] + 1))
+
+    def spans_of(self, doc: Doc) -> Optional[List[Span]]:
+        """The doc's gold spans (None where the doc is unannotated)."""
+        raise NotImplementedError
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        spans = self.spans_of(doc)
+        if spans is None:
+            return np.zeros(len(doc), dtype=np.uint64)
+        starts = np.asarray([sp.start for sp in spans], dtype=np.int64)
+        ends = np.asarray([sp.end for sp in spans], dtype=np.int64)
+        codes = schemes.spans_to_codes(len(doc), starts, ends, self.scheme)
+        types = np.zeros(len(doc), dtype=np.uint64)
+        for sp in spans:
+            types[sp.start:sp.end] = sp.label
+        keys = (types << np.uint64(3)) + (codes + 1).astype(np.uint64)
+        return keys
+
+    def label_strings(self, doc: Doc) -> List[str]:
+        spans = self.spans_of(doc) or []
+        return schemes.tag_set({sp.label_ for sp in spans}, self.scheme)
+
+    def constraints(self):
+        return schemes.allowed_moves(self._labels, self.scheme)
+
+    def _spans(self, doc: Doc, ids: np.ndarray) -> List[Span]:
+        prefix, kind, types = self._parsed
+        codes = prefix[ids]
+        starts, ends = schemes.codes_to_spans(codes, self.scheme)
+        return [Span(doc, int(a), int(b), label=types[kind[ids[a]]]) for a, b in zip(starts, ends)]
+
+    def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
+        super().set_labels(labels, vocab)
+        self._parsed = schemes.parse_tags(self._labels)
+
+    def forced(self, doc: Doc) -> np.ndarray:
+        """Label ids fixed by spans already on a predicted doc (-1 elsewhere)."""
+        spans = self.spans_of(doc)
+        fixed = np.full(len(doc), -1, dtype=np.int64)
+        if not spans:
+            return fixed
+        ids = self.ids_of_keys(self.reference_keys(doc))
+        inside = np.zeros(len(doc), dtype=bool)
+        for sp in spans:
+            inside[sp.start:sp.end] = True
+        fixed[inside] = ids[inside]
+        return fixed
+
+
+class EntTarget(SpanTarget):
+    """``doc.ents``: read from the reference, written with ``doc.set_ents``."""
+
+    name = score_attr = "ents"
+
+    def spans_of(self, doc: Doc) -> Optional[List[Span]]:
+        if len(doc) and not doc.has_annotation("ENT_IOB"):
+            return None
+        return list(doc.ents)
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        keys = super().reference_keys(doc)
+        if len(doc):
+            keys[doc.to_array(ENT_IOB).reshape(-1) == 0] = 0  # missing, not O
+        return keys
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.set_ents(self._spans(doc, ids), default="outside")
+
+    def getter(self) -> Callable[[Token, str], object]:
+        return lambda token, _: f"{token.ent_iob_}-{token.ent_type_}" if token.ent_type_ else token.ent_iob_
+
+
+class SpanGroupTarget(SpanTarget):
+    """``doc.spans[KEY]``; overlapping gold spans are resolved (W002)."""
+
+    def __init__(self, key: str, scheme: str) -> None:
+        super().__init__(scheme)
+        self.key = key
+        self.name = f"spans:{key}"
+        self.score_attr = f"spans_{key}"
+
+    def spans_of(self, doc: Doc) -> Optional[List[Span]]:
+        if self.key not in doc.spans:
+            return None
+        spans = list(doc.spans[self.key])
+        kept = filter_spans(spans)
+        if len(kept) < len(spans) and not self._warned_overlap:
+            self._warned_overlap = True
+            warnings.warn(Warnings.W002.format(key=self.key, n=len(spans) - len(kept)))
+        return sorted(kept, key=lambda sp: sp.start)
+
+    _warned_overlap = False
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.spans[self.key] = self._spans(doc, ids)
+
+
 def make_target(target: str, scheme: str = "BILUO") -> Target:
     """Build the target named in the config (``tag``, ``pos``, ``dep``, ``ents``,
     ``spans:KEY`` or ``_.NAME``)."""

@@ -12,11 +12,11 @@ import warnings
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import srsly
-from spacy.attrs import DEP
+from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, Token
@@ -28,7 +28,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from .. import inference
 from .. import schemes
 from ..errors import Errors, Warnings
-from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengths
+from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengths, sentence_lengths
 from ..models.architectures import set_n_labels
 from ..models.potentials import CRFScores
 from ..models.sparse_table import apply_sparse_updates, sync_averages
@@ -38,6 +38,7 @@ from ..targets import Target, make_target
 STRUCTURES = ("chain", "tree")
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
 SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
+NBEST_KEY = ("spacy_crf", "n_best")
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -58,6 +59,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "scheme": "BILUO",
         "keep_existing": False,
         "store_confidence": False,
+        "n_best": 0,
         "scorer": {"@scorers": "spacy-crf.crf_scorer.v1"},
     },
     default_score_weights={"crf_acc": 1.0},
@@ -71,6 +73,7 @@ def make_crf_tagger(
     scheme: str,
     keep_existing: bool,
     store_confidence: bool,
+    n_best: int,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
     """Create a ``crf_tagger`` (use ``nlp.add_pipe("crf_tagger")``).
@@ -98,12 +101,15 @@ def make_crf_tagger(
         Also run forward-backward at prediction and store each token's
         probability of its predicted label (``token._.crf_confidence``) and,
         for span targets, each span's probability (``span._.crf_confidence``).
+    n_best : int
+        If above 0, also store the ``n_best`` best labellings of every sentence
+        with their probabilities in ``doc._.crf_nbest`` (chain only).
     scorer : callable, optional
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     """
     return CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
                      scheme=scheme, keep_existing=keep_existing,
-                     store_confidence=store_confidence, scorer=scorer)
+                     store_confidence=store_confidence, n_best=n_best, scorer=scorer)
 
 
 @dataclass
@@ -114,6 +120,7 @@ class CRFPrediction:
     doc_lengths: np.ndarray  # (D,) int64
     confidence: Optional[np.ndarray] = None  # (N,) float32 P(predicted label)
     span_confidence: Optional[np.ndarray] = None  # (N,) P(the span starting here), NaN elsewhere
+    n_best: Optional[List[List[Tuple[float, List[str]]]]] = None  # per sequence
 
 
 class CRFTagger(TrainablePipe):
@@ -133,10 +140,15 @@ class CRFTagger(TrainablePipe):
         scheme: str = "BILUO",
         keep_existing: bool = False,
         store_confidence: bool = False,
+        n_best: int = 0,
         scorer: Optional[Callable] = score_crf,
     ) -> None:
         if structure not in STRUCTURES:
             raise ValueError(Errors.E012.format(structure=structure))
+        if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
+            raise ValueError(Errors.E019.format(value=n_best))
+        if n_best and structure != "chain":
+            raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -151,6 +163,7 @@ class CRFTagger(TrainablePipe):
             "scheme": scheme,
             "keep_existing": bool(keep_existing),
             "store_confidence": bool(store_confidence),
+            "n_best": n_best,
             "relations": [],
         }
         register_confidence_extension()
@@ -190,17 +203,26 @@ class CRFTagger(TrainablePipe):
         self._check_width(scores)
         fixed = self._forced(docs, scores) if self.cfg["keep_existing"] else None
         label_ids, _ = inference.viterbi(scores, structure, fixed)
-        confidence = spans = None
-        if self.cfg["store_confidence"]:
+        confidence = spans = nbest = None
+        if self.cfg["store_confidence"] or self.cfg["n_best"]:
             probs, log_z = inference.marginals(scores, structure, fixed)
+        if self.cfg["n_best"]:
+            nbest = self._n_best(scores, structure, fixed, log_z)
+        if self.cfg["store_confidence"]:
             confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
             if self.target.is_span_target:
                 spans = span_probabilities(scores, structure, label_ids, log_z, self.target)
-        return CRFPrediction(label_ids, lengths, confidence, spans)
+        return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
-        """Write the predicted labels (and confidences) onto the Docs."""
+        """Write the predicted labels (and confidences, n-best lists) onto the Docs."""
+        docs = list(docs)
         ends = np.cumsum(prediction.doc_lengths)
+        if prediction.n_best is not None:
+            per_doc = iter(prediction.n_best)
+            for doc in docs:
+                n_seqs = len(sentence_lengths(doc)) if len(doc) else 0
+                doc.user_data[NBEST_KEY] = [next(per_doc) for _ in range(n_seqs)]
         for doc, end, n in zip(docs, ends, prediction.doc_lengths):
             if not n:
                 continue
@@ -377,6 +399,20 @@ class CRFTagger(TrainablePipe):
 
     # -- helpers -------------------------------------------------------------
 
+    def _n_best(self, scores: CRFScores, structure: inference.Structure,
+                fixed: Optional[np.ndarray], log_z: np.ndarray) -> List[List[Tuple[float, List[str]]]]:
+        """Per sequence, its best labellings as (probability, label strings)."""
+        labels, best, counts = inference.n_best(scores, structure, self.cfg["n_best"], fixed)
+        names = np.asarray(list(self.labels) + [None], dtype=object)[:-1]
+        out, start = [], 0
+        for s, n in enumerate(structure.lengths):
+            if n:
+                out.append([(float(np.exp(best[s, r] - log_z[s])),
+                             names[labels[r, start:start + n]].tolist())
+                            for r in range(counts[s])])
+            start += n
+        return out
+
     def _constrain(self, scores: CRFScores) -> CRFScores:
         """Add the scheme's -inf scores for forbidden moves (span targets only)."""
         if not self.target.is_span_target:
@@ -457,10 +493,13 @@ class CRFTagger(TrainablePipe):
             return []
         counts: Dict[str, int] = {}
         for eg in get_examples():
-            for dep in eg.reference.to_array(DEP).reshape(-1):
-                if dep:
-                    name = self.vocab.strings[int(dep)]
-                    counts[name] = counts.get(name, 0) + 1
+            if not len(eg.reference):
+                continue
+            values = eg.reference.to_array([HEAD, DEP]).reshape(-1, 2)
+            # a root has no edge to a head, so its relation never selects a matrix
+            for dep in values[(values[:, 0] != 0) & (values[:, 1] != 0), 1]:
+                name = self.vocab.strings[int(dep)]
+                counts[name] = counts.get(name, 0) + 1
         ranked = sorted(counts, key=lambda name: (-counts[name], name))
         return ranked[: n_groups - 1]
 
@@ -522,7 +561,8 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
     pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=cfg["structure"],
                      scheme=cfg.get("scheme", "BILUO"),
                      keep_existing=cfg.get("keep_existing", False),
-                     store_confidence=cfg.get("store_confidence", False), scorer=scorer)
+                     store_confidence=cfg.get("store_confidence", False),
+                     n_best=cfg.get("n_best", 0), scorer=scorer)
     pipe.cfg.update(cfg)
     pipe._set_labels(pipe.cfg["labels"])
     return pipe
@@ -591,6 +631,10 @@ def _span_confidence(span: Span) -> Optional[float]:
     return None if value != value else value  # NaN: no predicted span starts here
 
 
+def _doc_n_best(doc: Doc) -> Optional[List[List[Tuple[float, List[str]]]]]:
+    return doc.user_data.get(NBEST_KEY)
+
+
 def register_confidence_extension() -> None:
     """``token._.crf_confidence``: P(predicted label); ``span._.crf_confidence``:
     P(predicted span), where stored (``store_confidence = true``)."""
@@ -598,3 +642,5 @@ def register_confidence_extension() -> None:
         Token.set_extension("crf_confidence", getter=_token_confidence)
     if not Span.has_extension("crf_confidence"):
         Span.set_extension("crf_confidence", getter=_span_confidence)
+    if not Doc.has_extension("crf_nbest"):
+        Doc.set_extension("crf_nbest", getter=_doc_n_best)
