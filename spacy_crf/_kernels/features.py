@@ -5,8 +5,9 @@ every token and template the kernel hashes the template id with the values
 the parts pick out into one uint64 feature id; the emission layer maps ids to
 weight rows by ``id % n_buckets``. Offsets that fall outside the token's
 sequence pick a padding value that depends on the offset, so ``w[-1]`` at a
-sentence start and ``w[-2]`` there are different features, as in CRFsuite's
-``__BOS__`` convention.
+sentence start and ``w[-2]`` there are different features. (CRFsuite instead
+drops such features and adds ``__BOS__``/``__EOS__`` ones: our feature sets
+differ by that, about 1% more distinct features on CoNLL-2000.)
 """
 
 import numpy as np
@@ -49,7 +50,7 @@ def hash_templates(values, begin, end, part_ptr, part_col, part_off, features):
 
         features[t, k] = mix(... mix(mix(SEED, k), v_p1) ..., v_pm)
         v_p = values[t + off_p, col_p]   if t + off_p lies in t's sequence
-            = PAD + off_p               otherwise
+            = PAD + off_p + 1024        otherwise (a padding value per offset)
     """
     n_tokens = values.shape[0]
     n_templates = part_ptr.shape[0] - 1

