@@ -127,7 +127,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         docs = convert_chunks(text, attr=args.attr)
     else:
         conllu = args.conllu.read_text(encoding="utf8") if args.conllu else None
-        docs = convert_uner(text, Vocab(), conllu)
+        try:
+            docs = convert_uner(text, Vocab(), conllu)
+        except ValueError as err:
+            parser.error(f"{err} Check that --conllu is the treebank split of {args.input.name}.")
     if args.limit:
         docs = docs[: args.limit]
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -316,7 +316,11 @@ class SpanTarget(Target):
         self._parsed = schemes.parse_tags(self._labels)
 
     def forced(self, doc: Doc) -> np.ndarray:
-        """Label ids fixed by spans already on a predicted doc (-1 elsewhere)."""
+        """Label ids fixed by spans already on a predicted doc (-1 elsewhere).
+
+        Spans of a type the CRF does not know fix their tokens to ``O``:
+        ``write(..., keep=unknown_spans(doc))`` puts them back as they were.
+        """
         spans = self.spans_of(doc)
         fixed = np.full(len(doc), -1, dtype=np.int64)
         if not spans:
@@ -326,7 +330,13 @@ class SpanTarget(Target):
         for sp in spans:
             inside[sp.start:sp.end] = True
         fixed[inside] = ids[inside]
+        fixed[inside & (ids < 0)] = self._labels.index("O")
         return fixed
+
+    def unknown_spans(self, doc: Doc) -> List[Span]:
+        """Spans on the doc whose type is not among the CRF's labels."""
+        known = {kind for kind in self._parsed[2]}
+        return [sp for sp in (self.spans_of(doc) or []) if sp.label_ not in known]
 
 
 class EntTarget(SpanTarget):
@@ -345,8 +355,9 @@ class EntTarget(SpanTarget):
             keys[doc.to_array(ENT_IOB).reshape(-1) == 0] = 0  # missing, not O
         return keys
 
-    def write(self, doc: Doc, ids: np.ndarray) -> None:
-        doc.set_ents(self._spans(doc, ids), default="outside")
+    def write(self, doc: Doc, ids: np.ndarray, keep: Sequence[Span] = ()) -> None:
+        spans = sorted(self._spans(doc, ids) + list(keep), key=lambda sp: sp.start)
+        doc.set_ents(spans, default="outside")
 
     def getter(self) -> Callable[[Token, str], object]:
         return lambda token, _: f"{token.ent_iob_}-{token.ent_type_}" if token.ent_type_ else token.ent_iob_
@@ -373,8 +384,8 @@ class SpanGroupTarget(SpanTarget):
 
     _warned_overlap = False
 
-    def write(self, doc: Doc, ids: np.ndarray) -> None:
-        doc.spans[self.key] = self._spans(doc, ids)
+    def write(self, doc: Doc, ids: np.ndarray, keep: Sequence[Span] = ()) -> None:
+        doc.spans[self.key] = sorted(self._spans(doc, ids) + list(keep), key=lambda sp: sp.start)
 
 
 def make_target(target: str, scheme: str = "BILUO") -> Target:

@@ -119,7 +119,8 @@ class CRFPrediction:
     label_ids: np.ndarray  # (N,) int64
     doc_lengths: np.ndarray  # (D,) int64
     confidence: Optional[np.ndarray] = None  # (N,) float32 P(predicted label)
-    span_confidence: Optional[np.ndarray] = None  # (N,) P(the span starting here), NaN elsewhere
+    # (N,) P(the predicted span starting here) and (N,) its end row; NaN / -1 elsewhere
+    span_confidence: Optional[Tuple[np.ndarray, np.ndarray]] = None
     n_best: Optional[List[List[Tuple[float, List[str]]]]] = None  # per sequence
 
 
@@ -145,6 +146,7 @@ class CRFTagger(TrainablePipe):
     ) -> None:
         if structure not in STRUCTURES:
             raise ValueError(Errors.E012.format(structure=structure))
+        schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
             raise ValueError(Errors.E019.format(value=n_best))
         if n_best and structure != "chain":
@@ -211,7 +213,7 @@ class CRFTagger(TrainablePipe):
         if self.cfg["store_confidence"]:
             confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
             if self.target.is_span_target:
-                spans = span_probabilities(scores, structure, label_ids, log_z, self.target)
+                spans = span_probabilities(scores, structure, label_ids, log_z, self.target, fixed)
         return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
@@ -226,11 +228,17 @@ class CRFTagger(TrainablePipe):
         for doc, end, n in zip(docs, ends, prediction.doc_lengths):
             if not n:
                 continue
-            self.target.write(doc, prediction.label_ids[end - n:end])
+            if self.cfg["keep_existing"] and self.target.is_span_target:
+                self.target.write(doc, prediction.label_ids[end - n:end],
+                                  keep=self.target.unknown_spans(doc))
+            else:
+                self.target.write(doc, prediction.label_ids[end - n:end])
             if prediction.confidence is not None:
                 doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
             if prediction.span_confidence is not None:
-                doc.user_data[SPAN_CONFIDENCE_KEY] = prediction.span_confidence[end - n:end].tolist()
+                probs, span_ends = prediction.span_confidence
+                doc.user_data[SPAN_CONFIDENCE_KEY] = (probs[end - n:end].tolist(),
+                                                      (span_ends[end - n:end] - (end - n)).tolist())
 
     def update(
         self,
@@ -277,7 +285,7 @@ class CRFTagger(TrainablePipe):
         gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
                 else np.zeros(0, dtype=np.int64))
         if self.target.is_span_target:
-            gold = self._well_formed(gold, structure)
+            gold = self._well_formed(scores, gold, structure)
         nll, gradient = inference.nll_and_gradient(scores, structure, gold)
         loss = float(nll.sum())
         if not np.isfinite(loss):
@@ -428,26 +436,53 @@ class CRFTagger(TrainablePipe):
                          penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
                          scores.pair, scores.root)
 
-    def _well_formed(self, gold: np.ndarray, structure: inference.Structure) -> np.ndarray:
+    def _well_formed(self, scores: CRFScores, gold: np.ndarray,
+                     structure: inference.Structure) -> np.ndarray:
         """Unannotate gold tags that break the scheme (W003), so the constrained
-        likelihood stays finite."""
+        likelihood stays finite.
+
+        First every known tag that no well-formed neighbour allows (a forbidden
+        move between known tags, a forbidden first or last tag); then, in a
+        sequence whose remaining tags still admit no well-formed labelling
+        (e.g. ``B-PER ? L-LOC``), the known tags next to unknown ones, and if
+        that is not enough the whole sequence.
+        """
         allowed_t, allowed_start, allowed_end = self.target.constraints()
-        first = np.cumsum(structure.lengths) - structure.lengths
-        last = first + structure.lengths - 1
+        lengths = structure.lengths
+        nonempty = lengths > 0
+        first = (np.cumsum(lengths) - lengths)[nonempty]
+        last = first + lengths[nonempty] - 1
         known = gold >= 0
+        safe = np.maximum(gold, 0)
         bad = np.zeros(gold.shape[0], dtype=bool)
-        starts, ends = first[structure.lengths > 0], last[structure.lengths > 0]
-        bad[starts] |= known[starts] & ~allowed_start[np.maximum(gold[starts], 0)]
-        bad[ends] |= known[ends] & ~allowed_end[np.maximum(gold[ends], 0)]
+        bad[first] |= known[first] & ~allowed_start[safe[first]]
+        bad[last] |= known[last] & ~allowed_end[safe[last]]
         pairs = known[:-1] & known[1:]
         pairs[last[last < gold.shape[0] - 1]] = False  # no move across sequences
-        moves = pairs & ~allowed_t[np.maximum(gold[:-1], 0), np.maximum(gold[1:], 0)]
+        moves = pairs & ~allowed_t[safe[:-1], safe[1:]]
         bad[:-1] |= moves
         bad[1:] |= moves
+        gold = np.where(bad, -1, gold)
+        for attempt in range(2):
+            _, best = inference.viterbi(scores, structure, gold)
+            stuck = np.flatnonzero(best == -np.inf)
+            if not len(stuck):
+                break
+            seq_of = np.repeat(np.arange(lengths.shape[0]), lengths)
+            in_stuck = np.isin(seq_of, stuck)
+            if attempt == 0:
+                unknown = gold < 0
+                near_gap = np.zeros_like(unknown)
+                near_gap[:-1] |= unknown[1:]
+                near_gap[1:] |= unknown[:-1]
+                drop = in_stuck & near_gap & (gold >= 0)
+            else:
+                drop = in_stuck & (gold >= 0)
+            bad |= drop
+            gold = np.where(drop, -1, gold)
         if bad.any():
             warnings.warn(Warnings.W003.format(n=int(bad.sum()), name=self.name,
                                                scheme=self.cfg["scheme"]))
-            gold = np.where(bad, -1, gold)
         return gold
 
     def _forced(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
@@ -574,30 +609,36 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
 
 
 def span_probabilities(scores: CRFScores, structure: inference.Structure,
-                       label_ids: np.ndarray, log_z: np.ndarray, target: Target) -> np.ndarray:
-    """Probability of every predicted span under the CRF, at its first token.
+                       label_ids: np.ndarray, log_z: np.ndarray, target: Target,
+                       fixed: Optional[np.ndarray] = None) -> np.ndarray:
+    """Probability of every predicted span under the CRF, at its first token
+    (with each span's end row beside it).
 
     P(span) is the mass of the labellings that contain exactly that span: its
     tags fixed (and, in BIO, the next token not continuing it), one
     constrained forward pass per span over its sequence, all in one batch.
+    ``fixed`` (forced labels) applies to both the span's mass and ``log_z``.
     """
     prefix, kind, _ = target._parsed
     codes = prefix[label_ids]
     out = np.full(label_ids.shape[0], np.nan, dtype=np.float32)
+    span_end = np.full(label_ids.shape[0], -1, dtype=np.int64)
     starts, ends = schemes.codes_to_spans(codes, target.scheme)
+    span_end[starts] = ends
     if not len(starts):
-        return out
+        return out, span_end
     seq_end = np.cumsum(structure.lengths)
     seq_of = np.searchsorted(seq_end, starts, side="right")
     seq_first = seq_end - structure.lengths
-    rows, fixed, lengths = [], [], []
+    rows, blocks, lengths = [], [], []
     emissions = [np.asarray(scores.emissions, dtype=np.float64)]
     for a, b, s in zip(starts, ends, seq_of):
         lo, hi = seq_first[s], seq_end[s]
-        block = np.full(hi - lo, -1, dtype=np.int64)
+        block = (np.full(hi - lo, -1, dtype=np.int64) if fixed is None
+                 else np.array(fixed[lo:hi], dtype=np.int64))
         block[a - lo:b - lo] = label_ids[a:b]
         rows.append(np.arange(lo, hi))
-        fixed.append(block)
+        blocks.append(block)
         lengths.append(hi - lo)
     rows = np.concatenate(rows)
     emissions = emissions[0][rows]
@@ -611,9 +652,9 @@ def span_probabilities(scores: CRFScores, structure: inference.Structure,
     batch = CRFScores(emissions, scores.transitions, scores.start, scores.end, scores.pair,
                       scores.root)
     _, span_log_z = inference.marginals(batch, inference.Structure.chain(np.asarray(lengths)),
-                                        np.concatenate(fixed))
+                                        np.concatenate(blocks))
     out[starts] = np.exp(span_log_z - log_z[seq_of])
-    return out
+    return out, span_end
 
 
 def _potentials(model: Model) -> Model:
@@ -632,8 +673,10 @@ def _span_confidence(span: Span) -> Optional[float]:
     stored = span.doc.user_data.get(SPAN_CONFIDENCE_KEY)
     if stored is None or not len(span):
         return None
-    value = stored[span.start]
-    return None if value != value else value  # NaN: no predicted span starts here
+    probs, ends = stored
+    if ends[span.start] != span.end:
+        return None  # not a span the CRF predicted
+    return probs[span.start]
 
 
 def _doc_n_best(doc: Doc) -> Optional[List[List[Tuple[float, List[str]]]]]:
