@@ -5,15 +5,14 @@ The oracle is brute-force enumeration of every labelling of small chains
 python-crfsuite for an external reference model.
 """
 
-import functools
-import itertools
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacy_crf._kernels.chain import forward_backward, nll_gradient, path_score, viterbi
+from spacy_crf._kernels.chain import forward_backward, nll_gradient
+from oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
 
 NEG_INF = -np.inf
 FORCE_LOG = pytest.mark.parametrize("force_log", [False, True], ids=["scaled", "log"])
@@ -23,28 +22,16 @@ HYP = settings(max_examples=40, deadline=None, derandomize=True)
 # --------------------------------------------------------------------------- oracle
 
 
-@functools.lru_cache(maxsize=None)
-def _all_paths(n, L):
-    return np.array(list(itertools.product(range(L), repeat=n)), dtype=np.int64).reshape(-1, n)
-
-
-def _logsumexp(x):
-    m = np.max(x) if x.size else NEG_INF
-    if m == NEG_INF:
-        return NEG_INF
-    return m + np.log(np.sum(np.exp(x - m)))
-
-
 def brute_sequence(e, T, s, en, fixed=None):
     """Everything about one sequence (rows ``e``) by enumerating all labellings."""
     n, L = e.shape
-    P = _all_paths(n, L)
+    P = all_labellings(n, L)
     score = (s[P[:, 0]] + en[P[:, -1]] + e[np.arange(n), P].sum(axis=1)
              + T[P[:, :-1], P[:, 1:]].sum(axis=1))
     if fixed is not None:
         ok = np.all((fixed < 0) | (P == fixed), axis=1)
         score = np.where(ok, score, NEG_INF)
-    log_z = _logsumexp(score)
+    log_z = logsumexp(score)
     marg = np.zeros((n, L))
     pair = np.zeros((n, L, L))
     if log_z > NEG_INF:
@@ -84,10 +71,6 @@ def brute_batch(e, lengths, T, s, en, fixed=None):
 # --------------------------------------------------------------------------- kernel wrappers
 
 
-def _free(N):
-    return np.full(N, -1, dtype=np.int64)
-
-
 def run_fb(e, lengths, T, s, en, fixed=None, force_log=False, want_each=True, init=None):
     N, L = e.shape
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -97,26 +80,10 @@ def run_fb(e, lengths, T, s, en, fixed=None, force_log=False, want_each=True, in
                    pair=np.zeros((N, L, L)))
     else:
         out = {k: v.copy() for k, v in init.items()}
-    forward_backward(e, lengths, T, s, en, _free(N) if fixed is None else fixed,
+    forward_backward(e, lengths, T, s, en, free(N) if fixed is None else fixed,
                      out["log_z"], out["marg"], out["edge_sum"], out["start_sum"],
                      out["end_sum"], out["pair"], want_each, force_log)
     return out
-
-
-def run_viterbi(e, lengths, T, s, en, fixed=None):
-    N = e.shape[0]
-    lengths = np.asarray(lengths, dtype=np.int64)
-    labels = np.full(N, -7, dtype=np.int64)
-    scores = np.full(len(lengths), 123.0)
-    viterbi(e, lengths, T, s, en, _free(N) if fixed is None else fixed, labels, scores)
-    return labels, scores
-
-
-def run_path_score(e, lengths, T, s, en, labels):
-    lengths = np.asarray(lengths, dtype=np.int64)
-    scores = np.full(len(lengths), 123.0)
-    path_score(e, lengths, T, s, en, np.asarray(labels, dtype=np.int64), scores)
-    return scores
 
 
 def run_nll(e, lengths, T, s, en, gold, force_log=False, init=None):
@@ -433,7 +400,7 @@ def _impossible_cases():
     lengths = [1, 3, 0, 2]
     e, T, s, en = random_problem(rng, lengths, L)
     T[:] = NEG_INF
-    cases.append(("all-transitions", e, lengths, T, s, en, _free(sum(lengths))))
+    cases.append(("all-transitions", e, lengths, T, s, en, free(sum(lengths))))
     # 2. two fixed labels joined by a forbidden transition
     lengths = [2, 4]
     e, T, s, en = random_problem(rng, lengths, L)
@@ -444,7 +411,7 @@ def _impossible_cases():
     lengths = [3, 2]
     e, T, s, en = random_problem(rng, lengths, L)
     s[:] = NEG_INF
-    cases.append(("start", e, lengths, T, s, en, _free(5)))
+    cases.append(("start", e, lengths, T, s, en, free(5)))
     # 4. no allowed end label for the fixed last token
     lengths = [2, 3]
     e, T, s, en = random_problem(rng, lengths, L)
@@ -462,7 +429,7 @@ def _impossible_cases():
     e, T, s, en = random_problem(rng, lengths, L)
     T[:, :] = NEG_INF
     T[0, 1] = T[1, 2] = 0.0  # 0 -> 1 -> 2 -> (nothing)
-    cases.append(("dead-end", e, lengths, T, s, en, _free(4)))
+    cases.append(("dead-end", e, lengths, T, s, en, free(4)))
     return cases
 
 
@@ -590,7 +557,7 @@ def test_nll_with_all_free_gold_is_zero(force_log):
     rng = np.random.default_rng(8)
     lengths = [3, 4]
     e, T, s, en = random_problem(rng, lengths, 4)
-    nll, g = run_nll(e, lengths, T, s, en, _free(7), force_log=force_log)
+    nll, g = run_nll(e, lengths, T, s, en, free(7), force_log=force_log)
     np.testing.assert_allclose(nll, 0.0, atol=1e-10)
     for k, v in g.items():
         np.testing.assert_allclose(v, 0.0, atol=1e-10, err_msg=k)

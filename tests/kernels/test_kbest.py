@@ -8,8 +8,6 @@ differ comes first). ``chain.viterbi``, ``chain.path_score`` and
 the returned labellings and log Z.
 """
 
-import functools
-import itertools
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from hypothesis import strategies as st
 
 from spacy_crf._kernels.chain import forward_backward, path_score, viterbi
 from spacy_crf._kernels.kbest import kbest_viterbi
+from oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
 
 NEG_INF = -np.inf
 HYP = settings(max_examples=30, deadline=None, derandomize=True)
@@ -25,11 +24,6 @@ MARGIN = 1e-9  # scores closer than this may come in either order
 
 
 # --------------------------------------------------------------------------- oracle
-
-
-@functools.lru_cache(maxsize=None)
-def _all_paths(n, L):
-    return np.array(list(itertools.product(range(L), repeat=n)), dtype=np.int64).reshape(-1, n)
 
 
 def brute_ranked(e, T, s, en, fixed=None):
@@ -42,7 +36,7 @@ def brute_ranked(e, T, s, en, fixed=None):
     n, L = e.shape
     if n == 0:
         return np.zeros((1, 0), dtype=np.int64), np.zeros(1)
-    P = _all_paths(n, L)
+    P = all_labellings(n, L)
     with np.errstate(invalid="ignore"):
         score = (s[P[:, 0]] + en[P[:, -1]] + e[np.arange(n), P].sum(axis=1)
                  + T[P[:, :-1], P[:, 1:]].sum(axis=1))
@@ -54,18 +48,7 @@ def brute_ranked(e, T, s, en, fixed=None):
     return P[order], score[order]
 
 
-def _logsumexp(x):
-    m = np.max(x) if x.size else NEG_INF
-    if m == NEG_INF:
-        return NEG_INF
-    return m + np.log(np.sum(np.exp(x - m)))
-
-
 # --------------------------------------------------------------------------- kernel wrappers
-
-
-def _free(N):
-    return np.full(N, -1, dtype=np.int64)
 
 
 def run_kbest(e, lengths, T, s, en, k, fixed=None):
@@ -74,32 +57,16 @@ def run_kbest(e, lengths, T, s, en, k, fixed=None):
     labels = np.full((k, N), -7, dtype=np.int64)  # garbage: everything must be filled
     scores = np.full((len(lengths), k), 123.0)
     counts = np.full(len(lengths), 99, dtype=np.int64)
-    kbest_viterbi(e, lengths, T, s, en, _free(N) if fixed is None else fixed, k,
+    kbest_viterbi(e, lengths, T, s, en, free(N) if fixed is None else fixed, k,
                   labels, scores, counts)
     return labels, scores, counts
-
-
-def run_viterbi(e, lengths, T, s, en, fixed=None):
-    N = e.shape[0]
-    lengths = np.asarray(lengths, dtype=np.int64)
-    labels = np.full(N, -7, dtype=np.int64)
-    scores = np.full(len(lengths), 123.0)
-    viterbi(e, lengths, T, s, en, _free(N) if fixed is None else fixed, labels, scores)
-    return labels, scores
-
-
-def run_path_score(e, lengths, T, s, en, labels):
-    lengths = np.asarray(lengths, dtype=np.int64)
-    scores = np.full(len(lengths), 123.0)
-    path_score(e, lengths, T, s, en, np.asarray(labels, dtype=np.int64), scores)
-    return scores
 
 
 def run_log_z(e, lengths, T, s, en, fixed=None):
     N, L = e.shape
     lengths = np.asarray(lengths, dtype=np.int64)
     log_z = np.zeros(len(lengths))
-    forward_backward(e, lengths, T, s, en, _free(N) if fixed is None else fixed, log_z,
+    forward_backward(e, lengths, T, s, en, free(N) if fixed is None else fixed, log_z,
                      np.zeros((N, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L),
                      np.zeros((1, 1, 1)), False, False)
     return log_z
@@ -142,7 +109,7 @@ def _padding(fixed, o, n):
 def check_against_brute(e, lengths, T, s, en, k, fixed, exact_order):
     """Every documented property of the output, against enumeration."""
     N = e.shape[0]
-    fixed = _free(N) if fixed is None else fixed
+    fixed = free(N) if fixed is None else fixed
     labels, scores, counts = run_kbest(e, lengths, T, s, en, k, fixed)
     for q, (o, n) in enumerate(_spans(lengths)):
         P, ref = brute_ranked(e[o:o + n], T, s, en, fixed[o:o + n])
@@ -227,7 +194,7 @@ def test_all_ties_returns_every_labelling_once(L, n):
     T, s, en = np.zeros((L, L)), np.zeros(L), np.zeros(L)
     labels, scores, counts = run_kbest(e, [n], T, s, en, k)
     assert counts[0] == L ** n
-    assert sorted(map(tuple, labels[:L ** n])) == sorted(map(tuple, _all_paths(n, L)))
+    assert sorted(map(tuple, labels[:L ** n])) == sorted(map(tuple, all_labellings(n, L)))
     assert np.all(scores[0, :L ** n] == 0.0) and np.all(scores[0, L ** n:] == NEG_INF)
     assert tuple(labels[0]) == (0,) * n  # lowest labels first, as chain.viterbi
 
@@ -236,16 +203,16 @@ def test_counts_when_k_exceeds_labellings():
     rng = np.random.default_rng(5)
     L, k = 2, 8
     e, T, s, en = random_problem(rng, [2], L)
-    free = _free(2)
+    unfixed = free(2)
     cases = [
-        ("free", e, T, s, en, free, 4),
+        ("free", e, T, s, en, unfixed, 4),
         ("one fixed", e, T, s, en, np.array([-1, 1]), 2),
         ("all fixed", e, T, s, en, np.array([0, 1]), 1),
         ("forbidden 0->1", e, np.where([[False, True], [False, False]], NEG_INF, T), s, en,
-         free, 3),
-        ("forbidden start", e, T, np.array([NEG_INF, s[1]]), en, free, 2),
-        ("forbidden end", e, T, s, np.array([en[0], NEG_INF]), free, 2),
-        ("forbidden emission", np.array([[e[0, 0], NEG_INF], e[1]]), T, s, en, free, 2),
+         unfixed, 3),
+        ("forbidden start", e, T, np.array([NEG_INF, s[1]]), en, unfixed, 2),
+        ("forbidden end", e, T, s, np.array([en[0], NEG_INF]), unfixed, 2),
+        ("forbidden emission", np.array([[e[0, 0], NEG_INF], e[1]]), T, s, en, unfixed, 2),
         ("nothing allowed", e, np.full((L, L), NEG_INF), s, en, np.array([-1, 1]), 0),
     ]
     for name, e_, T_, s_, en_, fx, expected in cases:
@@ -364,7 +331,7 @@ def test_probabilities_match_brute_force(lengths, L, k, seed, frac):
     for q, (o, n) in enumerate(_spans(lengths)):
         c = counts[q]
         _, ref = brute_ranked(e[o:o + n], T, s, en, fixed[o:o + n])
-        ref_prob = np.exp(ref - _logsumexp(ref)) if len(ref) else ref
+        ref_prob = np.exp(ref - logsumexp(ref)) if len(ref) else ref
         np.testing.assert_allclose(prob[q, :c], ref_prob[:c], rtol=1e-9, atol=1e-12)
         assert np.all(np.diff(prob[q, :c]) <= 1e-15)
         if c == len(ref) and c:  # every labelling found: the mass is all there

@@ -6,8 +6,6 @@ roots per segment, several segments per batch), central finite differences for
 the gradient, and the linear-chain kernels for chain-shaped trees.
 """
 
-import functools
-import itertools
 
 import numpy as np
 import pytest
@@ -22,6 +20,7 @@ from spacy_crf._kernels.tree import (
     nll_gradient,
     sum_product,
 )
+from oracle import all_labellings, free, logsumexp
 
 NEG_INF = -np.inf
 FORCE_LOG = pytest.mark.parametrize("force_log", [False, True], ids=["scaled", "log"])
@@ -85,23 +84,11 @@ def random_gold(rng, lengths, L, partial):
 # --------------------------------------------------------------------------- oracle
 
 
-@functools.lru_cache(maxsize=None)
-def _all_labellings(n, L):
-    return np.array(list(itertools.product(range(L), repeat=n)), dtype=np.int64).reshape(-1, n)
-
-
-def _logsumexp(x):
-    m = np.max(x) if x.size else NEG_INF
-    if m == NEG_INF:
-        return NEG_INF
-    return m + np.log(np.sum(np.exp(x - m)))
-
-
 def brute_segment(e, heads, rel, pair, root, fixed=None):
     """Everything about one segment (``heads`` local) by enumerating all labellings."""
     n, L = e.shape
     R = pair.shape[0]
-    Y = _all_labellings(n, L)
+    Y = all_labellings(n, L)
     score = e[np.arange(n), Y].sum(axis=1)
     for t in range(n):
         if heads[t] < 0:
@@ -111,7 +98,7 @@ def brute_segment(e, heads, rel, pair, root, fixed=None):
     if fixed is not None:
         ok = np.all((fixed < 0) | (Y == fixed), axis=1)
         score = np.where(ok, score, NEG_INF)
-    log_z = _logsumexp(score)
+    log_z = logsumexp(score)
     marg = np.zeros((n, L))
     each = np.zeros((n, L, L))
     pair_sum = np.zeros((R, L, L))
@@ -164,10 +151,6 @@ def brute_batch(p, fixed=None):
 # --------------------------------------------------------------------------- kernel wrappers
 
 
-def _free(N):
-    return np.full(N, -1, dtype=np.int64)
-
-
 def run_order(p):
     order = np.full(len(p["heads"]), -3, dtype=np.int64)
     assert check_forest(p["heads"], p["lengths"], order) == 0
@@ -184,7 +167,7 @@ def run_sp(p, fixed=None, force_log=False, want_each=True, init=None):
     else:
         out = {k: v.copy() for k, v in init.items()}
     sum_product(e, p["lengths"], p["heads"], run_order(p), p["pair"], p["rel"], p["root"],
-                _free(N) if fixed is None else fixed, out["log_z"], out["marg"], out["each"],
+                free(N) if fixed is None else fixed, out["log_z"], out["marg"], out["each"],
                 out["pair_sum"], out["root_sum"], want_each, force_log)
     return out
 
@@ -194,7 +177,7 @@ def run_mp(p, fixed=None):
     labels = np.full(N, -7, dtype=np.int64)
     scores = np.full(len(p["lengths"]), 123.0)
     max_product(p["e"], p["lengths"], p["heads"], run_order(p), p["pair"], p["rel"], p["root"],
-                _free(N) if fixed is None else fixed, labels, scores)
+                free(N) if fixed is None else fixed, labels, scores)
     return labels, scores
 
 
@@ -508,7 +491,7 @@ def test_nll_gradient_finite_differences(force_log, partial, seed):
 def test_nll_with_all_free_gold_is_zero(force_log):
     rng = np.random.default_rng(6)
     p = random_problem(rng, [3, 1, 4], 3, 2)
-    nll, g = run_nll(p, _free(8), force_log=force_log)
+    nll, g = run_nll(p, free(8), force_log=force_log)
     np.testing.assert_allclose(nll, 0.0, atol=1e-12)
     for v in g.values():
         np.testing.assert_allclose(v, 0.0, atol=1e-12)
@@ -533,7 +516,7 @@ def test_chain_shaped_tree_equals_chain_kernels(force_log):
     got = run_sp(p, force_log=force_log)
     c = dict(log_z=np.zeros(4), marg=np.zeros((N, L)), edge=np.zeros((L, L)), start=np.zeros(L),
              end=np.zeros(L), each=np.zeros((N, L, L)))
-    chain.forward_backward(e, lengths, T, start, np.zeros(L), _free(N), c["log_z"], c["marg"],
+    chain.forward_backward(e, lengths, T, start, np.zeros(L), free(N), c["log_z"], c["marg"],
                            c["edge"], c["start"], c["end"], c["each"], True, force_log)
     np.testing.assert_allclose(got["log_z"], c["log_z"], rtol=1e-13)
     np.testing.assert_allclose(got["marg"], c["marg"], rtol=1e-11, atol=1e-14)
@@ -542,7 +525,7 @@ def test_chain_shaped_tree_equals_chain_kernels(force_log):
     np.testing.assert_allclose(got["root_sum"], c["start"], rtol=1e-11)
     labels, scores = run_mp(p)
     c_labels, c_scores = np.zeros(N, np.int64), np.zeros(4)
-    chain.viterbi(e, lengths, T, start, np.zeros(L), _free(N), c_labels, c_scores)
+    chain.viterbi(e, lengths, T, start, np.zeros(L), free(N), c_labels, c_scores)
     np.testing.assert_array_equal(labels, c_labels)
     np.testing.assert_allclose(scores, c_scores, rtol=1e-13)
 
