@@ -7,6 +7,8 @@ the gradient, and the linear-chain kernels for chain-shaped trees.
 """
 
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
