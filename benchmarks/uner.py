@@ -1,0 +1,733 @@
+"""Universal NER English EWT (PER / ORG / LOC): spacy-crf's FeatureCRF vs
+sklearn-crfsuite vs spaCy's own ``ner``, side by side in one run.
+
+Every system is trained on train, evaluated on test; the two spaCy systems use
+dev for model selection (``model-best``). Data (``--data-dir``, default
+``../shared/data`` from the repo root, folder ``uner_english_ewt``):
+
+    train  en_ewt-ud-train.v0-normalized.iob2   the NORMALIZED PRE-RELEASE v0 train
+           (UNER's first commit, *-OTH / B-O set to O), NOT the official UNER v1 train
+           (see uner_english_ewt/SOURCE.md); dev / test are the official v1 files
+    dev    en_ewt-ud-dev.iob2
+    test   en_ewt-ud-test.iob2
+
+``--quick`` uses the shipped sample ``assets/ewt_sample/en_ewt-{train,dev,test}.iob2``.
+
+Systems
+1. spacy-crf FeatureCRF: ``python -m spacy train configs/uner_ner.cfg`` (a
+   subprocess, wall clock), ``model-best`` evaluated on test.
+2. sklearn-crfsuite with the same features: ``configs/uner_ner.cfg``'s templates
+   are read from the config and rendered as crfsuite attributes
+   (``TEMPLATE=value|value``), with the token attributes read from spaCy's
+   lexemes of a blank English vocab (NORM, SHAPE, IS_TITLE, LIKE_NUM, ...), so
+   both systems see the same values; a template window that leaves the sentence
+   gives a padding value, as FeatureCRF's hashing does; plus a constant ``bias``
+   attribute, crfsuite's counterpart of FeatureCRF's per-label bias. L-BFGS,
+   c1=0.1, c2=0.01, max_iterations=100, sklearn-crfsuite's other defaults
+   (all_possible_transitions=False). Train time is ``fit``; decode time is
+   featurize + predict.
+3. spaCy ``ner``: the default CPU config of
+   ``python -m spacy init config CFG -l en -p ner -o efficiency`` (tok2vec +
+   transition-based ner, no vectors), ``spacy train`` on the same .spacy files
+   with ``--training.max_steps 3000 --training.eval_frequency 500``.
+
+Scoring: every system's output becomes (start, end, type) token spans per
+sentence (FeatureCRF / ner: ``doc.ents``; crfsuite: seqeval's reading of its
+IOB2 tags), and one function computes micro P/R/F1 (exact span and type).
+As cross-checks, seqeval (default mode) on IOB2 tags and spaCy's
+``get_ner_prf`` on Docs are computed for all three systems and must agree.
+
+Decode speed: ``list(nlp.pipe(docs, batch_size=1000))`` over test Docs made
+from the words (fresh Docs every run, not timed), after a warm-up, best of 3;
+for crfsuite featurize + predict, best of 3.
+
+    python benchmarks/uner.py --out /tmp/bench_uner.json          # full run
+    python benchmarks/uner.py --quick --out /tmp/bench_uner_q.json  # smoke run, shipped sample
+
+A full run first waits until no other benchmark or ``spacy train`` process is
+running (``--no-wait`` to skip), so that its timings are clean.
+"""
+
+import argparse
+import os
+import subprocess
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from common import (
+    REPO_ROOT, SHARED_DATA, Stopwatch, best_of, disk_bytes, environment, log, markdown_table,
+    run_isolated, write_json,
+)
+
+DEFAULT_CONFIG = REPO_ROOT / "configs" / "uner_ner.cfg"
+SAMPLE = REPO_ROOT / "assets" / "ewt_sample"
+UNER_SUBDIR = "uner_english_ewt"
+FULL_FILES = {
+    "train": "en_ewt-ud-train.v0-normalized.iob2",
+    "dev": "en_ewt-ud-dev.iob2",
+    "test": "en_ewt-ud-test.iob2",
+}
+TRAIN_NOTE = ("train = en_ewt-ud-train.v0-normalized.iob2: the normalized PRE-RELEASE v0 train "
+              "(UNER_English-EWT first commit 0c7ce0d, *-OTH and B-O set to O), NOT the official "
+              "UNER v1 train; dev and test are the official UNER v1 files")
+QUICK_NOTE = "QUICK: shipped sample assets/ewt_sample/en_ewt-{train,dev,test}.iob2"
+SPLITS = ("train", "dev", "test")
+COMPONENT = "crf_tagger"
+BUSY_PATTERNS = ("benchmarks/conll2000.py", "benchmarks/ewt_tree.py", "spacy train")
+CRFSUITE_PARAMS = {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.01, "max_iterations": 100}
+NER_INIT_COMMAND = "python -m spacy init config CFG -l en -p ner -o efficiency"
+
+Span = Tuple[int, int, str]  # token start, token end (exclusive), entity type
+
+
+# -- data ------------------------------------------------------------------------
+
+def iob2_files(data_dir: Path, quick: bool) -> Dict[str, Path]:
+    if quick:
+        return {s: SAMPLE / f"en_ewt-{s}.iob2" for s in SPLITS}
+    return {s: data_dir / UNER_SUBDIR / FULL_FILES[s] for s in SPLITS}
+
+
+def read_iob2(path: Path) -> List[Tuple[List[str], List[str]]]:
+    """(words, IOB2 tags) per sentence of a UNER .iob2 file (comment lines skipped)."""
+    sentences = []
+    for block in path.read_text(encoding="utf8").strip("\n").split("\n\n"):
+        rows = [line.split("\t") for line in block.splitlines()
+                if line and not line.startswith("#")]
+        if rows:
+            sentences.append(([r[1] for r in rows], [r[2] for r in rows]))
+    return sentences
+
+
+def convert(files: Dict[str, Path], workdir: Path) -> Dict[str, Any]:
+    """``spacy_crf.convert.convert_uner`` of each split into ``workdir/corpus/SPLIT.spacy``.
+
+    Checks that the entities of the converted docs read back to the file's own
+    IOB2 tags (a test of the converter)."""
+    from spacy.tokens import DocBin
+    from spacy.vocab import Vocab
+    from spacy_crf.convert import convert_uner, iob_tags_from_ents
+
+    out = workdir / "corpus"
+    out.mkdir(parents=True, exist_ok=True)
+    info: Dict[str, Any] = {"paths": {}, "stats": {}}
+    for split, path in files.items():
+        docs = convert_uner(path.read_text(encoding="utf8"), Vocab())
+        raw = read_iob2(path)
+        if len(raw) != len(docs):
+            raise ValueError(f"{path}: {len(raw)} sentences read but {len(docs)} docs converted")
+        mismatched = sum(1 for doc, (words, tags) in zip(docs, raw)
+                         if [t.text for t in doc] != words or iob_tags_from_ents(doc) != tags)
+        target = out / f"{split}.spacy"
+        DocBin(docs=docs, store_user_data=True).to_disk(target)
+        labels: Dict[str, int] = {}
+        for doc in docs:
+            for ent in doc.ents:
+                labels[ent.label_] = labels.get(ent.label_, 0) + 1
+        info["paths"][split] = target
+        info["stats"][split] = {
+            "file": str(path), "sentences": len(docs), "tokens": sum(len(d) for d in docs),
+            "entities": dict(sorted(labels.items())),
+            "sentences_not_round_tripping": mismatched,
+        }
+    return info
+
+
+# -- scoring: one function for every system ----------------------------------------
+
+def span_prf(gold: Sequence[Set[Span]], pred: Sequence[Set[Span]]) -> Dict[str, Any]:
+    """Micro P/R/F1 of (start, end, type) spans, exact span and type match, plus per type."""
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold sentences but {len(pred)} predicted")
+    counts: Dict[str, List[int]] = {}  # type -> [n_gold, n_pred, n_correct]
+    for g, p in zip(gold, pred):
+        g, p = set(g), set(p)
+        for spans, k in ((g, 0), (p, 1), (g & p, 2)):
+            for span in spans:
+                counts.setdefault(span[2], [0, 0, 0])[k] += 1
+
+    def prf(n_gold: int, n_pred: int, n_correct: int) -> Dict[str, Any]:
+        p = n_correct / n_pred if n_pred else 0.0
+        r = n_correct / n_gold if n_gold else 0.0
+        f = 2 * p * r / (p + r) if p + r else 0.0
+        return {"p": p, "r": r, "f": f, "n_gold": n_gold, "n_pred": n_pred, "n_correct": n_correct}
+
+    total = [sum(c[i] for c in counts.values()) for i in range(3)]
+    result = prf(*total)
+    result["per_type"] = {label: prf(*c) for label, c in sorted(counts.items())}
+    return result
+
+
+def spans_from_iob(tags: Sequence[str]) -> Set[Span]:
+    """Spans of IOB2 tags as seqeval reads them (its default, conlleval-compatible mode)."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    return {(start, end + 1, label) for label, start, end in get_entities(list(tags))}
+
+
+def iob_from_spans(spans: Set[Span], n: int) -> List[str]:
+    tags = ["O"] * n
+    for start, end, label in sorted(spans):
+        tags[start] = f"B-{label}"
+        for i in range(start + 1, end):
+            tags[i] = f"I-{label}"
+    return tags
+
+
+def score_system(test: List[Tuple[List[str], List[str]]], gold_spans: List[Set[Span]],
+                 pred_spans: List[Set[Span]], pred_tags: Optional[List[List[str]]] = None
+                 ) -> Dict[str, Any]:
+    """The shared span score, and two cross-checks that must agree with it:
+    seqeval on IOB2 tags (the system's own tags where it has them) and spaCy's
+    ``get_ner_prf`` on Docs carrying the predicted entities."""
+    from seqeval.metrics import f1_score, precision_score, recall_score
+    from spacy.scorer import get_ner_prf
+    from spacy.tokens import Doc
+    from spacy.tokens import Span as SpacySpan
+    from spacy.training import Example
+    from spacy.vocab import Vocab
+
+    main = span_prf(gold_spans, pred_spans)
+    gold_tags = [tags for _, tags in test]
+    if pred_tags is None:
+        pred_tags = [iob_from_spans(s, len(w)) for s, (w, _) in zip(pred_spans, test)]
+    seqeval = {"p": float(precision_score(gold_tags, pred_tags)),
+               "r": float(recall_score(gold_tags, pred_tags)),
+               "f": float(f1_score(gold_tags, pred_tags))}
+    vocab = Vocab()
+    examples = []
+    for (words, _), g, p in zip(test, gold_spans, pred_spans):
+        docs = []
+        for spans in (p, g):
+            doc = Doc(vocab, words=words)
+            doc.set_ents([SpacySpan(doc, s, e, label=l) for s, e, l in sorted(spans)],
+                         default="outside")
+            docs.append(doc)
+        examples.append(Example(docs[0], docs[1]))
+    spacy_scores = get_ner_prf(examples)
+    spacy_prf = {"p": spacy_scores["ents_p"], "r": spacy_scores["ents_r"],
+                 "f": spacy_scores["ents_f"]}
+    agree = all(abs(main[k] - other[k]) < 1e-9 for other in (seqeval, spacy_prf)
+                for k in ("p", "r", "f"))
+    return dict(main, seqeval=seqeval, spacy_get_ner_prf=spacy_prf, cross_checks_agree=agree)
+
+
+# -- crfsuite: the config's templates as crfsuite attributes -------------------------
+
+class LexemeFeatures:
+    """String values of template attributes, read from spaCy lexemes of a blank
+    English vocab (cached per word type)."""
+
+    BOOL = {"IS_ALPHA", "IS_ASCII", "IS_DIGIT", "IS_LOWER", "IS_UPPER", "IS_TITLE", "IS_PUNCT",
+            "IS_SPACE", "IS_STOP", "IS_BRACKET", "IS_QUOTE", "IS_LEFT_PUNCT", "IS_RIGHT_PUNCT",
+            "IS_CURRENCY", "LIKE_NUM", "LIKE_URL", "LIKE_EMAIL"}
+    TEXT = {"ORTH": "orth_", "LOWER": "lower_", "NORM": "norm_", "SHAPE": "shape_",
+            "PREFIX": "prefix_", "SUFFIX": "suffix_"}
+
+    def __init__(self, attrs: Sequence[str]) -> None:
+        import spacy
+
+        self.vocab = spacy.blank("en").vocab
+        self.attrs = list(attrs)
+        for attr in self.attrs:
+            if not (attr in self.BOOL or attr in self.TEXT or attr == "LENGTH"
+                    or attr[:-1] in ("PREFIX", "SUFFIX") and attr[-1] in "1234"):
+                raise ValueError(f"no crfsuite rendering of template attribute {attr}")
+        self.cache: Dict[str, Dict[str, str]] = {}
+
+    def __call__(self, word: str) -> Dict[str, str]:
+        values = self.cache.get(word)
+        if values is None:
+            lex = self.vocab[word]
+            lower = lex.lower_
+            values = {}
+            for attr in self.attrs:
+                if attr in self.BOOL:
+                    values[attr] = "1" if getattr(lex, attr.lower()) else "0"
+                elif attr in self.TEXT:
+                    values[attr] = getattr(lex, self.TEXT[attr])
+                elif attr == "LENGTH":
+                    values[attr] = str(lex.length)
+                elif attr.startswith("PREFIX"):
+                    values[attr] = lower[:int(attr[-1])]
+                else:
+                    values[attr] = lower[-int(attr[-1]):]
+            self.cache[word] = values
+        return values
+
+
+class CrfsuiteFeaturizer:
+    """One crfsuite attribute dict per token: ``{template name: joined values}``."""
+
+    def __init__(self, templates: Sequence[str]) -> None:
+        from spacy_crf.features.templates import FeatureTemplates
+
+        parsed = FeatureTemplates(templates)
+        if parsed.uses_tree:
+            raise ValueError("tree templates have no crfsuite rendering here")
+        self.names = parsed.names
+        self.templates = [tuple((p.attr, p.offset) for p in t) for t in parsed.templates]
+        attrs = sorted({a for t in self.templates for a, _ in t})
+        self.lexemes = LexemeFeatures(attrs)
+
+    def sentence(self, words: Sequence[str]) -> List[Dict[str, Any]]:
+        values = [self.lexemes(w) for w in words]
+        n = len(words)
+        items = []
+        for i in range(n):
+            feats: Dict[str, Any] = {"bias": 1.0}
+            for name, template in zip(self.names, self.templates):
+                parts = []
+                for attr, off in template:
+                    j = i + off
+                    parts.append(values[j][attr] if 0 <= j < n else f"<PAD{off:+d}>")
+                feats[name] = "|".join(parts)
+            items.append(feats)
+        return items
+
+
+def phase_crfsuite(train_path: str, test_path: str, templates: List[str], params: Dict[str, Any],
+                   workdir: str, decode_runs: int) -> Dict[str, Any]:
+    import sklearn_crfsuite
+
+    train = read_iob2(Path(train_path))
+    test = read_iob2(Path(test_path))
+    featurizer = CrfsuiteFeaturizer(templates)
+    with Stopwatch() as feat:
+        X_train = [featurizer.sentence(words) for words, _ in train]
+    y_train = [tags for _, tags in train]
+    model_file = Path(workdir) / "crfsuite_uner.model"
+    crf = sklearn_crfsuite.CRF(model_filename=str(model_file), **params)
+    with Stopwatch() as fit:
+        crf.fit(X_train, y_train)
+    last = crf.training_log_.last_iteration if crf.training_log_ else {}
+    del X_train
+
+    def featurize_and_predict() -> List[List[str]]:
+        return crf.predict([featurizer.sentence(words) for words, _ in test])
+
+    # warm-up: fills the lexeme cache with the test types, as the warm-up of the
+    # spaCy systems leaves the test words' lexemes in their vocab
+    featurize_and_predict()
+    decode = best_of(decode_runs, featurize_and_predict)
+    X_test = [featurizer.sentence(words) for words, _ in test]
+    predict_only = best_of(decode_runs, lambda: crf.predict(X_test))
+    n_tokens = sum(len(words) for words, _ in test)
+    return {
+        "params": dict(params, all_possible_transitions="default (False)",
+                       all_possible_states="default (False)"),
+        "n_templates": len(featurizer.names),
+        "featurize_train_s": feat.wall_s,
+        "train_s": fit.wall_s,
+        "train_cpu_share": fit.cpu_share,
+        "iterations": last.get("num"),
+        "final_loss": last.get("loss"),
+        "active_features": last.get("active_features"),
+        "num_attributes": crf.num_attributes_,
+        "model_bytes": disk_bytes(model_file),
+        "n_test_tokens": n_tokens,
+        "decode_s": decode["best_s"],
+        "decode_runs_s": decode["runs_s"],
+        "decode_cpu_share": decode["cpu_share"],
+        "decode_tokens_per_s": n_tokens / decode["best_s"],
+        "predict_only_tokens_per_s": n_tokens / predict_only["best_s"],
+        "pred_tags": decode["result"],
+        "example_attributes": sorted(f"{k}={v}" for k, v in featurizer.sentence(
+            test[0][0])[min(1, len(test[0][0]) - 1)].items()),
+    }
+
+
+# -- spaCy training (subprocess) and decoding (fresh process) -----------------------
+
+def make_ner_config(workdir: Path) -> Path:
+    """spaCy's default CPU ner config (``spacy init config -p ner -o efficiency``)."""
+    path = workdir / "spacy_ner_efficiency.cfg"
+    subprocess.run([sys.executable, "-m", "spacy", "init", "config", str(path), "-l", "en",
+                    "-p", "ner", "-o", "efficiency", "--force"],
+                   check=True, capture_output=True, text=True)
+    return path
+
+
+def train_system(config: Path, output: Path, corpus: Dict[str, Path], overrides: List[str],
+                 log_path: Path) -> Dict[str, Any]:
+    """``python -m spacy train`` as a subprocess, timed (wall and children's CPU)."""
+    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
+           "--paths.train", str(corpus["train"]), "--paths.dev", str(corpus["dev"]), *overrides]
+    load_before = os.getloadavg()[0]
+    with open(log_path, "w", encoding="utf8") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT))
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
+        wall = time.perf_counter() - t0
+    returncode = os.waitstatus_to_exitcode(status)
+    text = log_path.read_text(encoding="utf8")
+    if returncode:
+        raise RuntimeError(f"spacy train failed ({returncode}): {' '.join(cmd)}\n{text[-3000:]}")
+    rows = [line.split() for line in text.splitlines()]
+    rows = [r for r in rows if len(r) >= 3 and r[0].isdigit() and r[1].isdigit()]
+    cpu = usage.ru_utime + usage.ru_stime
+    return {
+        "command": " ".join(["python", *cmd[1:]]),
+        "train_s": wall,
+        "cpu_share": round(cpu / wall, 3) if wall else None,
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "n_dev_evaluations": len(rows),
+        "last_step": int(rows[-1][1]) if rows else None,
+        "last_epoch": int(rows[-1][0]) if rows else None,
+        "log_tail": "\n".join(text.splitlines()[-(len(rows) + 4):]),
+    }
+
+
+def phase_spacy_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
+    """Load a trained pipeline, tag test Docs made from the words, time ``nlp.pipe``."""
+    import spacy
+    import srsly
+    from spacy.tokens import Doc
+
+    t0 = time.perf_counter()
+    nlp = spacy.load(model_dir)
+    load_s = time.perf_counter() - t0
+    test = read_iob2(Path(test_path))
+
+    def make_docs() -> List[Doc]:
+        return [Doc(nlp.vocab, words=words) for words, _ in test]
+
+    t0 = time.perf_counter()
+    list(nlp.pipe(make_docs()[:200], batch_size=1000))  # warm-up (numba, caches)
+    warmup_s = time.perf_counter() - t0
+    times, shares, docs = [], [], []
+    for _ in range(max(1, decode_runs)):
+        batch = make_docs()  # fresh, unannotated docs every run (not timed)
+        with Stopwatch() as watch:
+            docs = list(nlp.pipe(batch, batch_size=1000))
+        times.append(watch.wall_s)
+        shares.append(watch.cpu_share)
+    n_tokens = sum(len(words) for words, _ in test)
+    meta = srsly.read_json(Path(model_dir) / "meta.json")
+    best = min(times)
+    return {
+        "model_dir": model_dir,
+        "pipeline": list(nlp.pipe_names),
+        "load_s": load_s,
+        "warmup_s": warmup_s,
+        "n_test_tokens": n_tokens,
+        "decode_s": best,
+        "decode_runs_s": times,
+        "decode_cpu_share": shares[times.index(best)],
+        "decode_tokens_per_s": n_tokens / best,
+        "pred_spans": [sorted((e.start, e.end, e.label_) for e in doc.ents) for doc in docs],
+        "dev_scores_meta": {k: meta.get("performance", {}).get(k)
+                            for k in ("ents_p", "ents_r", "ents_f")},
+        "pipeline_bytes": disk_bytes(Path(model_dir)),
+        "component_bytes": {name: disk_bytes(Path(model_dir) / name) for name in nlp.pipe_names},
+    }
+
+
+# -- waiting for a quiet machine ---------------------------------------------------
+
+def busy_processes() -> List[str]:
+    """Command lines of other benchmark / ``spacy train`` processes (pgrep -f)."""
+    mine = {os.getpid(), os.getppid()}
+    found = []
+    for pattern in BUSY_PATTERNS:
+        proc = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+        for line in proc.stdout.splitlines():
+            pid, _, _ = line.partition(" ")
+            if pid.isdigit() and int(pid) not in mine:
+                found.append(line)
+    return sorted(set(found))
+
+
+def wait_until_quiet(poll_s: float, max_wait_s: float) -> Dict[str, Any]:
+    t0 = time.perf_counter()
+    polls = 0
+    while True:
+        busy = busy_processes()
+        if not busy:
+            return {"waited_s": round(time.perf_counter() - t0, 1), "polls": polls, "quiet": True}
+        if time.perf_counter() - t0 > max_wait_s:
+            log(f"still busy after {max_wait_s:.0f}s, starting anyway: {busy}")
+            return {"waited_s": round(time.perf_counter() - t0, 1), "polls": polls,
+                    "quiet": False, "busy": busy}
+        if polls == 0:
+            log("waiting for other benchmark / spacy train processes to finish:")
+            for line in busy:
+                log(f"    {line[:160]}")
+        polls += 1
+        time.sleep(poll_s)
+
+
+# -- driver ----------------------------------------------------------------------
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA,
+                        help=f"folder holding {UNER_SUBDIR}/ (default: %(default)s)")
+    parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG,
+                        help="spacy-crf training config (default: %(default)s)")
+    parser.add_argument("--out", type=Path, default=None, help="write all results to this JSON file")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run on the shipped sample (assets/ewt_sample), spaCy ner "
+                             "200 steps")
+    parser.add_argument("--ner-max-steps", type=int, default=None,
+                        help="training.max_steps of spaCy's ner (default: 3000; --quick: 200)")
+    parser.add_argument("--ner-eval-frequency", type=int, default=None,
+                        help="training.eval_frequency of spaCy's ner (default: 500; --quick: 50)")
+    parser.add_argument("--crf-eval-frequency", type=int, default=None,
+                        help="training.eval_frequency of the FeatureCRF (default: the config's; "
+                             "--quick: 20, since the sample is only ~14 steps an epoch)")
+    parser.add_argument("--crfsuite-max-iterations", type=int, default=100)
+    parser.add_argument("--decode-runs", type=int, default=3, help="timed decode runs, best reported")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="do not wait for other benchmark / spacy train processes to finish")
+    parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between busy checks")
+    parser.add_argument("--max-wait-s", type=float, default=3 * 3600.0,
+                        help="start anyway after this long (recorded in the JSON)")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="keep corpora, models and logs here (default: a temp dir, removed)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    files = iob2_files(args.data_dir, args.quick)
+    missing = [str(p) for p in [*files.values(), args.config] if not p.exists()]
+    if missing:
+        print(f"not found: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    wait = None
+    if not args.quick and not args.no_wait:
+        wait = wait_until_quiet(args.poll_s, args.max_wait_s)
+        log(f"machine quiet after {wait['waited_s']:.0f}s" if wait["quiet"] else "machine busy")
+    wall0 = time.perf_counter()
+    keep = args.workdir is not None
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench_uner_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        report = run(args, files, workdir)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report["wait"] = wait
+    report["benchmark_wall_s"] = time.perf_counter() - wall0
+    print_report(report)
+    write_json(args.out, report)
+    if args.out:
+        log(f"wrote {args.out}")
+    return 0
+
+
+def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict[str, Any]:
+    from spacy import util
+
+    ner_steps = args.ner_max_steps or (200 if args.quick else 3000)
+    ner_eval = args.ner_eval_frequency or (50 if args.quick else 500)
+    config = util.load_config(args.config, interpolate=False)
+    templates = list(config["components"][COMPONENT]["model"]["templates"])
+    report: Dict[str, Any] = {
+        "benchmark": "uner_english_ewt",
+        "quick": args.quick,
+        "data": {s: str(p) for s, p in files.items()},
+        "data_note": QUICK_NOTE if args.quick else TRAIN_NOTE,
+        "config": str(args.config),
+        "templates": templates,
+        "environment": environment(),
+    }
+    log(f"converting {', '.join(str(p) for p in files.values())} (convert_uner)")
+    converted = convert(files, workdir)
+    corpus = converted["paths"]
+    report["corpus"] = converted["stats"]
+    for split, st in converted["stats"].items():
+        log(f"    {split}: {st['sentences']} sentences, {st['tokens']} tokens, {st['entities']}"
+            + (f", {st['sentences_not_round_tripping']} NOT ROUND-TRIPPING"
+               if st["sentences_not_round_tripping"] else ""))
+    test = read_iob2(files["test"])
+    gold_spans = [spans_from_iob(tags) for _, tags in test]
+    systems: Dict[str, Dict[str, Any]] = {}
+
+    # 1. spacy-crf FeatureCRF
+    crf_eval = args.crf_eval_frequency or (20 if args.quick else None)
+    crf_overrides = ["--training.eval_frequency", str(crf_eval)] if crf_eval else []
+    log(f"[1] spacy-crf FeatureCRF: spacy train {args.config.name} {' '.join(crf_overrides)}")
+    out = workdir / "spacy_crf"
+    train = train_system(args.config, out, corpus, crf_overrides, workdir / "spacy_crf.log")
+    train["eval_frequency"] = crf_eval or int(config["training"]["eval_frequency"])
+    train["max_epochs"] = int(config["training"]["max_epochs"])
+    log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}, "
+        f"last evaluation at step {train['last_step']}); decoding test")
+    decode = run_isolated(phase_spacy_decode, str(out / "model-best"), str(files["test"]),
+                          args.decode_runs)
+    systems["spacy_crf"] = _spacy_system("spacy-crf FeatureCRF", train, decode, test, gold_spans,
+                                         [COMPONENT])
+
+    # 2. sklearn-crfsuite, same features
+    params = dict(CRFSUITE_PARAMS, max_iterations=args.crfsuite_max_iterations)
+    log(f"[2] sklearn-crfsuite {params}, {args.config.name}'s templates as attributes")
+    sc = run_isolated(phase_crfsuite, str(files["train"]), str(files["test"]), templates, params,
+                      str(workdir), args.decode_runs)
+    pred_tags = sc.pop("pred_tags")
+    sc["scores"] = score_system(test, gold_spans, [spans_from_iob(t) for t in pred_tags],
+                                pred_tags)
+    sc["name"] = "sklearn-crfsuite"
+    sc["weights_bytes"] = sc["model_bytes"]
+    systems["crfsuite"] = sc
+    _log_system(sc)
+
+    # 3. spaCy ner
+    ner_config = make_ner_config(workdir)
+    overrides = ["--training.max_steps", str(ner_steps), "--training.eval_frequency", str(ner_eval)]
+    log(f"[3] spaCy ner ({NER_INIT_COMMAND}) {' '.join(overrides)}")
+    out = workdir / "spacy_ner"
+    train = train_system(ner_config, out, corpus, overrides, workdir / "spacy_ner.log")
+    train["init_config_command"] = NER_INIT_COMMAND
+    train["max_steps"], train["eval_frequency"] = ner_steps, ner_eval
+    log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}, "
+        f"last evaluation at step {train['last_step']}); decoding test")
+    decode = run_isolated(phase_spacy_decode, str(out / "model-best"), str(files["test"]),
+                          args.decode_runs)
+    systems["spacy_ner"] = _spacy_system("spaCy ner", train, decode, test, gold_spans,
+                                         ["tok2vec", "ner"])
+    report["systems"] = systems
+
+    ours, base, ner = systems["spacy_crf"], systems["crfsuite"], systems["spacy_ner"]
+    report["ratios"] = {other: _ratios(ours, sys_) for other, sys_ in
+                        (("crfsuite", base), ("spacy_ner", ner))}
+    return report
+
+
+def _spacy_system(name: str, train: Dict[str, Any], decode: Dict[str, Any], test,
+                  gold_spans: List[Set[Span]], weight_components: List[str]) -> Dict[str, Any]:
+    pred = [set(map(tuple, spans)) for spans in decode.pop("pred_spans")]
+    result = {
+        "name": name,
+        "train": train,
+        "decode": decode,
+        "scores": score_system(test, gold_spans, pred),
+        "train_s": train["train_s"],
+        "train_cpu_share": train["cpu_share"],
+        "decode_tokens_per_s": decode["decode_tokens_per_s"],
+        "decode_cpu_share": decode["decode_cpu_share"],
+        "weights_bytes": sum(decode["component_bytes"].get(c, 0) for c in weight_components),
+        "model_bytes": decode["pipeline_bytes"],
+    }
+    _log_system(result)
+    return result
+
+
+def _ratios(ours: Dict[str, Any], other: Dict[str, Any]) -> Dict[str, float]:
+    return {
+        "f1_ours_minus_other_points": 100 * (ours["scores"]["f"] - other["scores"]["f"]),
+        "f1_ours_over_other": ours["scores"]["f"] / other["scores"]["f"]
+        if other["scores"]["f"] else float("nan"),
+        "train_s_ours_over_other": ours["train_s"] / other["train_s"],
+        "decode_tokens_per_s_ours_over_other":
+            ours["decode_tokens_per_s"] / other["decode_tokens_per_s"],
+        "weights_bytes_ours_over_other": ours["weights_bytes"] / other["weights_bytes"],
+        "model_bytes_ours_over_other": ours["model_bytes"] / other["model_bytes"],
+    }
+
+
+def _log_system(system: Dict[str, Any]) -> None:
+    s = system["scores"]
+    log(f"    {system['name']}: P {100 * s['p']:.2f} R {100 * s['r']:.2f} F1 {100 * s['f']:.2f} "
+        f"(seqeval F1 {100 * s['seqeval']['f']:.2f}, spaCy scorer F1 "
+        f"{100 * s['spacy_get_ner_prf']['f']:.2f}), train {system['train_s']:.1f}s, decode "
+        f"{system['decode_tokens_per_s']:,.0f} tokens/s")
+
+
+def _mb(n_bytes: float) -> str:
+    return f"{n_bytes / 2**20:.1f}"
+
+
+def print_report(report: Dict[str, Any]) -> None:
+    systems = report["systems"]
+    ours, sc, ner = systems["spacy_crf"], systems["crfsuite"], systems["spacy_ner"]
+    p = sc["params"]
+    labels = {
+        "spacy_crf": f"spacy-crf FeatureCRF ({Path(report['config']).name}, "
+                     f"{ours['train']['max_epochs']} epochs, eval every "
+                     f"{ours['train']['eval_frequency']}, model-best)",
+        "crfsuite": f"sklearn-crfsuite (L-BFGS, c1={p['c1']}, c2={p['c2']}, "
+                    f"{sc['iterations']} it, same features)",
+        "spacy_ner": f"spaCy ner (init config -o efficiency, max_steps "
+                     f"{ner['train']['max_steps']}, eval every "
+                     f"{ner['train']['eval_frequency']}, model-best)",
+    }
+    rows = []
+    for key in ("spacy_crf", "crfsuite", "spacy_ner"):
+        s = systems[key]
+        rows.append([labels[key], f"{100 * s['scores']['p']:.2f}", f"{100 * s['scores']['r']:.2f}",
+                     f"{100 * s['scores']['f']:.2f}", f"{s['train_s']:.1f}",
+                     f"{s['decode_tokens_per_s']:,.0f}", _mb(s["weights_bytes"]),
+                     _mb(s["model_bytes"])])
+    c = report["corpus"]
+    title = "Universal NER English EWT (PER/ORG/LOC), test" + (" (QUICK)" if report["quick"] else "")
+    print(f"\n## {title}\n")
+    print(f"{report['data_note']}.")
+    print(f"train {c['train']['sentences']} sentences / {c['train']['tokens']} tokens, dev "
+          f"{c['dev']['sentences']} / {c['dev']['tokens']}, test {c['test']['sentences']} / "
+          f"{c['test']['tokens']} ({sum(c['test']['entities'].values())} entities)\n")
+    print(markdown_table(["system", "P", "R", "F1", "train s", "decode tokens/s",
+                          "model MB (weights)", "pipeline dir MB"], rows))
+    print("\nPer-type F1 (P / R / F1 micro over exact (start, end, type) spans):\n")
+    types = sorted(ours["scores"]["per_type"].keys() | sc["scores"]["per_type"].keys()
+                   | ner["scores"]["per_type"].keys())
+    print(markdown_table(["system", *types], [
+        [key, *(f"{100 * systems[key]['scores']['per_type'].get(t, {}).get('f', 0.0):.2f}"
+                for t in types)] for key in ("spacy_crf", "crfsuite", "spacy_ner")]))
+    print("\nRatios (ours = spacy-crf FeatureCRF):\n")
+    rr = report["ratios"]
+    print(markdown_table(
+        ["ours / ...", "F1 diff (points)", "F1 ratio", "train time", "decode tokens/s",
+         "model (weights)", "pipeline dir"],
+        [[k, f"{r['f1_ours_minus_other_points']:+.2f}", f"{r['f1_ours_over_other']:.3f}",
+          f"{r['train_s_ours_over_other']:.2f}x", f"{r['decode_tokens_per_s_ours_over_other']:.2f}x",
+          f"{r['weights_bytes_ours_over_other']:.2f}x", f"{r['model_bytes_ours_over_other']:.2f}x"]
+         for k, r in rr.items()]))
+    print("\nNotes:")
+    print(f"- train s: wall time of the whole `python -m spacy train` subprocess for the spaCy "
+          f"systems (start-up, corpus loading, init, {ours['train']['n_dev_evaluations']} / "
+          f"{ner['train']['n_dev_evaluations']} dev evaluations and checkpoint saves included); "
+          f"crfsuite: `fit` only ({sc['iterations']} L-BFGS iterations; + "
+          f"{sc['featurize_train_s']:.1f}s Python featurization of train, not counted)")
+    print(f"- decode: nlp.pipe(batch_size=1000) on test Docs made from the words, best of "
+          f"{len(ours['decode']['decode_runs_s'])}; crfsuite featurize + predict (predict only, "
+          f"pre-featurized: {sc['predict_only_tokens_per_s']:,.0f} tokens/s)")
+    print(f"- model (weights): crfsuite model file; spacy-crf model-best/crf_tagger; spaCy ner "
+          f"model-best/tok2vec + ner. pipeline dir: the whole model-best directory "
+          f"(crfsuite: the model file)")
+    print(f"- dev F1 of model-best (meta.json): spacy-crf "
+          f"{100 * (ours['decode']['dev_scores_meta']['ents_f'] or 0):.2f}, spaCy ner "
+          f"{100 * (ner['decode']['dev_scores_meta']['ents_f'] or 0):.2f}; last dev evaluation "
+          f"at step {ours['train']['last_step']} (epoch {ours['train']['last_epoch']}) / "
+          f"{ner['train']['last_step']} (epoch {ner['train']['last_epoch']})")
+    agree = all(systems[k]["scores"]["cross_checks_agree"] for k in systems)
+    print(f"- scoring cross-checks (seqeval on IOB2, spaCy get_ner_prf): "
+          + ("all agree with the span F1" if agree else "DISAGREE: " + ", ".join(
+              f"{k}: seqeval F1 {100 * systems[k]['scores']['seqeval']['f']:.2f}, spaCy "
+              f"{100 * systems[k]['scores']['spacy_get_ner_prf']['f']:.2f}" for k in systems)))
+    print(f"- crfsuite: {sc['num_attributes']:,} attributes, {sc['active_features']:,} active "
+          f"features, {sc['n_templates']} templates + bias")
+    if report.get("wait"):
+        w = report["wait"]
+        print(f"- waited {w['waited_s']:.0f}s for other benchmarks / spacy train to finish"
+              + ("" if w["quiet"] else " (gave up: machine busy)"))
+    print(f"\nbenchmark wall time: {report['benchmark_wall_s']:.0f}s")
+    shares = {"spacy-crf train": ours["train_cpu_share"], "spacy-crf decode": ours["decode_cpu_share"],
+              "crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
+              "spaCy ner train": ner["train_cpu_share"], "spaCy ner decode": ner["decode_cpu_share"]}
+    print("CPU time / wall time of the timed sections: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in shares.items() if v is not None))
+    if any(v is not None and v < 0.9 for v in shares.values()):
+        print("WARNING: a timed section got less than 90% of a core: other processes were "
+              "probably running, its timing is pessimistic")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
