@@ -266,3 +266,47 @@ def train_spacy(config_path: Path, output_dir: Path, overrides: Dict[str, Any],
         "median_step_s": median,
         "config_overrides": overrides,
     }
+
+
+#: processes whose CPU use would spoil a benchmark's timings
+BUSY_PATTERNS = ("benchmarks/conll2000.py", "benchmarks/ewt_tree.py", "benchmarks/uner.py",
+                 "spacy train")
+
+
+def mb(n_bytes: float) -> str:
+    """Bytes as MB with one decimal."""
+    return f"{n_bytes / 2**20:.1f}"
+
+
+def busy_processes(patterns: Sequence[str] = BUSY_PATTERNS) -> List[str]:
+    """Command lines of other benchmark / ``spacy train`` processes (pgrep -f)."""
+    mine = {os.getpid(), os.getppid()}
+    found = []
+    for pattern in patterns:
+        proc = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
+        for line in proc.stdout.splitlines():
+            pid, _, _ = line.partition(" ")
+            if pid.isdigit() and int(pid) not in mine:
+                found.append(line)
+    return sorted(set(found))
+
+
+def wait_until_quiet(poll_s: float, max_wait_s: float,
+                     patterns: Sequence[str] = BUSY_PATTERNS) -> Dict[str, Any]:
+    """Wait until no other benchmark or training runs, so timings are clean."""
+    t0 = time.perf_counter()
+    polls = 0
+    while True:
+        busy = busy_processes(patterns)
+        if not busy:
+            return {"waited_s": round(time.perf_counter() - t0, 1), "polls": polls, "quiet": True}
+        if time.perf_counter() - t0 > max_wait_s:
+            log(f"still busy after {max_wait_s:.0f}s, starting anyway: {busy}")
+            return {"waited_s": round(time.perf_counter() - t0, 1), "polls": polls,
+                    "quiet": False, "busy": busy}
+        if polls == 0:
+            log("waiting for other benchmark / spacy train processes to finish:")
+            for line in busy:
+                log(f"    {line[:160]}")
+        polls += 1
+        time.sleep(poll_s)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    REPO_ROOT, SHARED_DATA, Sentence, Stopwatch, best_of, chunk_prf, disk_bytes, environment, log,
+    mb, REPO_ROOT, SHARED_DATA, Sentence, Stopwatch, best_of, chunk_prf, disk_bytes, environment, log,
     markdown_table, read_columns, run_isolated, seqeval_f1, token_accuracy, train_spacy,
     write_json,
 )
@@ -366,21 +366,17 @@ def _log_system(name: str, train: Dict[str, Any], decode: Dict[str, Any]) -> Non
         f"train {train_s:.1f}s, decode {decode['decode_tokens_per_s']:,.0f} tokens/s")
 
 
-def _mb(n_bytes: float) -> str:
-    return f"{n_bytes / 2**20:.1f}"
-
-
 def print_report(report: Dict[str, Any]) -> None:
     sc, ours = report["crfsuite"], report["spacy_crf"]
     tr, dec = ours["train"], ours["decode"]
     rows = [
         ["sklearn-crfsuite (L-BFGS, c1=0, c2=1, %d it)" % sc["params"]["max_iterations"],
          f"{100 * sc['chunk_prf']['f']:.2f}", f"{100 * sc['seqeval_f1']:.2f}",
-         f"{sc['train_s']:.1f}", f"{sc['decode_tokens_per_s']:,.0f}", _mb(sc["model_bytes"]),
+         f"{sc['train_s']:.1f}", f"{sc['decode_tokens_per_s']:,.0f}", mb(sc["model_bytes"]),
          f"{sc['peak_rss_mb']:.0f}"],
         [f"spacy-crf FeatureCRF (n_buckets=2^{ours['n_buckets'].bit_length() - 1}, {tr['steps']} steps)",
          f"{100 * dec['chunk_prf']['f']:.2f}", f"{100 * dec['seqeval_f1']:.2f}",
-         f"{tr['total_s']:.1f}", f"{dec['decode_tokens_per_s']:,.0f}", _mb(tr["model_bytes"]),
+         f"{tr['total_s']:.1f}", f"{dec['decode_tokens_per_s']:,.0f}", mb(tr["model_bytes"]),
          f"{tr['peak_rss_mb']:.0f} / {dec['peak_rss_mb']:.0f}"],
     ]
     title = "CoNLL-2000 chunking" + (" (QUICK: %d train / %d test sentences)" % (
@@ -418,7 +414,7 @@ def print_report(report: Dict[str, Any]) -> None:
                          f"{100 * run['decode']['chunk_prf']['f']:.2f}",
                          f"{100 * b['fraction_sharing']:.2f}%",
                          f"{100 * b['fraction_expected_uniform']:.2f}%",
-                         _mb(run["train"]["model_bytes"]), f"{run['train']['total_s']:.1f}",
+                         mb(run["train"]["model_bytes"]), f"{run['train']['total_s']:.1f}",
                          f"{run['train']['peak_rss_mb']:.0f}"])
         print(markdown_table(["n_buckets", "chunk F1", "features sharing a bucket",
                               "(uniform hash)", "model MB", "train s", "train peak RSS MB"], rows))

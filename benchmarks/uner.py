@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from common import (
-    REPO_ROOT, SHARED_DATA, Stopwatch, best_of, disk_bytes, environment, log, markdown_table,
+    mb, wait_until_quiet, REPO_ROOT, SHARED_DATA, Stopwatch, best_of, disk_bytes, environment, log, markdown_table,
     run_isolated, write_json,
 )
 
@@ -77,7 +77,6 @@ TRAIN_NOTE = ("train = en_ewt-ud-train.v0-normalized.iob2: the normalized PRE-RE
 QUICK_NOTE = "QUICK: shipped sample assets/ewt_sample/en_ewt-{train,dev,test}.iob2"
 SPLITS = ("train", "dev", "test")
 COMPONENT = "crf_tagger"
-BUSY_PATTERNS = ("benchmarks/conll2000.py", "benchmarks/ewt_tree.py", "spacy train")
 CRFSUITE_PARAMS = {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.01, "max_iterations": 100}
 NER_INIT_COMMAND = "python -m spacy init config CFG -l en -p ner -o efficiency"
 
@@ -428,40 +427,6 @@ def phase_spacy_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict
     }
 
 
-# -- waiting for a quiet machine ---------------------------------------------------
-
-def busy_processes() -> List[str]:
-    """Command lines of other benchmark / ``spacy train`` processes (pgrep -f)."""
-    mine = {os.getpid(), os.getppid()}
-    found = []
-    for pattern in BUSY_PATTERNS:
-        proc = subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True)
-        for line in proc.stdout.splitlines():
-            pid, _, _ = line.partition(" ")
-            if pid.isdigit() and int(pid) not in mine:
-                found.append(line)
-    return sorted(set(found))
-
-
-def wait_until_quiet(poll_s: float, max_wait_s: float) -> Dict[str, Any]:
-    t0 = time.perf_counter()
-    polls = 0
-    while True:
-        busy = busy_processes()
-        if not busy:
-            return {"waited_s": round(time.perf_counter() - t0, 1), "polls": polls, "quiet": True}
-        if time.perf_counter() - t0 > max_wait_s:
-            log(f"still busy after {max_wait_s:.0f}s, starting anyway: {busy}")
-            return {"waited_s": round(time.perf_counter() - t0, 1), "polls": polls,
-                    "quiet": False, "busy": busy}
-        if polls == 0:
-            log("waiting for other benchmark / spacy train processes to finish:")
-            for line in busy:
-                log(f"    {line[:160]}")
-        polls += 1
-        time.sleep(poll_s)
-
-
 # -- driver ----------------------------------------------------------------------
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -641,10 +606,6 @@ def _log_system(system: Dict[str, Any]) -> None:
         f"{system['decode_tokens_per_s']:,.0f} tokens/s")
 
 
-def _mb(n_bytes: float) -> str:
-    return f"{n_bytes / 2**20:.1f}"
-
-
 def print_report(report: Dict[str, Any]) -> None:
     systems = report["systems"]
     ours, sc, ner = systems["spacy_crf"], systems["crfsuite"], systems["spacy_ner"]
@@ -664,8 +625,8 @@ def print_report(report: Dict[str, Any]) -> None:
         s = systems[key]
         rows.append([labels[key], f"{100 * s['scores']['p']:.2f}", f"{100 * s['scores']['r']:.2f}",
                      f"{100 * s['scores']['f']:.2f}", f"{s['train_s']:.1f}",
-                     f"{s['decode_tokens_per_s']:,.0f}", _mb(s["weights_bytes"]),
-                     _mb(s["model_bytes"])])
+                     f"{s['decode_tokens_per_s']:,.0f}", mb(s["weights_bytes"]),
+                     mb(s["model_bytes"])])
     c = report["corpus"]
     title = "Universal NER English EWT (PER/ORG/LOC), test" + (" (QUICK)" if report["quick"] else "")
     print(f"\n## {title}\n")
