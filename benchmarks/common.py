@@ -310,3 +310,33 @@ def wait_until_quiet(poll_s: float, max_wait_s: float,
                 log(f"    {line[:160]}")
         polls += 1
         time.sleep(poll_s)
+
+
+def add_run_arguments(parser, wait: bool = True) -> None:
+    """The options every benchmark shares: decode repeats, workdir and, for the
+    ones that wait for a quiet machine, how to wait."""
+    parser.add_argument("--decode-runs", type=int, default=3, help="timed decode runs, best reported")
+    if wait:
+        parser.add_argument("--no-wait", action="store_true",
+                            help="do not wait for other benchmark / spacy train processes to finish")
+        parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between busy checks")
+        parser.add_argument("--max-wait-s", type=float, default=3 * 3600.0,
+                            help="start anyway after this long (recorded in the JSON)")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="keep corpora, models and logs here (default: a temp dir, removed)")
+
+
+def time_pipe(nlp, make_docs: Callable[[], List[Any]], runs: int, warmup_docs: int) -> Dict[str, Any]:
+    """Time ``nlp.pipe`` over fresh docs ``runs`` times (after a warm-up that loads
+    or compiles the numba kernels, not timed); the docs of the last run are kept."""
+    t0 = time.perf_counter()
+    list(nlp.pipe(make_docs()[:warmup_docs], batch_size=1000))
+    warmup_s = time.perf_counter() - t0
+    times, shares, docs = [], [], []
+    for _ in range(max(1, runs)):
+        batch = make_docs()  # fresh, unannotated docs every run (not timed)
+        with Stopwatch() as watch:
+            docs = list(nlp.pipe(batch, batch_size=1000))
+        times.append(watch.wall_s)
+        shares.append(watch.cpu_share)
+    return {"warmup_s": warmup_s, "times": times, "shares": shares, "docs": docs}

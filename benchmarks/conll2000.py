@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    mb, REPO_ROOT, SHARED_DATA, Sentence, Stopwatch, best_of, chunk_prf, disk_bytes, environment, log,
-    markdown_table, read_columns, run_isolated, seqeval_f1, token_accuracy, train_spacy,
-    write_json,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment,
+    log, markdown_table, mb, read_columns, run_isolated, Sentence, seqeval_f1, Stopwatch,
+    time_pipe, token_accuracy, train_spacy, write_json,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "conll2000_chunking.cfg"
@@ -158,16 +158,8 @@ def phase_spacy_decode(model_dir: str, test_path: str, test_limit: int,
         return [Doc(nlp.vocab, words=[c[0] for c in s], tags=[c[1] for c in s]) for s in test]
 
     # numba kernels load (or compile) on first use: not part of the timing
-    t0 = time.perf_counter()
-    list(nlp.pipe(make_docs()[:16], batch_size=1000))
-    warmup_s = time.perf_counter() - t0
-    times, shares, docs = [], [], []
-    for _ in range(max(1, decode_runs)):
-        docs = make_docs()  # fresh, unannotated docs every run (not timed)
-        with Stopwatch() as watch:
-            docs = list(nlp.pipe(docs, batch_size=1000))
-        times.append(watch.wall_s)
-        shares.append(watch.cpu_share)
+    timing = time_pipe(nlp, make_docs, decode_runs, warmup_docs=16)
+    warmup_s, times, shares, docs = (timing[k] for k in ("warmup_s", "times", "shares", "docs"))
     pred = [[tok._.get(attr) for tok in doc] for doc in docs]
     n_tokens = sum(len(s) for s in test)
     return {
@@ -239,10 +231,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--n-buckets", type=int, nargs="+", default=[2**18, 2**20, 2**22],
                         help="n_buckets values for the collision study (default: 2**18 2**20 2**22)")
     parser.add_argument("--skip-collisions", action="store_true", help="skip the collision study")
-    parser.add_argument("--decode-runs", type=int, default=3, help="timed decode runs, best reported")
+    add_run_arguments(parser, wait=False)
     parser.add_argument("--crfsuite-max-iterations", type=int, default=100)
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="keep corpora, models and logs here (default: a temp dir, removed)")
     return parser.parse_args(argv)
 
 

@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    mb, wait_until_quiet, REPO_ROOT, SHARED_DATA, Stopwatch, disk_bytes, environment, log, markdown_table,
-    run_isolated, write_json,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, markdown_table,
+    mb, run_isolated, time_pipe, wait_until_quiet, write_json,
 )
 
 CONFIGS = REPO_ROOT / "configs"
@@ -183,15 +183,8 @@ def phase_evaluate(model_dir: str, test_path: str, attrs: List[str], key: str, t
     def fresh() -> list:
         return [doc.copy() for doc in inputs]
 
-    # warm-up (numba dispatch, caches)
-    list(nlp.pipe(fresh()[:200], batch_size=1000))
-    times, shares, docs = [], [], []
-    for _ in range(max(1, decode_runs if timed else 1)):
-        batch = fresh()  # not timed
-        with Stopwatch() as watch:
-            docs = list(nlp.pipe(batch, batch_size=1000))
-        times.append(watch.wall_s)
-        shares.append(watch.cpu_share)
+    timing = time_pipe(nlp, fresh, decode_runs if timed else 1, warmup_docs=200)
+    times, shares, docs = timing["times"], timing["shares"], timing["docs"]
     pred = [[getattr(t, token_attr) for t in doc] for doc in docs]
     correct = [p == g for ps, gs in zip(pred, gold) for p, g in zip(ps, gs) if g]
     heads_kept = all([t.head.i for t in a] == [t.head.i for t in b] for a, b in zip(inputs, docs))
@@ -271,14 +264,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                         help="override model.n_buckets (default: the configs' 2**20; --quick: 65536)")
     parser.add_argument("--systems", nargs="+", default=None,
                         help="only these systems, e.g. upos/tree deprel/chain (default: all six)")
-    parser.add_argument("--decode-runs", type=int, default=3, help="timed decode runs, best reported")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="do not wait for other benchmark / spacy train processes to finish")
-    parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between busy checks")
-    parser.add_argument("--max-wait-s", type=float, default=3 * 3600.0,
-                        help="start anyway after this long (recorded in the JSON)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="keep corpora, models and logs here (default: a temp dir, removed)")
+    add_run_arguments(parser)
     return parser.parse_args(argv)
 
 

@@ -59,8 +59,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from common import (
-    mb, wait_until_quiet, REPO_ROOT, SHARED_DATA, Stopwatch, best_of, disk_bytes, environment, log, markdown_table,
-    run_isolated, write_json,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, disk_bytes, environment, log,
+    markdown_table, mb, run_isolated, Stopwatch, time_pipe, wait_until_quiet, write_json,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "uner_ner.cfg"
@@ -396,16 +396,8 @@ def phase_spacy_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict
     def make_docs() -> List[Doc]:
         return [Doc(nlp.vocab, words=words) for words, _ in test]
 
-    t0 = time.perf_counter()
-    list(nlp.pipe(make_docs()[:200], batch_size=1000))  # warm-up (numba, caches)
-    warmup_s = time.perf_counter() - t0
-    times, shares, docs = [], [], []
-    for _ in range(max(1, decode_runs)):
-        batch = make_docs()  # fresh, unannotated docs every run (not timed)
-        with Stopwatch() as watch:
-            docs = list(nlp.pipe(batch, batch_size=1000))
-        times.append(watch.wall_s)
-        shares.append(watch.cpu_share)
+    timing = time_pipe(nlp, make_docs, decode_runs, warmup_docs=200)
+    warmup_s, times, shares, docs = (timing[k] for k in ("warmup_s", "times", "shares", "docs"))
     n_tokens = sum(len(words) for words, _ in test)
     meta = srsly.read_json(Path(model_dir) / "meta.json")
     best = min(times)
@@ -448,14 +440,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                         help="training.eval_frequency of the FeatureCRF (default: the config's; "
                              "--quick: 20, since the sample is only ~14 steps an epoch)")
     parser.add_argument("--crfsuite-max-iterations", type=int, default=100)
-    parser.add_argument("--decode-runs", type=int, default=3, help="timed decode runs, best reported")
-    parser.add_argument("--no-wait", action="store_true",
-                        help="do not wait for other benchmark / spacy train processes to finish")
-    parser.add_argument("--poll-s", type=float, default=30.0, help="seconds between busy checks")
-    parser.add_argument("--max-wait-s", type=float, default=3 * 3600.0,
-                        help="start anyway after this long (recorded in the JSON)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="keep corpora, models and logs here (default: a temp dir, removed)")
+    add_run_arguments(parser)
     return parser.parse_args(argv)
 
 
