@@ -340,3 +340,28 @@ def time_pipe(nlp, make_docs: Callable[[], List[Any]], runs: int, warmup_docs: i
         times.append(watch.wall_s)
         shares.append(watch.cpu_share)
     return {"warmup_s": warmup_s, "times": times, "shares": shares, "docs": docs}
+
+
+def run_in_workdir(args, prefix: str, run: Callable[[Path], Dict[str, Any]],
+                   print_report: Callable[[Dict[str, Any]], None], wall0: float,
+                   extra: Optional[Dict[str, Any]] = None) -> int:
+    """Run a benchmark in ``args.workdir`` (or a temp dir, removed after), then
+    print its report and write it to ``args.out``."""
+    import shutil
+    import tempfile
+
+    keep = args.workdir is not None
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        report = run(workdir)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report.update(extra or {})
+    report["benchmark_wall_s"] = time.perf_counter() - wall0
+    print_report(report)
+    write_json(args.out, report)
+    if args.out:
+        log(f"wrote {args.out}")
+    return 0

@@ -21,15 +21,13 @@ cores are never shared:
 
 import argparse
 import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment,
+    run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment,
     log, markdown_table, mb, read_columns, run_isolated, Sentence, seqeval_f1, Stopwatch,
     time_pipe, token_accuracy, train_spacy, write_json,
 )
@@ -245,20 +243,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"not found: {path}", file=sys.stderr)
             return 1
     train_limit, test_limit = (QUICK_TRAIN, QUICK_TEST) if args.quick else (0, 0)
-    keep = args.workdir is not None
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench_conll2000_"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        report = run(args, train_path, test_path, train_limit, test_limit, workdir)
-    finally:
-        if not keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-    report["benchmark_wall_s"] = time.perf_counter() - wall0
-    print_report(report)
-    write_json(args.out, report)
-    if args.out:
-        log(f"wrote {args.out}")
-    return 0
+    def run_here(workdir: Path) -> Dict[str, Any]:
+        return run(args, train_path, test_path, train_limit, test_limit, workdir)
+
+    return run_in_workdir(args, "bench_conll2000_", run_here, print_report, wall0)
 
 
 def run(args: argparse.Namespace, train_path: Path, test_path: Path, train_limit: int,

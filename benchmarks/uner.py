@@ -51,15 +51,13 @@ running (``--no-wait`` to skip), so that its timings are clean.
 import argparse
 import os
 import subprocess
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from common import (
-    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, disk_bytes, environment, log,
+    run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, disk_bytes, environment, log,
     markdown_table, mb, run_isolated, Stopwatch, time_pipe, wait_until_quiet, write_json,
 )
 
@@ -456,21 +454,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         wait = wait_until_quiet(args.poll_s, args.max_wait_s)
         log(f"machine quiet after {wait['waited_s']:.0f}s" if wait["quiet"] else "machine busy")
     wall0 = time.perf_counter()
-    keep = args.workdir is not None
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="bench_uner_"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        report = run(args, files, workdir)
-    finally:
-        if not keep:
-            shutil.rmtree(workdir, ignore_errors=True)
-    report["wait"] = wait
-    report["benchmark_wall_s"] = time.perf_counter() - wall0
-    print_report(report)
-    write_json(args.out, report)
-    if args.out:
-        log(f"wrote {args.out}")
-    return 0
+    return run_in_workdir(
+        args, "bench_uner_", lambda workdir: run(args, files, workdir),
+        print_report, wall0, extra={"wait": wait})
 
 
 def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict[str, Any]:
