@@ -30,7 +30,6 @@ the CPU share and CPU time per token beside the wall figures.
 """
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path

@@ -299,8 +299,9 @@ class SpanTarget(Target):
         return keys
 
     def label_strings(self, doc: Doc) -> List[str]:
-        spans = self.spans_of(doc) or []
-        return schemes.tag_set({sp.label_ for sp in spans}, self.scheme)
+        # no span type, no label: a corpus without spans gets E008, not an O-only CRF
+        types = {sp.label_ for sp in self.spans_of(doc) or []}
+        return schemes.tag_set(types, self.scheme) if types else []
 
     def constraints(self):
         return schemes.allowed_moves(self._labels, self.scheme)
