@@ -55,6 +55,9 @@ class Errors(metaclass=_Codes):
             "(found in templates {templates}) and the model must have n_relations = 1.")
     E019 = ("n_best must be a whole number >= 0 (0 turns it off), with structure = "
             "\"chain\"; got {value}.")
+    E020 = ("The training corpus of '{name}' has no examples{where}. Check that "
+            "[paths.train] points at a non-empty .spacy file (python -m spacy debug data "
+            "CONFIG shows what it holds).")
     E014 = ("Label '{label}' is not in the label set of '{name}'. Labels: {labels}. Add it "
             "with add_label() before initialize(), or retrain.")
 

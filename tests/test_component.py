@@ -562,3 +562,14 @@ def test_neural_crf_with_hashed_features(toy):
     assert history[-1] < history[0] / 4
     assert nlp.evaluate(examples)["pos_acc"] == 1.0
     assert list(nlp.pipe(["", "cat"]))[1][0].pos_
+
+
+def test_empty_training_corpus_is_a_clear_error(tmp_path):
+    """No examples at all: E020, naming the corpus file when the config has it."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger")
+    with pytest.raises(ValueError, match=r"\[E020\].*no examples"):
+        nlp.initialize(lambda: [])
+    nlp.config["paths"]["train"] = str(tmp_path / "train.spacy")
+    with pytest.raises(ValueError, match=r"\[E020\].*train\.spacy"):
+        nlp.initialize(lambda: [])

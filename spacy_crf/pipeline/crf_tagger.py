@@ -319,10 +319,16 @@ class CRFTagger(TrainablePipe):
             found = set(labels)
         else:
             found = set(self.cfg["labels"])
+            n_examples = 0
             for eg in get_examples():
                 if not isinstance(eg, Example):
                     validate_examples([eg], "CRFTagger.initialize")
                 found.update(self.target.label_strings(eg.reference))
+                n_examples += 1
+            if not n_examples and not found:
+                train = nlp.config.get("paths", {}).get("train") if nlp is not None else None
+                where = f" (paths.train = {train})" if train else ""
+                raise ValueError(Errors.E020.format(name=self.name, where=where))
         if not found:
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
         self._set_labels(sorted(found))
