@@ -89,7 +89,7 @@ def predict(nlp, component: CRFTagger, examples: List[Example],
 
 
 def _heatmap(ax, matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str],
-             cmap: str, annotate: bool, fmt: str, **kwargs):
+             cmap: str, annotate: bool, fmt: str, skip_zero: bool = False, **kwargs):
     masked = np.ma.masked_invalid(matrix)
     image = ax.imshow(masked, cmap=cmap, aspect="auto", **kwargs)
     ax.set_xticks(range(len(cols)))
@@ -101,7 +101,7 @@ def _heatmap(ax, matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str],
         mid = (finite.max() + finite.min()) / 2 if finite.size else 0
         for i in range(matrix.shape[0]):
             for j in range(matrix.shape[1]):
-                if np.isfinite(matrix[i, j]):
+                if np.isfinite(matrix[i, j]) and not (skip_zero and matrix[i, j] == 0):
                     ax.text(j, i, format(matrix[i, j], fmt), ha="center", va="center",
                             fontsize=5, color="white" if matrix[i, j] < mid else "black")
     return image
@@ -167,7 +167,7 @@ def plot_confusion(labels: Sequence[str], counts: np.ndarray, path: Path) -> str
         normed = np.where(totals > 0, counts / np.maximum(totals, 1), np.nan)
     fig, ax = plt.subplots(figsize=_figsize(len(labels), len(labels)))
     image = _heatmap(ax, normed, list(labels), list(labels), "Blues",
-                     annotate=len(labels) <= 25, fmt=".2f", vmin=0.0, vmax=1.0)
+                     annotate=len(labels) <= 25, fmt=".2f", skip_zero=True, vmin=0.0, vmax=1.0)
     n = int(counts.sum())
     acc = float(np.trace(counts)) / n if n else float("nan")
     ax.set_xlabel("predicted label")

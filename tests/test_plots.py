@@ -40,3 +40,108 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
     assert [t[3] for t in tokens[:3]] == ["the", "cat", "sat"]
     assert [t[1] for t in tokens[:3]] == ["DT", "NN", "VBD"]
     assert all(0.0 <= float(t[2]) <= 1.0 for t in tokens)
+
+
+# -- options, console-log parsing, the skip path
+
+import html  # noqa: E402
+
+from spacy.tokens import Doc  # noqa: E402
+from thinc.api import Adam  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "plots.py"
+SMALL_MODEL = {
+    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "templates": ["NORM[-1..1]", "SUFFIX2"],
+    "n_buckets": 4096,
+}
+SENTS = [
+    ("the cat sat on a mat .", "DT NN VBD IN DT NN ."),
+    ("a dog & a cat ran quickly .", "DT NN CC DT NN VBD RB ."),
+    ("the big bird flew over the tree .", "DT JJ NN VBD IN DT NN ."),
+    ("a red fox slept .", "DT JJ NN VBD ."),
+]
+CONSOLE_LOG = """\
+\x1b[38;5;4mi Pipeline: ['crf_tagger']\x1b[0m
+E    #       LOSS CRF_T...  CRF_ACC  TAG_ACC  SCORE 
+---  ------  -------------  -------  -------  ------
+  0       0          12.50    40.00    40.00    0.40
+  1      10           3.25    80.00    80.00    0.80
+  2      20           0.50   100.00   100.00    1.00
+\x1b[38;5;2m✔ Saved pipeline to output directory\x1b[0m
+"""
+
+
+def _example(nlp, text, tags):
+    words, tags = text.split(), tags.split()
+    return Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))
+
+
+@pytest.fixture(scope="module")
+def plots(tmp_path_factory):
+
+    tmp = tmp_path_factory.mktemp("plots")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": SMALL_MODEL, "target": "tag"})
+    examples = [_example(nlp, text, tags) for text, tags in SENTS]
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.1)
+    for _ in range(15):
+        nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp / "model")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp / "data.spacy")
+    (tmp / "train.log").write_text(CONSOLE_LOG, encoding="utf-8")
+    out = tmp / "out"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--model", str(tmp / "model"), "--data", str(tmp / "data.spacy"),
+         "--train-log", str(tmp / "train.log"), "--out", str(out), "--n-docs", "3"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return out, result.stdout, [eg.reference for eg in examples]
+
+
+@pytest.mark.parametrize("name", ["transitions.png", "confusion.png", "learning_curve.png"])
+def test_pngs_are_valid(plots, name):
+    out, stdout, _ = plots
+    path = out / name
+    assert path.is_file(), stdout
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert data[12:16] == b"IHDR" and data[-8:-4] == b"IEND"
+    assert len(data) > 5000
+    assert f"wrote {path}" in stdout
+
+
+def test_confusion_reports_perfect_training_fit(plots):
+    _, stdout, _ = plots
+    assert "accuracy 1.0000" in stdout
+    assert "4 evaluations" not in stdout and "3 evaluations" in stdout
+
+
+def test_html_shows_every_token_with_labels(plots):
+    out, _, docs = plots
+    text = (out / "confidence.html").read_text(encoding="utf-8")
+    assert text.lstrip().startswith("<!DOCTYPE html>")
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    for doc in docs[:3]:
+        for token in doc:
+            assert f'<span class="w">{html.escape(token.text)}</span>' in text
+    assert "&amp;" in text and ">&<" not in text  # token text is escaped
+    assert ">fox<" not in text  # the 4th doc is beyond --n-docs 3
+    assert "gold: DT" in text and "predicted: NN" in text
+    assert "confidence: n/a" not in text  # store_confidence was switched on
+    assert text.count('class="doc"') == 3
+
+
+def test_learning_curve_skipped_without_log(plots, tmp_path):
+    out, _, _ = plots
+    model, data = out.parent / "model", out.parent / "data.spacy"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--model", str(model), "--data", str(data), "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "learning_curve.png skipped" in result.stdout
+    assert not (tmp_path / "learning_curve.png").exists()
+    assert (tmp_path / "confidence.html").exists()
