@@ -365,3 +365,35 @@ def run_in_workdir(args, prefix: str, run: Callable[[Path], Dict[str, Any]],
     if args.out:
         log(f"wrote {args.out}")
     return 0
+
+
+def train_spacy_subprocess(config: Path, output: Path, corpus: Dict[str, Path],
+                           overrides: List[str], log_path: Path,
+                           cwd: Path = REPO_ROOT) -> Dict[str, Any]:
+    """``python -m spacy train`` as a subprocess, timed (wall and children's CPU)."""
+    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
+           "--paths.train", str(corpus["train"]), "--paths.dev", str(corpus["dev"]), *overrides]
+    load_before = os.getloadavg()[0]
+    with open(log_path, "w", encoding="utf8") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(cwd))
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
+        wall = time.perf_counter() - t0
+    returncode = os.waitstatus_to_exitcode(status)
+    text = log_path.read_text(encoding="utf8")
+    if returncode:
+        raise RuntimeError(f"spacy train failed ({returncode}): {' '.join(cmd)}\n{text[-3000:]}")
+    rows = [line.split() for line in text.splitlines()]
+    rows = [r for r in rows if len(r) >= 3 and r[0].isdigit() and r[1].isdigit()]
+    cpu = usage.ru_utime + usage.ru_stime
+    return {
+        "command": " ".join(["python", *cmd[1:]]),
+        "train_s": wall,
+        "cpu_share": round(cpu / wall, 3) if wall else None,
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "n_dev_evaluations": len(rows),
+        "last_step": int(rows[-1][1]) if rows else None,
+        "last_epoch": int(rows[-1][0]) if rows else None,
+        "log_tail": "\n".join(text.splitlines()[-(len(rows) + 4):]),
+    }

@@ -37,7 +37,6 @@ running (``--no-wait`` to skip), so that its timings are clean.
 
 import argparse
 import math
-import os
 import shutil
 import subprocess
 import sys
@@ -46,8 +45,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, markdown_table,
-    mb, run_isolated, time_pipe, wait_until_quiet, write_json,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, markdown_table,
+    mb, run_in_workdir, run_isolated, time_pipe, train_spacy_subprocess, wait_until_quiet,
 )
 
 CONFIGS = REPO_ROOT / "configs"
@@ -124,41 +123,6 @@ def augmenter_attrs(config_path: Path) -> List[str]:
 
 
 # -- phases ----------------------------------------------------------------------
-
-def train_system(config: Path, output: Path, corpus: Dict[str, Path], overrides: List[str],
-                 log_path: Path) -> Dict[str, Any]:
-    """``python -m spacy train`` as a subprocess, timed (wall and children's CPU)."""
-    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
-           "--paths.train", str(corpus["train"]), "--paths.dev", str(corpus["dev"]), *overrides]
-    load_before = os.getloadavg()[0]
-    with open(log_path, "w", encoding="utf8") as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(output.parent))
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
-        wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        tail = log_path.read_text(encoding="utf8")[-3000:]
-        raise RuntimeError(f"spacy train failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
-    cpu = usage.ru_utime + usage.ru_stime
-    return {
-        "command": " ".join(["python", *cmd[1:]]),
-        "train_s": wall,
-        "cpu_share": round(cpu / wall, 3) if wall else None,
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "n_dev_evaluations": _count_evaluations(log_path),
-    }
-
-
-def _count_evaluations(log_path: Path) -> int:
-    rows = 0
-    for line in log_path.read_text(encoding="utf8").splitlines():
-        cols = line.split()
-        if len(cols) >= 3 and cols[0].isdigit() and cols[1].isdigit():
-            rows += 1
-    return rows
-
 
 def phase_evaluate(model_dir: str, test_path: str, attrs: List[str], key: str, token_attr: str,
                    decode_runs: int, timed: bool) -> Dict[str, Any]:
@@ -326,7 +290,8 @@ def run(args: argparse.Namespace, files: Dict[str, Path], wanted: List[str],
             overrides += [f"--components.{COMPONENT}.model.n_buckets", str(n_buckets)]
         out = workdir / key.replace("/", "_").replace("+", "_")
         log(f"[{key}] spacy train {config.name} {' '.join(overrides)}")
-        train = train_system(config, out, corpus, overrides, workdir / f"{out.name}.log")
+        train = train_spacy_subprocess(config, out, corpus, overrides,
+                                       workdir / f"{out.name}.log", cwd=out.parent)
         attrs = augmenter_attrs(config)
         log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}); evaluating")
         evaluation = run_isolated(phase_evaluate, str(out / "model-best"), str(corpus["test"]),

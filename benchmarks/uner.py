@@ -49,7 +49,6 @@ running (``--no-wait`` to skip), so that its timings are clean.
 """
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -57,8 +56,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from common import (
-    run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, disk_bytes, environment, log,
-    markdown_table, mb, run_isolated, Stopwatch, time_pipe, wait_until_quiet, write_json,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, disk_bytes, environment, log,
+    markdown_table, mb, run_in_workdir, run_isolated, Stopwatch, time_pipe,
+    train_spacy_subprocess, wait_until_quiet,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "uner_ner.cfg"
@@ -349,37 +349,6 @@ def make_ner_config(workdir: Path) -> Path:
     return path
 
 
-def train_system(config: Path, output: Path, corpus: Dict[str, Path], overrides: List[str],
-                 log_path: Path) -> Dict[str, Any]:
-    """``python -m spacy train`` as a subprocess, timed (wall and children's CPU)."""
-    cmd = [sys.executable, "-m", "spacy", "train", str(config), "--output", str(output),
-           "--paths.train", str(corpus["train"]), "--paths.dev", str(corpus["dev"]), *overrides]
-    load_before = os.getloadavg()[0]
-    with open(log_path, "w", encoding="utf8") as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=str(REPO_ROOT))
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own CPU time and peak RSS
-        wall = time.perf_counter() - t0
-    returncode = os.waitstatus_to_exitcode(status)
-    text = log_path.read_text(encoding="utf8")
-    if returncode:
-        raise RuntimeError(f"spacy train failed ({returncode}): {' '.join(cmd)}\n{text[-3000:]}")
-    rows = [line.split() for line in text.splitlines()]
-    rows = [r for r in rows if len(r) >= 3 and r[0].isdigit() and r[1].isdigit()]
-    cpu = usage.ru_utime + usage.ru_stime
-    return {
-        "command": " ".join(["python", *cmd[1:]]),
-        "train_s": wall,
-        "cpu_share": round(cpu / wall, 3) if wall else None,
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "n_dev_evaluations": len(rows),
-        "last_step": int(rows[-1][1]) if rows else None,
-        "last_epoch": int(rows[-1][0]) if rows else None,
-        "log_tail": "\n".join(text.splitlines()[-(len(rows) + 4):]),
-    }
-
-
 def phase_spacy_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
     """Load a trained pipeline, tag test Docs made from the words, time ``nlp.pipe``."""
     import spacy
@@ -492,7 +461,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     crf_overrides = ["--training.eval_frequency", str(crf_eval)] if crf_eval else []
     log(f"[1] spacy-crf FeatureCRF: spacy train {args.config.name} {' '.join(crf_overrides)}")
     out = workdir / "spacy_crf"
-    train = train_system(args.config, out, corpus, crf_overrides, workdir / "spacy_crf.log")
+    train = train_spacy_subprocess(args.config, out, corpus, crf_overrides, workdir / "spacy_crf.log")
     train["eval_frequency"] = crf_eval or int(config["training"]["eval_frequency"])
     train["max_epochs"] = int(config["training"]["max_epochs"])
     log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}, "
@@ -520,7 +489,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     overrides = ["--training.max_steps", str(ner_steps), "--training.eval_frequency", str(ner_eval)]
     log(f"[3] spaCy ner ({NER_INIT_COMMAND}) {' '.join(overrides)}")
     out = workdir / "spacy_ner"
-    train = train_system(ner_config, out, corpus, overrides, workdir / "spacy_ner.log")
+    train = train_spacy_subprocess(ner_config, out, corpus, overrides, workdir / "spacy_ner.log")
     train["init_config_command"] = NER_INIT_COMMAND
     train["max_steps"], train["eval_frequency"] = ner_steps, ner_eval
     log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}, "
