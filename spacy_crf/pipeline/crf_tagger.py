@@ -469,7 +469,9 @@ class CRFTagger(TrainablePipe):
         bad[:-1] |= moves
         bad[1:] |= moves
         gold = np.where(bad, -1, gold)
-        for attempt in range(2):
+        # with every tag known and every move allowed a labelling exists, so the
+        # (costly) feasibility pass is only needed where tokens are unannotated
+        for attempt in range(2 if (gold < 0).any() else 0):
             _, best = inference.viterbi(scores, structure, gold)
             stuck = np.flatnonzero(best == -np.inf)
             if not len(stuck):
