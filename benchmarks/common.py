@@ -270,6 +270,7 @@ def train_spacy(config_path: Path, output_dir: Path, overrides: Dict[str, Any],
 
 #: processes whose CPU use would spoil a benchmark's timings
 BUSY_PATTERNS = ("benchmarks/conll2000.py", "benchmarks/ewt_tree.py", "benchmarks/uner.py",
+                 "benchmarks/ewt_upos.py", "benchmarks/scaling.py",
                  "spacy train")
 
 
@@ -367,6 +368,24 @@ def run_in_workdir(args, prefix: str, run: Callable[[Path], Dict[str, Any]],
     return 0
 
 
+def run_benchmark(args, inputs: Sequence[Path], prefix: str,
+                  run: Callable[[Path], Dict[str, Any]],
+                  print_report: Callable[[Dict[str, Any]], None]) -> int:
+    """A benchmark's ``main`` after its arguments are parsed: check that the
+    inputs exist, wait for a quiet machine (not with ``--quick`` or
+    ``--no-wait``), then :func:`run_in_workdir`. Returns the exit code."""
+    missing = [str(p) for p in inputs if not Path(p).exists()]
+    if missing:
+        print(f"not found: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    wait = None
+    if not args.quick and not args.no_wait:
+        wait = wait_until_quiet(args.poll_s, args.max_wait_s)
+        log(f"machine quiet after {wait['waited_s']:.0f}s" if wait["quiet"] else "machine busy")
+    return run_in_workdir(args, prefix, run, print_report, time.perf_counter(),
+                          extra={"wait": wait})
+
+
 def train_spacy_subprocess(config: Path, output: Path, corpus: Dict[str, Path],
                            overrides: List[str], log_path: Path,
                            cwd: Path = REPO_ROOT) -> Dict[str, Any]:
@@ -397,3 +416,64 @@ def train_spacy_subprocess(config: Path, output: Path, corpus: Dict[str, Path],
         "last_epoch": int(rows[-1][0]) if rows else None,
         "log_tail": "\n".join(text.splitlines()[-(len(rows) + 4):]),
     }
+
+
+# -- the one summary table every benchmark writes --------------------------------
+#
+# Each benchmark's JSON carries ``summary``: a title, the command that made it,
+# notes and one row per system with the same columns. ``benchmarks/results.py``
+# renders the summaries of all JSON files into the README, and each benchmark
+# prints its own with the same function, so the README table is the benchmark's
+# output, not a copy of it.
+
+SUMMARY_COLUMNS = ("task", "system", "score", "train s", "decode tokens/s",
+                   "peak RSS MB train / decode", "model MB")
+
+
+def summary_row(task: str, system: str, metric: str, score: Optional[float],
+                train_s: Optional[float], decode_tokens_per_s: Optional[float],
+                train_peak_mb: Optional[float], decode_peak_mb: Optional[float],
+                model_bytes: Optional[int], note: str = "") -> Dict[str, Any]:
+    """One system's row. ``score`` is a fraction (rendered as points with its
+    ``metric`` name, e.g. "F1" or "acc"); ``decode_peak_mb`` is None where the
+    system trains and decodes in one process (its peak is ``train_peak_mb``)."""
+    return {"task": task, "system": system, "metric": metric, "score": score,
+            "train_s": train_s, "decode_tokens_per_s": decode_tokens_per_s,
+            "train_peak_mb": train_peak_mb, "decode_peak_mb": decode_peak_mb,
+            "model_bytes": model_bytes, "note": note}
+
+
+def make_summary(title: str, command: str, rows: List[Dict[str, Any]],
+                 notes: Sequence[str] = (),
+                 tables: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+    """A benchmark's summary: ``rows`` of ``summary_row`` (may be empty), and
+    ``tables`` of its own shape (``{"caption", "headers", "rows"}``, cells as
+    rendered strings) for figures that are not one row per system."""
+    return {"title": title, "command": command, "rows": rows, "notes": list(notes),
+            "tables": list(tables)}
+
+
+def _cell(value: Optional[float], fmt: str) -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def render_summary(summary: Dict[str, Any], level: int = 3) -> str:
+    """Markdown: heading, command, the table, notes."""
+    rows = []
+    for r in summary["rows"]:
+        if r["decode_peak_mb"] is None:
+            peak = _cell(r["train_peak_mb"], ".0f") + (" (one process)" if r["train_peak_mb"] else "")
+        else:
+            peak = f"{_cell(r['train_peak_mb'], '.0f')} / {_cell(r['decode_peak_mb'], '.0f')}"
+        score = "" if r["score"] is None else f"{r['metric']} {100 * r['score']:.2f}"
+        rows.append([r["task"], r["system"] + (f" ({r['note']})" if r["note"] else ""), score,
+                     _cell(r["train_s"], ".1f"), _cell(r["decode_tokens_per_s"], ",.0f"), peak,
+                     "" if r["model_bytes"] is None else mb(r["model_bytes"])])
+    parts = [f"{'#' * level} {summary['title']}", "", f"`{summary['command']}`"]
+    if rows:
+        parts += ["", markdown_table(SUMMARY_COLUMNS, rows)]
+    for table in summary.get("tables", []):
+        parts += ["", table["caption"], "", markdown_table(table["headers"], table["rows"])]
+    if summary["notes"]:
+        parts += [""] + [f"- {note}" for note in summary["notes"]]
+    return "\n".join(parts) + "\n"

@@ -28,8 +28,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
     run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment,
-    log, markdown_table, mb, read_columns, run_isolated, Sentence, seqeval_f1, Stopwatch,
-    time_pipe, token_accuracy, train_spacy, write_json,
+    log, make_summary, markdown_table, mb, read_columns, render_summary, run_isolated, Sentence,
+    seqeval_f1, Stopwatch, summary_row, time_pipe, token_accuracy, train_spacy,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "conll2000_chunking.cfg"
@@ -231,6 +231,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--skip-collisions", action="store_true", help="skip the collision study")
     add_run_arguments(parser, wait=False)
     parser.add_argument("--crfsuite-max-iterations", type=int, default=100)
+    parser.add_argument("--tagger-max-steps", type=int, default=None,
+                        help="steps of spaCy's tagger over the chunk tags (default 2000, --quick "
+                             "200; 0 skips it)")
     return parser.parse_args(argv)
 
 
@@ -243,6 +246,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"not found: {path}", file=sys.stderr)
             return 1
     train_limit, test_limit = (QUICK_TRAIN, QUICK_TEST) if args.quick else (0, 0)
+    if args.tagger_max_steps is None:
+        args.tagger_max_steps = 200 if args.quick else 2000
     def run_here(workdir: Path) -> Dict[str, Any]:
         return run(args, train_path, test_path, train_limit, test_limit, workdir)
 
@@ -313,6 +318,10 @@ def run(args: argparse.Namespace, train_path: Path, test_path: Path, train_limit
                 runs.append(train_and_decode(nb, 1))
         report["collisions"] = {"features": features, "runs": runs}
 
+    if args.tagger_max_steps:
+        report["spacy_tagger"] = run_spacy_tagger(args, train_path, test_path, train_limit,
+                                                  test_limit, corpus, workdir)
+
     sc, ours = report["crfsuite"], report["spacy_crf"]
     report["ratios"] = {
         "decode_tokens_per_s_ours_over_crfsuite":
@@ -330,7 +339,87 @@ def run(args: argparse.Namespace, train_path: Path, test_path: Path, train_limit
         "train_cpu_s_ours_over_crfsuite":
             ours["train"]["total_s"] * ours["train"]["cpu_share"] / (sc["train_s"] * sc["train_cpu_share"]),
     }
+    report["summary"] = conll2000_summary(report)
     return report
+
+
+def conll2000_summary(report: Dict[str, Any]) -> Dict[str, Any]:
+    """The README row of each system (``common.render_summary``)."""
+    sc, ours = report["crfsuite"], report["spacy_crf"]
+    task = "CoNLL-2000 chunks"
+    rows = [summary_row(
+        task, f"sklearn-crfsuite (L-BFGS, c1 = 0, c2 = 1, {sc['iterations']} it)", "F1",
+        sc["chunk_prf"]["f"], sc["train_s"], sc["decode_tokens_per_s"], sc["peak_rss_mb"], None,
+        sc["model_bytes"])]
+    runs = [ours] + [r for r in report.get("collisions", {}).get("runs", [])
+                     if r.get("reused_from") is None]
+    for run in runs:
+        tr, dec = run["train"], run["decode"]
+        rows.append(summary_row(
+            task, f"spacy-crf FeatureCRF, 2^{run['n_buckets'].bit_length() - 1} buckets", "F1",
+            dec["chunk_prf"]["f"], tr["total_s"], dec["decode_tokens_per_s"], tr["peak_rss_mb"],
+            dec["peak_rss_mb"], tr["model_bytes"],
+            note="" if run is ours else "hash-collision study"))
+    peer = report.get("spacy_tagger")
+    if peer:
+        rows.append(summary_row(
+            task, f"spaCy tagger over chunk tags ({peer['max_steps']} steps)", "F1",
+            peer["chunk_prf"]["f"], peer["train"]["train_s"], peer["decode_tokens_per_s"],
+            peer["train"]["peak_rss_mb"], peer["peak_rss_mb"], peer["weights_bytes"]))
+    notes = [
+        f"train {report['n_train_sentences']:,} sentences / {report['n_train_tokens']:,} tokens, "
+        f"test {report['n_test_sentences']:,} / {report['n_test_tokens']:,}; chunk F1 as "
+        "conlleval counts it",
+        "both CRFs use CRFsuite's chunking template (words and the corpus POS column at -2..2, "
+        "bigrams, trigrams); spaCy's tagger sees the words only",
+        "train s: the whole `spacy train` for spaCy systems (init, dev evaluations and saves "
+        f"included); crfsuite `fit` only (+ {sc['featurize_train_s']:.1f} s Python featurization)",
+        "decode: Docs through `nlp.pipe`, best of the timed runs; crfsuite featurize + predict",
+    ]
+    if "collisions" in report:
+        feats = report["collisions"]["features"]
+        shares = ", ".join(
+            f"2^{int(nb).bit_length() - 1}: {100 * b['fraction_sharing']:.1f}%"
+            for nb, b in feats["buckets"].items())
+        notes.append(f"{feats['n_distinct_features']:,} distinct hashed features; share of them "
+                     f"in a bucket with another: {shares}")
+    title = "CoNLL-2000 chunking" + (" (quick)" if report["quick"] else "")
+    command = (f"python benchmarks/conll2000.py --quick" if report["quick"] else
+               f"python benchmarks/conll2000.py --out benchmarks/results/conll2000.json")
+    return make_summary(title, command, rows, notes)
+
+
+def run_spacy_tagger(args: argparse.Namespace, train_path: Path, test_path: Path,
+                     train_limit: int, test_limit: int, corpus: Dict[str, Path],
+                     workdir: Path) -> Dict[str, Any]:
+    """spaCy's own ``tagger`` (default CPU config) trained on the chunk tags as
+    ``Token.tag_``, a fixed number of steps; it reads the words only (no POS
+    column: its tok2vec has no input for it). Like the CRF, it gets the test set
+    as dev (CoNLL-2000 has no dev split), so ``model-last`` is scored, not
+    ``model-best``."""
+    from spacy_peer import make_default_config, phase_decode, relabel_docbin, train_fixed_steps
+
+    steps, every = args.tagger_max_steps, max(1, args.tagger_max_steps // 4)
+    log(f"[4] spaCy tagger over the chunk tags ({steps} steps)")
+    relabelled = {}
+    for split, path, limit in (("train", train_path, train_limit), ("dev", test_path, test_limit)):
+        tags = [[c[2] for c in s] for s in read_columns(path, limit)]
+        relabelled[split] = workdir / f"tagger_{split}.spacy"
+        relabel_docbin(corpus["train" if split == "train" else "test"], relabelled[split], tags)
+    init = make_default_config("tagger", workdir / "spacy_tagger_efficiency.cfg")
+    out = workdir / "spacy_tagger"
+    train = train_fixed_steps(Path(init["path"]), out, relabelled, steps, every,
+                              workdir / "spacy_tagger.log")
+    test = read_columns(test_path, test_limit)
+    decode = run_isolated(phase_decode, str(out / "model-last"), [[c[0] for c in s] for s in test],
+                          "tag_", args.decode_runs, ["tok2vec", "tagger"])
+    gold = [[c[2] for c in s] for s in test]
+    pred = decode.pop("pred")
+    result = dict(decode, train=train, init_config_command=init["command"], max_steps=steps,
+                  chunk_prf=chunk_prf(gold, pred), token_accuracy=token_accuracy(gold, pred))
+    log(f"    spaCy tagger: F1 {100 * result['chunk_prf']['f']:.2f}, train {train['train_s']:.1f}s, "
+        f"decode {result['decode_tokens_per_s']:,.0f} tokens/s")
+    return result
 
 
 def _per_cpu_s(result: Dict[str, Any]) -> float:
@@ -345,23 +434,9 @@ def _log_system(name: str, train: Dict[str, Any], decode: Dict[str, Any]) -> Non
 
 
 def print_report(report: Dict[str, Any]) -> None:
+    print("\n" + render_summary(report["summary"], level=2))
     sc, ours = report["crfsuite"], report["spacy_crf"]
     tr, dec = ours["train"], ours["decode"]
-    rows = [
-        ["sklearn-crfsuite (L-BFGS, c1=0, c2=1, %d it)" % sc["params"]["max_iterations"],
-         f"{100 * sc['chunk_prf']['f']:.2f}", f"{100 * sc['seqeval_f1']:.2f}",
-         f"{sc['train_s']:.1f}", f"{sc['decode_tokens_per_s']:,.0f}", mb(sc["model_bytes"]),
-         f"{sc['peak_rss_mb']:.0f}"],
-        [f"spacy-crf FeatureCRF (n_buckets=2^{ours['n_buckets'].bit_length() - 1}, {tr['steps']} steps)",
-         f"{100 * dec['chunk_prf']['f']:.2f}", f"{100 * dec['seqeval_f1']:.2f}",
-         f"{tr['total_s']:.1f}", f"{dec['decode_tokens_per_s']:,.0f}", mb(tr["model_bytes"]),
-         f"{tr['peak_rss_mb']:.0f} / {dec['peak_rss_mb']:.0f}"],
-    ]
-    title = "CoNLL-2000 chunking" + (" (QUICK: %d train / %d test sentences)" % (
-        report["n_train_sentences"], report["n_test_sentences"]) if report["quick"] else "")
-    print(f"\n## {title}\n")
-    print(markdown_table(["system", "chunk F1", "seqeval F1", "train s", "decode tokens/s",
-                          "model MB", "peak RSS MB (train / decode)"], rows))
     r = report["ratios"]
     print(f"\n- decode throughput ours / crfsuite (featurize + predict): "
           f"{r['decode_tokens_per_s_ours_over_crfsuite']:.2f}x "

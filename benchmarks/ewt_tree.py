@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, markdown_table,
-    mb, run_in_workdir, run_isolated, time_pipe, train_spacy_subprocess, wait_until_quiet,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, make_summary,
+    markdown_table, mb, render_summary, run_benchmark, run_isolated, summary_row, time_pipe,
+    train_spacy_subprocess,
 )
 
 CONFIGS = REPO_ROOT / "configs"
@@ -234,10 +235,6 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     files = conllu_files(args.data_dir, args.quick)
-    missing = [str(p) for p in files.values() if not p.exists()]
-    if missing:
-        print(f"not found: {', '.join(missing)}", file=sys.stderr)
-        return 1
     wanted = [f"{task}/{name}" for task, name, *_ in SYSTEMS]
     if args.systems:
         unknown = sorted(set(args.systems) - set(wanted))
@@ -245,14 +242,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"unknown systems {unknown}: use any of {wanted}", file=sys.stderr)
             return 1
         wanted = [w for w in wanted if w in args.systems]
-    wait = None
-    if not args.quick and not args.no_wait:
-        wait = wait_until_quiet(args.poll_s, args.max_wait_s)
-        log(f"machine quiet after {wait['waited_s']:.0f}s" if wait["quiet"] else "machine busy")
-    wall0 = time.perf_counter()
-    return run_in_workdir(
-        args, "bench_ewt_tree_", lambda workdir: run(args, files, wanted, workdir),
-        print_report, wall0, extra={"wait": wait})
+    return run_benchmark(args, list(files.values()), "bench_ewt_tree_",
+                         lambda workdir: run(args, files, wanted, workdir), print_report)
 
 
 def run(args: argparse.Namespace, files: Dict[str, Path], wanted: List[str],
@@ -317,11 +308,39 @@ def run(args: argparse.Namespace, files: Dict[str, Path], wanted: List[str],
                 comparisons.append(compare(results, task, a, b))
     report["comparisons"] = comparisons
     report["_results"] = results
+    report["summary"] = ewt_tree_summary(report, results)
     return report
+
+
+def ewt_tree_summary(report: Dict[str, Any], results: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The README row of each system (``common.render_summary``)."""
+    tasks = {"upos": "EWT UPOS, gold trees", "deprel": "EWT DEPREL given gold heads"}
+    names = {"chain": "chain CRF, token features", "chain+tree": "chain CRF + tree features",
+             "tree": "tree CRF + tree features"}
+    rows = [summary_row(tasks[r["task"]], names[r["system"]], "acc", r["eval"]["test_acc"],
+                        r["train"]["train_s"], r["eval"]["decode_tokens_per_s"],
+                        r["train"]["peak_rss_mb"], r["eval"]["peak_rss_mb"],
+                        r["eval"]["component_bytes"])
+            for r in results.values()]
+    notes = [f"{report['n_train_docs']:,} train / {report['n_test_docs']:,} test sentences, "
+             f"{report['epochs']} epochs, model-best by dev accuracy; every system reads docs "
+             "that carry the gold tree"]
+    for c in report["comparisons"]:
+        if (c["from"], c["to"]) == ("chain", "tree"):
+            continue
+        what = {"chain+tree": "tree features", "tree": "tree structure"}[c["to"]]
+        notes.append(f"{c['task'].upper()}, {what} ({c['from']} -> {c['to']}): "
+                     f"{c['acc_diff_points']:+.2f} points, McNemar p = {c['p_value']:.2g} "
+                     f"({c['verdict']}); decode at {c['decode_speed_ratio']:.2f}x the speed")
+    title = "UD English EWT with gold trees: chain vs tree" + (" (quick)" if report["quick"] else "")
+    command = (f"python benchmarks/ewt_tree.py --quick" if report["quick"] else
+               f"python benchmarks/ewt_tree.py --out benchmarks/results/ewt_tree.json")
+    return make_summary(title, command, rows, notes)
 
 
 def print_report(report: Dict[str, Any]) -> None:
     results = report.pop("_results")
+    print("\n" + render_summary(report["summary"], level=2))
     # per-token vectors are for the paired tests only
     report["systems"] = {k: dict(v, eval={kk: vv for kk, vv in v["eval"].items() if kk != "correct"})
                          for k, v in results.items()}

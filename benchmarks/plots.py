@@ -10,8 +10,9 @@ Writes into ``--out``:
 * ``confusion.png``: gold against predicted label per token on ``--data``,
   each row normalised to sum to 1.
 * ``learning_curve.png``: the scores against training steps, parsed from the
-  console output of ``spacy train`` saved with ``--train-log`` (skipped with a
-  note without it).
+  console output of ``spacy train`` or from the JSON lines of
+  ``spacy.ConsoleLogger.v3``'s ``output_file``, given with ``--train-log``
+  (skipped with a note without it).
 * ``confidence.html``: the first ``--n-docs`` docs, each token coloured by the
   CRF's confidence in its predicted label (``token._.crf_confidence``), the
   predicted label under it, the gold label on hover and errors underlined.
@@ -187,6 +188,8 @@ def parse_train_log(text: str) -> Tuple[List[str], List[List[float]]]:
     spaces (a loss column is ``LOSS NAME``); rows are whitespace-separated numbers.
     Several tables (e.g. resumed runs) are concatenated.
     """
+    if text.lstrip().startswith("{"):
+        return parse_jsonl_log(text)
     columns: List[str] = []
     rows: List[List[float]] = []
     for raw in text.splitlines():
@@ -209,13 +212,32 @@ def parse_train_log(text: str) -> Tuple[List[str], List[List[float]]]:
     return columns, rows
 
 
+def parse_jsonl_log(text: str) -> Tuple[List[str], List[List[float]]]:
+    """The same table from the JSON lines ``spacy.ConsoleLogger.v3`` writes to its
+    ``output_file`` (the shipped configs set it from ``paths.train_log``), with the
+    console's columns and scale (scores already in percent there)."""
+    import json
+
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not records:
+        return [], []
+    losses = list(records[0]["losses"])
+    scores = [k for k, v in records[0]["scores"].items() if isinstance(v, (int, float))]
+    columns = ["E", "#", *(f"LOSS {name.upper()}" for name in losses),
+               *(name.upper() for name in scores), "SCORE"]
+    rows = [[float(r["epoch"]), float(r["step"]), *(float(r["losses"][n]) for n in losses),
+             *(float(r["scores"][n] or 0.0) for n in scores), float(r["score"])]
+            for r in records]
+    return columns, rows
+
+
 def find_log_file(path: Path) -> Optional[Path]:
     """``path`` itself, or a log file holding the table in a directory (a training output dir)."""
     if path.is_file():
         return path
     if path.is_dir():
         candidates = sorted(list(path.glob("*.log")) + list(path.glob("*.txt"))
-                            + list(path.glob("*/*.log")))
+                            + list(path.glob("*.jsonl")) + list(path.glob("*/*.log")))
         for candidate in candidates:
             try:
                 if parse_train_log(candidate.read_text(errors="replace"))[1]:

@@ -38,8 +38,8 @@ from typing import Any, Dict, List, Sequence
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (best_of, environment, log, markdown_table,  # noqa: E402
-                    wait_until_quiet, write_json)
+from common import (best_of, environment, log, make_summary, markdown_table,  # noqa: E402
+                    render_summary, wait_until_quiet, write_json)
 
 TEMPLATES = ["NORM[-1..1]", "NORM[-1]|NORM[0]", "PREFIX2", "SUFFIX3", "SHAPE", "IS_TITLE"]
 N_BUCKETS = 2**18
@@ -197,7 +197,7 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 
 def flat_verdict(slope: float) -> str:
     if abs(slope) < 0.1:
-        return "flat (linear in tokens)"
+        return "flat: time linear in tokens"
     return "falling (fixed per-call overhead amortized)" if slope < 0 else "rising (super-linear)"
 
 
@@ -292,6 +292,45 @@ def sweep_labels(stream: WordStream, quick: bool, runs: int) -> Dict[str, Any]:
 
 # -- report ------------------------------------------------------------------
 
+def scaling_summary(result: Dict[str, Any]) -> Dict[str, Any]:
+    """The README tables (``common.render_summary``): tokens/s against batch size,
+    doc length and labels, with the fitted slopes and what they say."""
+    b, d, l = result["batch"], result["length"], result["labels"]
+    tables = [
+        {"caption": f"Batch size (docs of {b['doc_length']} tokens, {b['labels']} labels):",
+         "headers": ["batch size", *(f"{r['batch_size']:,}" for r in b["rows"])],
+         "rows": [["decode tokens/s", *(f"{r['tokens_per_s']:,}" for r in b["rows"])],
+                  ["us/token", *(str(r["us_per_token"]) for r in b["rows"])]]},
+        {"caption": f"Document length (one sequence per doc, ~{d['total_tokens']:,} tokens a point):",
+         "headers": ["tokens per doc", *(f"{r['doc_length']:,}" for r in d["rows"])],
+         "rows": [["decode tokens/s", *(f"{r['tokens_per_s']:,}" for r in d["rows"])],
+                  ["us/token", *(str(r["us_per_token"]) for r in d["rows"])]]},
+        {"caption": f"Label-set size ({l['docs']:,} docs of {l['doc_length']} tokens):",
+         "headers": ["labels", *(str(r["labels"]) for r in l["rows"])],
+         "rows": [["decode tokens/s (whole pipe)", *(f"{r['tokens_per_s']:,}" for r in l["rows"])],
+                  ["Viterbi kernel us/token",
+                   *(str(r["kernels"]["viterbi"]["us_per_token"]) for r in l["rows"])],
+                  ["forward-backward kernel us/token",
+                   *(str(r["kernels"]["marginals"]["us_per_token"]) for r in l["rows"])]]},
+    ]
+    fb, fd, fl = b["fit"], d["fit"], l["fit"]
+    notes = [
+        f"us/token against batch size: log-log slope {fb['slope_batch_ge_100']} from 100 docs up "
+        f"({flat_verdict(fb['slope_batch_ge_100'])}); a batch of one pays a fixed cost a call",
+        f"us/token against doc length: log-log slope {fd['slope_length_ge_100']} from 100 tokens "
+        f"up ({flat_verdict(fd['slope_length_ge_100'])})",
+        f"kernel time per token against labels L (L >= 20): Viterbi L^{fl['viterbi']['slope_L_ge_20']}"
+        f", forward-backward L^{fl['marginals']['slope_L_ge_20']} "
+        f"({quadratic_verdict(fl['viterbi']['slope_L_ge_20'])}); the rest of the pipe "
+        f"L^{fl['pipeline_minus_viterbi']['slope_L_ge_20']}",
+        f"synthetic docs and random weights, FeatureCRF {', '.join(result['templates'])}, "
+        f"2^{result['n_buckets'].bit_length() - 1} buckets",
+    ]
+    title = "Decode scaling" + (" (quick)" if result["quick"] else "")
+    return make_summary(title, "python benchmarks/scaling.py --out benchmarks/results/scaling.json",
+                        [], notes, tables)
+
+
 def report(result: Dict[str, Any]) -> None:
     b, d, l = result["batch"], result["length"], result["labels"]
     print(f"\n### 1. Batch size (docs of {b['doc_length']} tokens, {b['labels']} labels)\n")
@@ -347,7 +386,7 @@ def main() -> None:
                         help="seconds to wait for other benchmarks to finish (full run)")
     args = parser.parse_args()
 
-    result: Dict[str, Any] = {"quick": args.quick, "templates": TEMPLATES,
+    result: Dict[str, Any] = {"benchmark": "scaling", "quick": args.quick, "templates": TEMPLATES,
                               "n_buckets": N_BUCKETS, "environment": environment()}
     if not args.quick:
         result["quiet"] = wait_until_quiet(poll_s=15, max_wait_s=args.max_wait)
@@ -360,6 +399,8 @@ def main() -> None:
     log("sweep 3: label-set size")
     result["labels"] = sweep_labels(stream, args.quick, args.runs)
     result["total_s"] = round(time.perf_counter() - t0, 1)
+    result["summary"] = scaling_summary(result)
+    print("\n" + render_summary(result["summary"], level=2))
     report(result)
     print(f"\ntotal {result['total_s']} s")
     write_json(args.out, result)

@@ -49,16 +49,17 @@ running (``--no-wait`` to skip), so that its timings are clean.
 """
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from crfsuite_peer import phase_fit_and_decode
+from spacy_peer import make_default_config
 from common import (
-    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, disk_bytes, environment, log,
-    markdown_table, mb, run_in_workdir, run_isolated, Stopwatch, time_pipe,
-    train_spacy_subprocess, wait_until_quiet,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, make_summary,
+    markdown_table, mb, render_summary, run_benchmark, run_isolated, summary_row, time_pipe,
+    train_spacy_subprocess,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "uner_ner.cfg"
@@ -213,141 +214,7 @@ def score_system(test: List[Tuple[List[str], List[str]]], gold_spans: List[Set[S
     return dict(main, seqeval=seqeval, spacy_get_ner_prf=spacy_prf, cross_checks_agree=agree)
 
 
-# -- crfsuite: the config's templates as crfsuite attributes -------------------------
-
-class LexemeFeatures:
-    """String values of template attributes, read from spaCy lexemes of a blank
-    English vocab (cached per word type)."""
-
-    BOOL = {"IS_ALPHA", "IS_ASCII", "IS_DIGIT", "IS_LOWER", "IS_UPPER", "IS_TITLE", "IS_PUNCT",
-            "IS_SPACE", "IS_STOP", "IS_BRACKET", "IS_QUOTE", "IS_LEFT_PUNCT", "IS_RIGHT_PUNCT",
-            "IS_CURRENCY", "LIKE_NUM", "LIKE_URL", "LIKE_EMAIL"}
-    TEXT = {"ORTH": "orth_", "LOWER": "lower_", "NORM": "norm_", "SHAPE": "shape_",
-            "PREFIX": "prefix_", "SUFFIX": "suffix_"}
-
-    def __init__(self, attrs: Sequence[str]) -> None:
-        import spacy
-
-        self.vocab = spacy.blank("en").vocab
-        self.attrs = list(attrs)
-        for attr in self.attrs:
-            if not (attr in self.BOOL or attr in self.TEXT or attr == "LENGTH"
-                    or attr[:-1] in ("PREFIX", "SUFFIX") and attr[-1] in "1234"):
-                raise ValueError(f"no crfsuite rendering of template attribute {attr}")
-        self.cache: Dict[str, Dict[str, str]] = {}
-
-    def __call__(self, word: str) -> Dict[str, str]:
-        values = self.cache.get(word)
-        if values is None:
-            lex = self.vocab[word]
-            lower = lex.lower_
-            values = {}
-            for attr in self.attrs:
-                if attr in self.BOOL:
-                    values[attr] = "1" if getattr(lex, attr.lower()) else "0"
-                elif attr in self.TEXT:
-                    values[attr] = getattr(lex, self.TEXT[attr])
-                elif attr == "LENGTH":
-                    values[attr] = str(lex.length)
-                elif attr.startswith("PREFIX"):
-                    values[attr] = lower[:int(attr[-1])]
-                else:
-                    values[attr] = lower[-int(attr[-1]):]
-            self.cache[word] = values
-        return values
-
-
-class CrfsuiteFeaturizer:
-    """One crfsuite attribute dict per token: ``{template name: joined values}``."""
-
-    def __init__(self, templates: Sequence[str]) -> None:
-        from spacy_crf.features.templates import FeatureTemplates
-
-        parsed = FeatureTemplates(templates)
-        if parsed.uses_tree:
-            raise ValueError("tree templates have no crfsuite rendering here")
-        self.names = parsed.names
-        self.templates = [tuple((p.attr, p.offset) for p in t) for t in parsed.templates]
-        attrs = sorted({a for t in self.templates for a, _ in t})
-        self.lexemes = LexemeFeatures(attrs)
-
-    def sentence(self, words: Sequence[str]) -> List[Dict[str, Any]]:
-        values = [self.lexemes(w) for w in words]
-        n = len(words)
-        items = []
-        for i in range(n):
-            feats: Dict[str, Any] = {"bias": 1.0}
-            for name, template in zip(self.names, self.templates):
-                parts = []
-                for attr, off in template:
-                    j = i + off
-                    parts.append(values[j][attr] if 0 <= j < n else f"<PAD{off:+d}>")
-                feats[name] = "|".join(parts)
-            items.append(feats)
-        return items
-
-
-def phase_crfsuite(train_path: str, test_path: str, templates: List[str], params: Dict[str, Any],
-                   workdir: str, decode_runs: int) -> Dict[str, Any]:
-    import sklearn_crfsuite
-
-    train = read_iob2(Path(train_path))
-    test = read_iob2(Path(test_path))
-    featurizer = CrfsuiteFeaturizer(templates)
-    with Stopwatch() as feat:
-        X_train = [featurizer.sentence(words) for words, _ in train]
-    y_train = [tags for _, tags in train]
-    model_file = Path(workdir) / "crfsuite_uner.model"
-    crf = sklearn_crfsuite.CRF(model_filename=str(model_file), **params)
-    with Stopwatch() as fit:
-        crf.fit(X_train, y_train)
-    last = crf.training_log_.last_iteration if crf.training_log_ else {}
-    del X_train
-
-    def featurize_and_predict() -> List[List[str]]:
-        return crf.predict([featurizer.sentence(words) for words, _ in test])
-
-    # warm-up: fills the lexeme cache with the test types, as the warm-up of the
-    # spaCy systems leaves the test words' lexemes in their vocab
-    featurize_and_predict()
-    decode = best_of(decode_runs, featurize_and_predict)
-    X_test = [featurizer.sentence(words) for words, _ in test]
-    predict_only = best_of(decode_runs, lambda: crf.predict(X_test))
-    n_tokens = sum(len(words) for words, _ in test)
-    return {
-        "params": dict(params, all_possible_transitions="default (False)",
-                       all_possible_states="default (False)"),
-        "n_templates": len(featurizer.names),
-        "featurize_train_s": feat.wall_s,
-        "train_s": fit.wall_s,
-        "train_cpu_share": fit.cpu_share,
-        "iterations": last.get("num"),
-        "final_loss": last.get("loss"),
-        "active_features": last.get("active_features"),
-        "num_attributes": crf.num_attributes_,
-        "model_bytes": disk_bytes(model_file),
-        "n_test_tokens": n_tokens,
-        "decode_s": decode["best_s"],
-        "decode_runs_s": decode["runs_s"],
-        "decode_cpu_share": decode["cpu_share"],
-        "decode_tokens_per_s": n_tokens / decode["best_s"],
-        "predict_only_tokens_per_s": n_tokens / predict_only["best_s"],
-        "pred_tags": decode["result"],
-        "example_attributes": sorted(f"{k}={v}" for k, v in featurizer.sentence(
-            test[0][0])[min(1, len(test[0][0]) - 1)].items()),
-    }
-
-
 # -- spaCy training (subprocess) and decoding (fresh process) -----------------------
-
-def make_ner_config(workdir: Path) -> Path:
-    """spaCy's default CPU ner config (``spacy init config -p ner -o efficiency``)."""
-    path = workdir / "spacy_ner_efficiency.cfg"
-    subprocess.run([sys.executable, "-m", "spacy", "init", "config", str(path), "-l", "en",
-                    "-p", "ner", "-o", "efficiency", "--force"],
-                   check=True, capture_output=True, text=True)
-    return path
-
 
 def phase_spacy_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
     """Load a trained pipeline, tag test Docs made from the words, time ``nlp.pipe``."""
@@ -414,18 +281,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     files = iob2_files(args.data_dir, args.quick)
-    missing = [str(p) for p in [*files.values(), args.config] if not p.exists()]
-    if missing:
-        print(f"not found: {', '.join(missing)}", file=sys.stderr)
-        return 1
-    wait = None
-    if not args.quick and not args.no_wait:
-        wait = wait_until_quiet(args.poll_s, args.max_wait_s)
-        log(f"machine quiet after {wait['waited_s']:.0f}s" if wait["quiet"] else "machine busy")
-    wall0 = time.perf_counter()
-    return run_in_workdir(
-        args, "bench_uner_", lambda workdir: run(args, files, workdir),
-        print_report, wall0, extra={"wait": wait})
+    return run_benchmark(args, [*files.values(), args.config], "bench_uner_",
+                         lambda workdir: run(args, files, workdir), print_report)
 
 
 def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict[str, Any]:
@@ -474,9 +331,9 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     # 2. sklearn-crfsuite, same features
     params = dict(CRFSUITE_PARAMS, max_iterations=args.crfsuite_max_iterations)
     log(f"[2] sklearn-crfsuite {params}, {args.config.name}'s templates as attributes")
-    sc = run_isolated(phase_crfsuite, str(files["train"]), str(files["test"]), templates, params,
-                      str(workdir), args.decode_runs)
-    pred_tags = sc.pop("pred_tags")
+    sc = run_isolated(phase_fit_and_decode, read_iob2(files["train"]), [w for w, _ in test],
+                      templates, params, str(workdir / "crfsuite_uner.model"), args.decode_runs)
+    pred_tags = sc.pop("pred")
     sc["scores"] = score_system(test, gold_spans, [spans_from_iob(t) for t in pred_tags],
                                 pred_tags)
     sc["name"] = "sklearn-crfsuite"
@@ -485,7 +342,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     _log_system(sc)
 
     # 3. spaCy ner
-    ner_config = make_ner_config(workdir)
+    ner_config = Path(make_default_config("ner", workdir / "spacy_ner_efficiency.cfg")["path"])
     overrides = ["--training.max_steps", str(ner_steps), "--training.eval_frequency", str(ner_eval)]
     log(f"[3] spaCy ner ({NER_INIT_COMMAND}) {' '.join(overrides)}")
     out = workdir / "spacy_ner"
@@ -503,7 +360,44 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     ours, base, ner = systems["spacy_crf"], systems["crfsuite"], systems["spacy_ner"]
     report["ratios"] = {other: _ratios(ours, sys_) for other, sys_ in
                         (("crfsuite", base), ("spacy_ner", ner))}
+    report["summary"] = uner_summary(report)
     return report
+
+
+def uner_summary(report: Dict[str, Any]) -> Dict[str, Any]:
+    """The README row of each system (``common.render_summary``)."""
+    systems = report["systems"]
+    sc, ner = systems["crfsuite"], systems["spacy_ner"]
+    p = sc["params"]
+    names = {
+        "spacy_crf": f"spacy-crf FeatureCRF ({Path(report['config']).name}, BILUO)",
+        "crfsuite": f"sklearn-crfsuite (L-BFGS, c1 = {p['c1']}, c2 = {p['c2']}, "
+                    f"{sc['iterations']} it, same features)",
+        "spacy_ner": f"spaCy ner (init config -o efficiency, {ner['train']['max_steps']} steps)",
+    }
+    rows = []
+    for key, system in systems.items():
+        spacy_system = "train" in system
+        rows.append(summary_row(
+            "UNER English NER", names[key], "F1", system["scores"]["f"], system["train_s"],
+            system["decode_tokens_per_s"],
+            system["train"]["peak_rss_mb"] if spacy_system else system["peak_rss_mb"],
+            system["decode"]["peak_rss_mb"] if spacy_system else None, system["weights_bytes"]))
+    c = report["corpus"]
+    notes = [
+        report["data_note"],
+        f"train {c['train']['sentences']:,} sentences / {c['train']['tokens']:,} tokens, test "
+        f"{c['test']['sentences']:,} / {c['test']['tokens']:,} "
+        f"({sum(c['test']['entities'].values())} entities); exact-span micro F1 (seqeval and "
+        "spaCy's scorer agree)",
+        "train s: the whole `spacy train` for spaCy systems (model-best by dev F1); crfsuite "
+        "`fit` only",
+        "decode: Docs made from the words through `nlp.pipe`; crfsuite featurize + predict",
+    ]
+    title = "Universal NER English EWT" + (" (quick)" if report["quick"] else "")
+    command = (f"python benchmarks/uner.py --quick" if report["quick"] else
+               f"python benchmarks/uner.py --out benchmarks/results/uner.json")
+    return make_summary(title, command, rows, notes)
 
 
 def _spacy_system(name: str, train: Dict[str, Any], decode: Dict[str, Any], test,
@@ -547,6 +441,7 @@ def _log_system(system: Dict[str, Any]) -> None:
 
 
 def print_report(report: Dict[str, Any]) -> None:
+    print("\n" + render_summary(report["summary"], level=2))
     systems = report["systems"]
     ours, sc, ner = systems["spacy_crf"], systems["crfsuite"], systems["spacy_ner"]
     p = sc["params"]

@@ -145,3 +145,24 @@ def test_learning_curve_skipped_without_log(plots, tmp_path):
     assert "learning_curve.png skipped" in result.stdout
     assert not (tmp_path / "learning_curve.png").exists()
     assert (tmp_path / "confidence.html").exists()
+
+
+def test_learning_curve_from_the_jsonl_the_configs_write(tmp_path):
+    """``--paths.train_log`` makes ``spacy train`` (ConsoleLogger.v3) write JSON
+    lines; the plots script reads them with the console table's columns."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import plots
+
+    lines = [
+        '{"epoch":0,"step":0,"losses":{"crf_tagger":10.5},"scores":{"crf_acc":50.0,"pos_acc":50.0},"score":0.5}',
+        '{"epoch":1,"step":25,"losses":{"crf_tagger":4.0},"scores":{"crf_acc":75.0,"pos_acc":75.0},"score":0.75}',
+    ]
+    columns, rows = plots.parse_train_log("\n".join(lines) + "\n")
+    assert columns == ["E", "#", "LOSS CRF_TAGGER", "CRF_ACC", "POS_ACC", "SCORE"]
+    assert rows == [[0.0, 0.0, 10.5, 50.0, 50.0, 0.5], [1.0, 25.0, 4.0, 75.0, 75.0, 0.75]]
+    log = tmp_path / "run" / "train_log.jsonl"
+    log.parent.mkdir()
+    log.write_text("\n".join(lines) + "\n", encoding="utf8")
+    assert plots.find_log_file(log.parent) == log  # a training output dir is searched too
+    plots.plot_learning_curve(columns, rows, tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").read_bytes()[:8] == PNG_MAGIC
