@@ -166,8 +166,11 @@ def environment() -> Dict[str, Any]:
     try:
         git["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, text=True,
                                        capture_output=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO_ROOT, text=True,
-                               capture_output=True, check=True).stdout.splitlines()
+        # tracked files only: the benchmarks' own untracked outputs (benchmarks/results/
+        # of an earlier benchmark in the same run) are not changes to the code measured
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO_ROOT, text=True, capture_output=True,
+                               check=True).stdout.splitlines()
         git["dirty_files"] = len(dirty)
     except (OSError, subprocess.CalledProcessError):
         pass

@@ -177,6 +177,11 @@ def phase_evaluate(model_dir: str, test_path: str, attrs: List[str], key: str, t
 
 # -- statistics ------------------------------------------------------------------
 
+def p_text(p: float) -> str:
+    """A p-value for people: the normal tail underflows to 0 below ~1e-308."""
+    return "< 1e-300" if p < 1e-300 else f"= {p:.2g}"
+
+
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> Dict[str, Any]:
     """McNemar's test (continuity-corrected, normal approximation) of two systems'
     per-token correctness on the same tokens: b_only = B right where A is wrong."""
@@ -330,7 +335,7 @@ def ewt_tree_summary(report: Dict[str, Any], results: Dict[str, Dict[str, Any]])
             continue
         what = {"chain+tree": "tree features", "tree": "tree structure"}[c["to"]]
         notes.append(f"{c['task'].upper()}, {what} ({c['from']} -> {c['to']}): "
-                     f"{c['acc_diff_points']:+.2f} points, McNemar p = {c['p_value']:.2g} "
+                     f"{c['acc_diff_points']:+.2f} points, McNemar p {p_text(c['p_value'])} "
                      f"({c['verdict']}); decode at {c['decode_speed_ratio']:.2f}x the speed")
     title = "UD English EWT with gold trees: chain vs tree" + (" (quick)" if report["quick"] else "")
     command = (f"python benchmarks/ewt_tree.py --quick" if report["quick"] else
@@ -389,9 +394,9 @@ def print_report(report: Dict[str, Any]) -> None:
                     }[(c["from"], c["to"])]
             if c["verdict"] == "no significant difference":
                 said = (f"does NOT help significantly ({c['acc_diff_points']:+.2f} points, "
-                        f"p = {c['p_value']:.2g})")
+                        f"p {p_text(c['p_value'])})")
             else:
-                said = f"{c['verdict']} ({c['acc_diff_points']:+.2f} points, p = {c['p_value']:.2g})"
+                said = f"{c['verdict']} ({c['acc_diff_points']:+.2f} points, p {p_text(c['p_value'])})"
             print(f"- {c['task'].upper()}, {what}: {said}; decode at {c['decode_speed_ratio']:.2f}x "
                   f"the speed, training {c['train_time_ratio']:.2f}x the time.")
     shares = {k: (r["train"]["cpu_share"], r["eval"]["decode_cpu_share"])

@@ -84,10 +84,20 @@ Span = Tuple[int, int, str]  # token start, token end (exclusive), entity type
 
 # -- data ------------------------------------------------------------------------
 
-def iob2_files(data_dir: Path, quick: bool) -> Dict[str, Path]:
+def iob2_files(data_dir: Path, quick: bool, train_file: str = FULL_FILES["train"]
+               ) -> Dict[str, Path]:
     if quick:
         return {s: SAMPLE / f"en_ewt-{s}.iob2" for s in SPLITS}
-    return {s: data_dir / UNER_SUBDIR / FULL_FILES[s] for s in SPLITS}
+    names = dict(FULL_FILES, train=train_file)
+    return {s: data_dir / UNER_SUBDIR / names[s] for s in SPLITS}
+
+
+def data_note(args: argparse.Namespace) -> str:
+    if args.quick:
+        return QUICK_NOTE
+    if args.train_file == FULL_FILES["train"]:
+        return TRAIN_NOTE
+    return f"train = {args.train_file}; dev and test are the official UNER v1 files"
 
 
 def read_iob2(path: Path) -> List[Tuple[List[str], List[str]]]:
@@ -274,13 +284,16 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                         help="training.eval_frequency of the FeatureCRF (default: the config's; "
                              "--quick: 20, since the sample is only ~14 steps an epoch)")
     parser.add_argument("--crfsuite-max-iterations", type=int, default=100)
+    parser.add_argument("--train-file", default=FULL_FILES["train"],
+                        help=f"the train file in DATA_DIR/{UNER_SUBDIR} (default: %(default)s; "
+                             "the official UNER v1 file is en_ewt-ud-train.iob2)")
     add_run_arguments(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
-    files = iob2_files(args.data_dir, args.quick)
+    files = iob2_files(args.data_dir, args.quick, args.train_file)
     return run_benchmark(args, [*files.values(), args.config], "bench_uner_",
                          lambda workdir: run(args, files, workdir), print_report)
 
@@ -296,7 +309,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
         "benchmark": "uner_english_ewt",
         "quick": args.quick,
         "data": {s: str(p) for s, p in files.items()},
-        "data_note": QUICK_NOTE if args.quick else TRAIN_NOTE,
+        "data_note": data_note(args),
         "config": str(args.config),
         "templates": templates,
         "environment": environment(),
