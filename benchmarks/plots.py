@@ -5,8 +5,9 @@ Writes into ``--out``:
 * ``transitions.png``: the learned label-interaction scores. Chain models: the
   transition matrix (rows = previous label, columns = next label) with the
   start scores as an extra first row and the end scores as an extra last
-  column. Tree models: the pair matrix of the first relation group (rows =
-  child label, columns = head label) with the root scores as an extra column.
+  column. Tree models: one panel per relation group (rows = child label,
+  columns = head label; each group named by its relation), the root scores as
+  an extra column of the first.
 * ``confusion.png``: gold against predicted label per token on ``--data``,
   each row normalised to sum to 1.
 * ``learning_curve.png``: the scores against training steps, parsed from the
@@ -112,41 +113,79 @@ def _figsize(n_rows: int, n_cols: int) -> Tuple[float, float]:
     return (max(5.0, 1.5 + 0.32 * n_cols), max(4.0, 1.2 + 0.3 * n_rows))
 
 
+def relation_group_names(component: CRFTagger) -> List[str]:
+    """The name of each pair matrix of a tree model: matrix 0 is shared by the
+    relations without one of their own, matrix k belongs to ``cfg["relations"][k-1]``."""
+    own = list(component.cfg.get("relations") or [])
+    return ["other relations" if own else "all relations", *own]
+
+
 def plot_transitions(component: CRFTagger, path: Path) -> str:
+    if component.cfg["structure"] == "tree":
+        return plot_pair_matrices(component, path)
     labels = list(component.labels)
     params = potentials_params(component)
     L = len(labels)
-    if component.cfg["structure"] == "tree":
-        matrix = np.full((L, L + 1), np.nan)
-        matrix[:, :L] = params["pair"][0]
-        matrix[:, L] = params["root"]
-        rows, cols = labels, labels + ["ROOT"]
-        title = "Pair scores, relation group 0 (child x head), root scores"
-        xlabel, ylabel = "head label", "child label"
-        kind = "pair matrix (tree)"
-    else:
-        matrix = np.full((L + 1, L + 1), np.nan)
-        matrix[0, :L] = params["start"]
-        matrix[1:, :L] = params["transitions"]
-        matrix[1:, L] = params["end"]
-        rows, cols = ["START"] + labels, labels + ["END"]
-        title = "Transition scores (previous -> next), start row, end column"
-        xlabel, ylabel = "next label", "previous label"
-        kind = "transition matrix (chain)"
-    finite = matrix[np.isfinite(matrix)]
-    bound = float(np.abs(finite).max()) if finite.size else 1.0
-    bound = bound or 1.0
+    matrix = np.full((L + 1, L + 1), np.nan)
+    matrix[0, :L] = params["start"]
+    matrix[1:, :L] = params["transitions"]
+    matrix[1:, L] = params["end"]
     fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
-    image = _heatmap(ax, matrix, rows, cols, "RdBu_r", annotate=max(matrix.shape) <= 25,
-                     fmt=".1f", vmin=-bound, vmax=bound)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
+    image = _heatmap(ax, matrix, ["START"] + labels, labels + ["END"], "RdBu_r",
+                     annotate=max(matrix.shape) <= 25, fmt=".1f", **_symmetric(matrix))
+    ax.set_xlabel("next label")
+    ax.set_ylabel("previous label")
+    ax.set_title("Transition scores (previous -> next), start row, end column", fontsize=9)
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    return f"{kind}, {matrix.shape[0]}x{matrix.shape[1]}"
+    return f"transition matrix (chain), {matrix.shape[0]}x{matrix.shape[1]}"
+
+
+def _symmetric(matrix: np.ndarray) -> Dict[str, float]:
+    """A colour range centred on 0, so that red / blue mean favoured / disfavoured."""
+    finite = matrix[np.isfinite(matrix)]
+    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    return {"vmin": -(bound or 1.0), "vmax": bound or 1.0}
+
+
+def plot_pair_matrices(component: CRFTagger, path: Path) -> str:
+    """Tree models: one panel per relation group (child label x head label), the
+    root scores as the first panel's last column, one colour scale for all."""
+    labels = list(component.labels)
+    params = potentials_params(component)
+    pair, L = params["pair"], len(labels)
+    names = relation_group_names(component)
+    panels = []
+    for g in range(pair.shape[0]):
+        matrix = np.full((L, L + 1), np.nan)
+        matrix[:, :L] = pair[g]
+        if g == 0:
+            matrix[:, L] = params["root"]
+        panels.append(matrix)
+    scale = _symmetric(np.stack(panels))
+    n_cols = min(2, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    width, height = _figsize(L, L + 1)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, 0.8 * height * n_rows),
+                             squeeze=False, layout="constrained")
+    image = None
+    for g, matrix in enumerate(panels):
+        ax = axes[g // n_cols][g % n_cols]
+        image = _heatmap(ax, matrix, labels, labels + ["ROOT"], "RdBu_r",
+                         annotate=L <= 25, fmt=".1f", **scale)
+        ax.set_title(f"{names[g] if g < len(names) else g}" + (" (+ root scores)" if g == 0 else ""),
+                     fontsize=9)
+        ax.set_xlabel("head label")
+        ax.set_ylabel("child label")
+    for g in range(len(panels), n_rows * n_cols):
+        axes[g // n_cols][g % n_cols].axis("off")
+    fig.suptitle("Child-head pair scores per relation group", fontsize=10)
+    fig.colorbar(image, ax=axes, shrink=0.6)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return f"pair matrices (tree), {len(panels)} relation groups of {L}x{L} + root"
 
 
 def confusion_matrix(gold: List[np.ndarray], pred: List[np.ndarray],

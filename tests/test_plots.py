@@ -166,3 +166,42 @@ def test_learning_curve_from_the_jsonl_the_configs_write(tmp_path):
     assert plots.find_log_file(log.parent) == log  # a training output dir is searched too
     plots.plot_learning_curve(columns, rows, tmp_path / "curve.png")
     assert (tmp_path / "curve.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
+    """A tree CRF with its own pair matrices for the two most frequent relations:
+    the heatmap names each group, and the whole script runs with ``--copy HEAD DEP``."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import plots
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={
+        "model": dict(SMALL_MODEL, n_relations=3), "target": "tag", "structure": "tree"})
+    # det -> noun, noun -> verb (nsubj), and a root verb; "obj" is rarer than the others
+    rows = [
+        (["the", "cat", "sat"], ["DT", "NN", "VBD"], [1, 2, 2], ["det", "nsubj", "ROOT"]),
+        (["a", "dog", "ran"], ["DT", "NN", "VBD"], [1, 2, 2], ["det", "nsubj", "ROOT"]),
+        (["dogs", "chase", "the", "cat"], ["NNS", "VBP", "DT", "NN"], [1, 1, 3, 1],
+         ["nsubj", "ROOT", "det", "obj"]),
+    ]
+    examples = []
+    for words, tags, heads, deps in rows:
+        predicted = Doc(nlp.vocab, words=words, heads=heads, deps=deps)
+        reference = Doc(nlp.vocab, words=words, tags=tags, heads=heads, deps=deps)
+        examples.append(Example(predicted, reference))
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.1)
+    for _ in range(10):
+        nlp.update(examples, sgd=optimizer)
+    component = nlp.get_pipe("crf_tagger")
+    assert plots.relation_group_names(component) == ["other relations", "det", "nsubj"]
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--model", str(tmp_path / "model"), "--data",
+         str(tmp_path / "data.spacy"), "--copy", "HEAD", "DEP", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    L = len(component.labels)
+    assert f"pair matrices (tree), 3 relation groups of {L}x{L} + root" in result.stdout
+    assert (tmp_path / "out" / "transitions.png").read_bytes()[:8] == PNG_MAGIC
