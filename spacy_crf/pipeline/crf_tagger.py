@@ -32,6 +32,7 @@ from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengt
 from ..models.architectures import set_n_labels
 from ..models.potentials import CRFScores
 from ..models.sparse_table import apply_sparse_updates, sync_averages
+from ..models.serialize import model_from_bytes, model_to_bytes
 from ..scoring import score_crf
 from ..targets import Target, make_target
 
@@ -382,7 +383,7 @@ class CRFTagger(TrainablePipe):
         path.mkdir(parents=True, exist_ok=True)
         cfg_tmp, model_tmp = path / "cfg.tmp", path / "model.tmp"
         srsly.write_json(cfg_tmp, self.cfg)
-        model_tmp.write_bytes(self.model.to_bytes())
+        model_tmp.write_bytes(model_to_bytes(self.model))
         cfg_tmp.replace(path / "cfg")
         model_tmp.replace(path / "model")
 
@@ -405,7 +406,7 @@ class CRFTagger(TrainablePipe):
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """Serialize ``cfg`` and the model's weights."""
-        return srsly.msgpack_dumps({"cfg": self.cfg, "model": self.model.to_bytes()})
+        return srsly.msgpack_dumps({"cfg": self.cfg, "model": model_to_bytes(self.model)})
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
         """Load from ``to_bytes`` output; a failed load leaves the component as it was."""
@@ -570,7 +571,7 @@ class CRFTagger(TrainablePipe):
         n_labels = len(cfg["labels"])
         set_n_labels(model, n_labels)
         try:
-            model.from_bytes(model_bytes)
+            model_from_bytes(model, model_bytes)
         except Exception as err:
             raise ValueError(Errors.E010.format(name=self.name, path=where, why=err)) from err
         for node in model.walk():
