@@ -166,11 +166,12 @@ def environment() -> Dict[str, Any]:
     try:
         git["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, text=True,
                                        capture_output=True, check=True).stdout.strip()
-        # tracked files only: the benchmarks' own untracked outputs (benchmarks/results/
-        # of an earlier benchmark in the same run) are not changes to the code measured
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=REPO_ROOT, text=True, capture_output=True,
-                               check=True).stdout.splitlines()
+        # tracked files only, and not the benchmarks' own outputs (benchmarks/results/
+        # rewritten by an earlier benchmark of the same run): changes to the code measured
+        dirty = [line for line in subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT, text=True,
+            capture_output=True, check=True).stdout.splitlines()
+            if not line[3:].startswith("benchmarks/results/")]
         git["dirty_files"] = len(dirty)
     except (OSError, subprocess.CalledProcessError):
         pass
