@@ -372,6 +372,23 @@ def run_in_workdir(args, prefix: str, run: Callable[[Path], Dict[str, Any]],
     return 0
 
 
+def print_timing_footer(report: Dict[str, Any], shares: Dict[str, Optional[float]]) -> None:
+    """The end of every benchmark's report: how long it waited for a quiet
+    machine, its wall time, the CPU share of each timed section, and a warning
+    when one got less than 90% of a core (all timed code is single-threaded,
+    so less means other processes held the CPU and the timing is pessimistic)."""
+    wait = report.get("wait")
+    if wait:
+        print(f"- waited {wait['waited_s']:.0f}s for other benchmarks / spacy train to finish"
+              + ("" if wait["quiet"] else " (gave up: machine busy)"))
+    print(f"\nbenchmark wall time: {report['benchmark_wall_s']:.0f}s")
+    print("CPU time / wall time of the timed sections: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in shares.items() if v is not None))
+    if any(v is not None and v < 0.9 for v in shares.values()):
+        print("WARNING: a timed section got less than 90% of a core: other processes were "
+              "probably running, its timing is pessimistic")
+
+
 def run_benchmark(args, inputs: Sequence[Path], prefix: str,
                   run: Callable[[Path], Dict[str, Any]],
                   print_report: Callable[[Dict[str, Any]], None]) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
+    print_timing_footer,
     run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment,
     log, make_summary, markdown_table, mb, read_columns, render_summary, run_isolated, Sentence,
     seqeval_f1, Stopwatch, summary_row, time_pipe, token_accuracy, train_spacy,
@@ -471,14 +472,9 @@ def print_report(report: Dict[str, Any]) -> None:
                          f"{run['train']['peak_rss_mb']:.0f}"])
         print(markdown_table(["n_buckets", "chunk F1", "features sharing a bucket",
                               "(uniform hash)", "model MB", "train s", "train peak RSS MB"], rows))
-    print(f"\nbenchmark wall time: {report['benchmark_wall_s']:.0f}s")
-    shares = {"crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
-              "spacy-crf train": tr["cpu_share"], "spacy-crf decode": dec["decode_cpu_share"]}
-    print("CPU time / wall time of the timed sections: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in shares.items()))
-    if any(v is not None and v < 0.9 for v in shares.values()):
-        print("WARNING: a timed section got less than 90% of a core: other processes were "
-              "probably running, its timing is pessimistic")
+    print_timing_footer(report, {
+        "crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
+        "spacy-crf train": tr["cpu_share"], "spacy-crf decode": dec["decode_cpu_share"]})
 
 
 if __name__ == "__main__":

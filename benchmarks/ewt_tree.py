@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
+    print_timing_footer,
     REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, make_summary,
     markdown_table, mb, render_summary, run_benchmark, run_isolated, summary_row, time_pipe,
     train_spacy_subprocess,
@@ -399,14 +400,11 @@ def print_report(report: Dict[str, Any]) -> None:
                 said = f"{c['verdict']} ({c['acc_diff_points']:+.2f} points, p {p_text(c['p_value'])})"
             print(f"- {c['task'].upper()}, {what}: {said}; decode at {c['decode_speed_ratio']:.2f}x "
                   f"the speed, training {c['train_time_ratio']:.2f}x the time.")
-    shares = {k: (r["train"]["cpu_share"], r["eval"]["decode_cpu_share"])
-              for k, r in report["systems"].items()}
-    print(f"\nbenchmark wall time: {report['benchmark_wall_s']:.0f}s")
-    print("CPU time / wall time (train, decode): "
-          + ", ".join(f"{k} {a}/{b}" for k, (a, b) in shares.items()))
-    if any(x is not None and x < 0.9 for pair in shares.values() for x in pair):
-        print("WARNING: a timed section got less than 90% of a core: other processes were "
-              "probably running, its timing is pessimistic")
+    shares = {}
+    for key, r in report["systems"].items():
+        shares[f"{key} train"] = r["train"]["cpu_share"]
+        shares[f"{key} decode"] = r["eval"]["decode_cpu_share"]
+    print_timing_footer(report, shares)
     if not all(r["eval"]["heads_kept"] for r in report["systems"].values()):
         print("WARNING: some system changed the heads of the input docs")
 

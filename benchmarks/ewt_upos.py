@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from common import (
+    print_timing_footer,
     REPO_ROOT, SHARED_DATA, add_run_arguments, environment, log, make_summary, markdown_table, mb,
     render_summary, run_benchmark, run_isolated, summary_row, train_spacy_subprocess,
 )
@@ -423,20 +424,10 @@ def print_report(report: Dict[str, Any]) -> None:
            if v["sentences_not_round_tripping"]}
     if bad:
         print(f"- WARNING: converted docs differ from the CoNLL-U words / UPOS: {bad}")
-    if report.get("wait"):
-        w = report["wait"]
-        print(f"- waited {w['waited_s']:.0f}s for other benchmarks / spacy train to finish"
-              + ("" if w["quiet"] else " (gave up: machine busy)"))
-    print(f"\nbenchmark wall time: {report['benchmark_wall_s']:.0f}s")
-    shares = {"spacy-crf train": ours["train_cpu_share"], "spacy-crf decode": ours["decode_cpu_share"],
-              "crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
-              "spaCy tagger train": tg["train_cpu_share"],
-              "spaCy tagger decode": tg["decode_cpu_share"]}
-    print("CPU time / wall time of the timed sections: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in shares.items() if v is not None))
-    if any(v is not None and v < 0.9 for v in shares.values()):
-        print("WARNING: a timed section got less than 90% of a core: other processes were "
-              "probably running, its timing is pessimistic")
+    print_timing_footer(report, {
+        "spacy-crf train": ours["train_cpu_share"], "spacy-crf decode": ours["decode_cpu_share"],
+        "crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
+        "spaCy tagger train": tg["train_cpu_share"], "spaCy tagger decode": tg["decode_cpu_share"]})
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from crfsuite_peer import phase_fit_and_decode
 from spacy_peer import make_default_config
 from common import (
+    print_timing_footer,
     REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, make_summary,
     markdown_table, mb, render_summary, run_benchmark, run_isolated, summary_row, time_pipe,
     train_spacy_subprocess,
@@ -523,19 +524,10 @@ def print_report(report: Dict[str, Any]) -> None:
               f"{100 * systems[k]['scores']['spacy_get_ner_prf']['f']:.2f}" for k in systems)))
     print(f"- crfsuite: {sc['num_attributes']:,} attributes, {sc['active_features']:,} active "
           f"features, {sc['n_templates']} templates + bias")
-    if report.get("wait"):
-        w = report["wait"]
-        print(f"- waited {w['waited_s']:.0f}s for other benchmarks / spacy train to finish"
-              + ("" if w["quiet"] else " (gave up: machine busy)"))
-    print(f"\nbenchmark wall time: {report['benchmark_wall_s']:.0f}s")
-    shares = {"spacy-crf train": ours["train_cpu_share"], "spacy-crf decode": ours["decode_cpu_share"],
-              "crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
-              "spaCy ner train": ner["train_cpu_share"], "spaCy ner decode": ner["decode_cpu_share"]}
-    print("CPU time / wall time of the timed sections: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in shares.items() if v is not None))
-    if any(v is not None and v < 0.9 for v in shares.values()):
-        print("WARNING: a timed section got less than 90% of a core: other processes were "
-              "probably running, its timing is pessimistic")
+    print_timing_footer(report, {
+        "spacy-crf train": ours["train_cpu_share"], "spacy-crf decode": ours["decode_cpu_share"],
+        "crfsuite fit": sc["train_cpu_share"], "crfsuite decode": sc["decode_cpu_share"],
+        "spaCy ner train": ner["train_cpu_share"], "spaCy ner decode": ner["decode_cpu_share"]})
 
 
 if __name__ == "__main__":
