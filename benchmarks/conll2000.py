@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    print_timing_footer,
-    run_in_workdir, REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment,
-    log, make_summary, markdown_table, mb, read_columns, render_summary, run_isolated, Sentence,
-    seqeval_f1, Stopwatch, summary_row, time_pipe, token_accuracy, train_spacy,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment, log,
+    make_summary, markdown_table, mb, print_timing_footer, read_columns, render_summary,
+    run_in_workdir, run_isolated, Sentence, seqeval_f1, Stopwatch, summary_row, time_pipe,
+    token_accuracy, train_spacy,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "conll2000_chunking.cfg"

@@ -45,10 +45,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    print_timing_footer,
     REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, make_summary,
-    markdown_table, mb, render_summary, run_benchmark, run_isolated, summary_row, time_pipe,
-    train_spacy_subprocess,
+    markdown_table, mb, print_timing_footer, render_summary, run_benchmark, run_isolated,
+    summary_row, time_pipe, train_spacy_subprocess,
 )
 
 CONFIGS = REPO_ROOT / "configs"

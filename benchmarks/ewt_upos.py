@@ -52,9 +52,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from common import (
-    print_timing_footer,
-    REPO_ROOT, SHARED_DATA, add_run_arguments, environment, log, make_summary, markdown_table, mb,
-    render_summary, run_benchmark, run_isolated, summary_row, train_spacy_subprocess,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, environment, log, make_summary, markdown_table,
+    mb, print_timing_footer, render_summary, run_benchmark, run_isolated, summary_row,
+    train_spacy_subprocess,
 )
 from crfsuite_peer import phase_fit_and_decode
 from ewt_tree import EWT_SUBDIR, conllu_files, convert
@@ -387,7 +387,6 @@ def _log_system(system: Dict[str, Any]) -> None:
 
 
 def print_report(report: Dict[str, Any]) -> None:
-    print()
     print("\n" + render_summary(report["summary"], level=2))
     systems = report["systems"]
     ours, sc, tg = (systems[k] for k in SYSTEM_KEYS)

@@ -180,9 +180,10 @@ def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_r
     sentences : list of list of str
         The words of each test sentence.
     attr : str
-        The token attribute holding the prediction: ``"tag_"`` for spaCy's
+        Where the prediction is: a token attribute (``"tag_"`` for spaCy's
         tagger, ``"pos_"`` for a ``crf_tagger`` with target ``pos``,
-        ``"_.NAME"`` for an extension attribute.
+        ``"_.NAME"`` for an extension attribute), or ``"ents"`` for the
+        entities of each doc as sorted ``(start, end, label)`` token spans.
     decode_runs : int
         Timed runs; the best is reported.
     components : list of str, optional
@@ -197,7 +198,7 @@ def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_r
     Returns
     -------
     dict
-        ``pred`` (one label list per sentence, from the last timed run),
+        ``pred`` (one label list, or span list, per sentence, from the last timed run),
         decode times and ``decode_tokens_per_s`` of the best run, its CPU
         share, load and warm-up times, ``weights_bytes`` (the components'
         directories), ``pipeline_bytes`` (the whole directory),
@@ -216,8 +217,11 @@ def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_r
 
     timing = time_pipe(nlp, make_docs, decode_runs, warmup_docs=warmup_docs)
     times, shares, docs = timing["times"], timing["shares"], timing["docs"]
-    get = _token_getter(attr)
-    pred = [[get(token) or "" for token in doc] for doc in docs]
+    if attr == "ents":
+        pred = [sorted((e.start, e.end, e.label_) for e in doc.ents) for doc in docs]
+    else:
+        get = _token_getter(attr)
+        pred = [[get(token) or "" for token in doc] for doc in docs]
     n_tokens = sum(len(words) for words in sentences)
     best = min(times)
     component_bytes = {name: disk_bytes(Path(model_dir) / name) for name in nlp.pipe_names}

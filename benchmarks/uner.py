@@ -50,16 +50,14 @@ running (``--no-wait`` to skip), so that its timings are clean.
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from crfsuite_peer import phase_fit_and_decode
-from spacy_peer import make_default_config
+from spacy_peer import make_default_config, phase_decode
 from common import (
-    print_timing_footer,
-    REPO_ROOT, SHARED_DATA, add_run_arguments, disk_bytes, environment, log, make_summary,
-    markdown_table, mb, render_summary, run_benchmark, run_isolated, summary_row, time_pipe,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, environment, log, make_summary, markdown_table,
+    mb, print_timing_footer, render_summary, run_benchmark, run_isolated, summary_row,
     train_spacy_subprocess,
 )
 
@@ -79,6 +77,7 @@ SPLITS = ("train", "dev", "test")
 COMPONENT = "crf_tagger"
 CRFSUITE_PARAMS = {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.01, "max_iterations": 100}
 NER_INIT_COMMAND = "python -m spacy init config CFG -l en -p ner -o efficiency"
+ENTS_KEYS = ("ents_p", "ents_r", "ents_f")  # the dev scores of model-best, from meta.json
 
 Span = Tuple[int, int, str]  # token start, token end (exclusive), entity type
 
@@ -227,43 +226,6 @@ def score_system(test: List[Tuple[List[str], List[str]]], gold_spans: List[Set[S
 
 # -- spaCy training (subprocess) and decoding (fresh process) -----------------------
 
-def phase_spacy_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
-    """Load a trained pipeline, tag test Docs made from the words, time ``nlp.pipe``."""
-    import spacy
-    import srsly
-    from spacy.tokens import Doc
-
-    t0 = time.perf_counter()
-    nlp = spacy.load(model_dir)
-    load_s = time.perf_counter() - t0
-    test = read_iob2(Path(test_path))
-
-    def make_docs() -> List[Doc]:
-        return [Doc(nlp.vocab, words=words) for words, _ in test]
-
-    timing = time_pipe(nlp, make_docs, decode_runs, warmup_docs=200)
-    warmup_s, times, shares, docs = (timing[k] for k in ("warmup_s", "times", "shares", "docs"))
-    n_tokens = sum(len(words) for words, _ in test)
-    meta = srsly.read_json(Path(model_dir) / "meta.json")
-    best = min(times)
-    return {
-        "model_dir": model_dir,
-        "pipeline": list(nlp.pipe_names),
-        "load_s": load_s,
-        "warmup_s": warmup_s,
-        "n_test_tokens": n_tokens,
-        "decode_s": best,
-        "decode_runs_s": times,
-        "decode_cpu_share": shares[times.index(best)],
-        "decode_tokens_per_s": n_tokens / best,
-        "pred_spans": [sorted((e.start, e.end, e.label_) for e in doc.ents) for doc in docs],
-        "dev_scores_meta": {k: meta.get("performance", {}).get(k)
-                            for k in ("ents_p", "ents_r", "ents_f")},
-        "pipeline_bytes": disk_bytes(Path(model_dir)),
-        "component_bytes": {name: disk_bytes(Path(model_dir) / name) for name in nlp.pipe_names},
-    }
-
-
 # -- driver ----------------------------------------------------------------------
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -325,6 +287,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
                if st["sentences_not_round_tripping"] else ""))
     test = read_iob2(files["test"])
     gold_spans = [spans_from_iob(tags) for _, tags in test]
+    test_words = [words for words, _ in test]
     systems: Dict[str, Dict[str, Any]] = {}
 
     # 1. spacy-crf FeatureCRF
@@ -337,8 +300,8 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     train["max_epochs"] = int(config["training"]["max_epochs"])
     log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}, "
         f"last evaluation at step {train['last_step']}); decoding test")
-    decode = run_isolated(phase_spacy_decode, str(out / "model-best"), str(files["test"]),
-                          args.decode_runs)
+    decode = run_isolated(phase_decode, str(out / "model-best"), test_words, "ents",
+                          args.decode_runs, meta_keys=ENTS_KEYS)
     systems["spacy_crf"] = _spacy_system("spacy-crf FeatureCRF", train, decode, test, gold_spans,
                                          [COMPONENT])
 
@@ -365,8 +328,8 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     train["max_steps"], train["eval_frequency"] = ner_steps, ner_eval
     log(f"    trained in {train['train_s']:.1f}s (CPU share {train['cpu_share']}, "
         f"last evaluation at step {train['last_step']}); decoding test")
-    decode = run_isolated(phase_spacy_decode, str(out / "model-best"), str(files["test"]),
-                          args.decode_runs)
+    decode = run_isolated(phase_decode, str(out / "model-best"), test_words, "ents",
+                          args.decode_runs, meta_keys=ENTS_KEYS)
     systems["spacy_ner"] = _spacy_system("spaCy ner", train, decode, test, gold_spans,
                                          ["tok2vec", "ner"])
     report["systems"] = systems
@@ -416,7 +379,7 @@ def uner_summary(report: Dict[str, Any]) -> Dict[str, Any]:
 
 def _spacy_system(name: str, train: Dict[str, Any], decode: Dict[str, Any], test,
                   gold_spans: List[Set[Span]], weight_components: List[str]) -> Dict[str, Any]:
-    pred = [set(map(tuple, spans)) for spans in decode.pop("pred_spans")]
+    pred = [set(map(tuple, spans)) for spans in decode.pop("pred")]
     result = {
         "name": name,
         "train": train,
