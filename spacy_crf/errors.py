@@ -43,8 +43,9 @@ class Errors(metaclass=_Codes):
             "config and the weights do not match. Retrain, or load the pipeline they were "
             "saved with.")
     E012 = "Unknown structure '{structure}'. Use 'chain' or 'tree'."
-    E013 = ("Doc has {n_labels} label columns in its emission scores but the component has "
-            "{expected} labels. This is a bug; please report it.")
+    E013 = ("The emission scores have {n_labels} label columns but '{name}' has {expected} "
+            "labels. This is a bug (the model and the label set went out of step); please "
+            "report it.")
     E015 = ("'{name}' needs a dependency parse ({why}) but a Doc has none. Add a parser "
             "before it in the pipeline (or list one in [training] annotating_components), "
             "copy gold trees onto the docs with the augmenter spacy-crf.copy_attrs.v1 "
@@ -58,8 +59,66 @@ class Errors(metaclass=_Codes):
     E020 = ("The training corpus of '{name}' has no examples{where}. Check that "
             "[paths.train] points at a non-empty .spacy file (python -m spacy debug data "
             "CONFIG shows what it holds).")
-    E014 = ("Label '{label}' is not in the label set of '{name}'. Labels: {labels}. Add it "
-            "with add_label() before initialize(), or retrain.")
+    E021 = ("learn_rate_scale must be a number above 0 (it multiplies the optimizer's "
+            "learning rate for the CRF's weights), got {value!r}.")
+    E014 = ("Label '{label}' is not in the label set of '{name}' ({labels}), and labels "
+            "cannot be added after initialize(): the CRF's weights are sized for its labels. "
+            "Add it with add_label() before initialize(), or re-initialize with the full "
+            "label set (initialize(labels=...)), or retrain.")
+    E030 = ("python -m spacy_crf.fit trains one crf_tagger component with a "
+            "spacy-crf.FeatureCRF.v1 model, but {why}. Pipeline: {pipeline}. Name the "
+            "component with --component NAME, or train the pipeline with spacy train.")
+    E031 = ("The model of this crf_tagger is '{model}', not spacy-crf.FeatureCRF.v1: "
+            "python -m spacy_crf.fit fits hashed-feature CRFs only. Train NeuralCRF models "
+            "with spacy train.")
+    E032 = ("{name} must be {what}, got {value!r}.")
+    E033 = ("python -m spacy_crf.fit trains only '{name}', but the pipeline also has the "
+            "trainable components {others}, which [training] frozen_components does not "
+            "list. Train them first (spacy train) and source them frozen, or remove them.")
+    E034 = ("The objective of the batch trainer became {value} (iteration {iteration}): a "
+            "gold labelling has probability zero or the weights diverged. Check the "
+            "corpus' labels, or raise --c2 to keep the weights bounded.")
+    E035 = ("The batch trainer's features of '{name}' do not give the model's own emission "
+            "scores: the hashed rows are mapped differently. This is a bug; please report it.")
+    E036 = ("python -m spacy_crf.fit maximises the likelihood, but '{name}' has loss = "
+            "{loss!r}. Set loss = \"nll\" (e.g. --components.{name}.loss nll), or train "
+            "that objective with spacy train.")
+    E040 = ("Unknown loss {loss!r} for crf_tagger. Use one of: {allowed} (e.g. "
+            "[components.crf_tagger] loss = \"nll\").")
+    E050 = ("Span probabilities need the spans of a well-formed labelling: sorted by start, "
+            "non-empty, each inside one sequence, with label ids in [0, {n_labels}). Read "
+            "them with schemes.codes_to_spans from labels that satisfy the scheme's "
+            "constraints (the component's Viterbi labels always do).")
+    E051 = ("Span probabilities are computed on chains: use structure = \"chain\" for span "
+            "targets.")
+    E052 = ("Dropout must be at least 0 and below 1 (the share of hashed features dropped "
+            "in training), got {rate!r}. Set [training] dropout (or nlp.update(drop=...)) "
+            "in that range.")
+    E060 = ("Unknown scheme '{scheme}': use 'BIO' or 'BILUO' (how span targets tag their "
+            "spans, e.g. [components.crf_tagger] scheme = \"BILUO\"; the names are "
+            "case-sensitive).")
+    E061 = ("'{tag}' is not a span tag: use O, or B-/I-/L-/U- and a type (e.g. 'B-PER'). "
+            "Span targets ('ents', 'spans:KEY') take their labels as tags of the scheme: "
+            "check the labels given to initialize(labels=...) or add_label().")
+    E062 = "Labels must be strings, got {label!r}: pass the label's text, e.g. add_label(\"NOUN\")."
+    E063 = ("The sequence lengths sum to {n_tokens} tokens but there are {n_rows} rows of "
+            "emission scores: the Structure and the CRFScores come from different batches. "
+            "Build both from the same docs (e.g. Structure.chain(batch_sequence_lengths(docs)) "
+            "beside model.predict(docs)).")
+    E064 = ("Relation groups of a tree must lie in [0, {n_groups}) (the model's n_relations), "
+            "got {low}..{high}. Build them from the component's relations (cfg[\"relations\"]), "
+            "or raise n_relations in the model.")
+    E065 = ("n-best decoding needs structure = \"chain\" and k >= 1, got k = {k} with a "
+            "{structure}. Decode trees with viterbi(), and ask for at least one labelling.")
+    E066 = ("The model has no 'crf_potentials' layer, so it gives no CRF scores: use a "
+            "spacy-crf architecture (spacy-crf.FeatureCRF.v1 or spacy-crf.NeuralCRF.v1) as "
+            "the crf_tagger's model.")
+    E067 = ("python -m spacy_crf.plots draws its figures with matplotlib, which is not "
+            "installed: pip install \"spacy-crf[plots]\" (or pip install matplotlib).")
+    E068 = ("Component '{name}' is not a crf_tagger (the pipeline has {pipes}): pass "
+            "--component the name of a crf_tagger, or leave it out to take the first.")
+    E069 = ("The pipeline has no crf_tagger (it has {pipes}): the plots show a crf_tagger's "
+            "labels and weights; pass --model a pipeline trained with one.")
 
 
 class Warnings(metaclass=_Codes):

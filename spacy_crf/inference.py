@@ -11,7 +11,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ._kernels import chain, kbest, tree
+from ._kernels import chain, kbest, span_marginals as spans, tree
+from .errors import Errors
 from .models.potentials import CRFScores
 
 _NO_EDGES = np.zeros((1, 1, 1))
@@ -70,13 +71,13 @@ def _labels_or_free(n_tokens: int, fixed: Optional[np.ndarray]) -> np.ndarray:
 def _emissions(scores: CRFScores, structure: Structure) -> np.ndarray:
     emissions = _f64(scores.emissions)
     if int(structure.lengths.sum()) != emissions.shape[0]:
-        raise ValueError(
-            f"Sequence lengths sum to {int(structure.lengths.sum())} but there are "
-            f"{emissions.shape[0]} rows of emission scores."
-        )
+        raise ValueError(Errors.E063.format(n_tokens=int(structure.lengths.sum()),
+                                            n_rows=emissions.shape[0]))
     if structure.is_tree and structure.relations.size and (
             structure.relations.max() >= scores.pair.shape[0] or structure.relations.min() < 0):
-        raise ValueError(f"Relation groups must lie in [0, {scores.pair.shape[0]}).")
+        raise ValueError(Errors.E064.format(n_groups=scores.pair.shape[0],
+                                            low=int(structure.relations.min()),
+                                            high=int(structure.relations.max())))
     return emissions
 
 
@@ -185,10 +186,8 @@ def n_best(scores: CRFScores, structure: Structure, k: int,
     counts : numpy.ndarray
         (S,) int64 number of labellings found (fewer than ``k`` where fewer exist).
     """
-    if structure.is_tree:
-        raise ValueError("n-best decoding is implemented for structure = \"chain\" only.")
-    if k < 1:
-        raise ValueError(f"n_best must be at least 1, got {k}.")
+    if structure.is_tree or k < 1:
+        raise ValueError(Errors.E065.format(k=k, structure="tree" if structure.is_tree else "chain"))
     emissions = _emissions(scores, structure)
     n_seq = structure.lengths.shape[0]
     labels = np.zeros((k, emissions.shape[0]), dtype=np.int64)
@@ -198,3 +197,57 @@ def n_best(scores: CRFScores, structure: Structure, k: int,
                         _f64(scores.end), _labels_or_free(emissions.shape[0], fixed), k, labels,
                         best, counts)
     return labels, best, counts
+
+
+def span_log_probabilities(scores: CRFScores, structure: Structure, labels: np.ndarray,
+                           starts: np.ndarray, ends: np.ndarray, blocked_after: np.ndarray,
+                           fixed: Optional[np.ndarray] = None,
+                           force_log: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """Log probability of each span ``[starts[k], ends[k])`` of ``labels`` (chain only).
+
+    One forward-backward per sequence serves all its spans (see
+    ``_kernels/span_marginals.py``). ``blocked_after`` is (L, L) bool: tag
+    ``j`` may not follow a span ending in tag ``i`` (it would continue it).
+
+    Returns
+    -------
+    log_p : numpy.ndarray
+        (M,) float64; NaN for spans of a sequence ``fixed`` leaves no labelling.
+    log_z : numpy.ndarray
+        (S,) float64.
+    """
+    if structure.is_tree:
+        raise ValueError(Errors.E051)
+    emissions = _emissions(scores, structure)
+    L = emissions.shape[1]
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    blocked_after = np.ascontiguousarray(blocked_after, dtype=np.bool_)
+    _check_spans(labels, starts, ends, blocked_after, structure.lengths, emissions.shape[0], L)
+    log_p = np.zeros(starts.shape[0])
+    log_z = np.zeros(structure.lengths.shape[0])
+    spans.span_marginals(emissions, structure.lengths, _f64(scores.transitions), _f64(scores.start),
+                         _f64(scores.end), _labels_or_free(emissions.shape[0], fixed), labels,
+                         starts, ends, blocked_after, log_z,
+                         log_p, force_log)
+    return log_p, log_z
+
+
+def _check_spans(labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 blocked_after: np.ndarray, lengths: np.ndarray, n_tokens: int,
+                 n_labels: int) -> None:
+    """E050 unless the spans are non-empty, sorted, each inside one sequence, and
+    the labels are label ids: the kernel trusts all that (a span past the end of
+    its sequence would read the next one's rows, or past the arrays)."""
+    ok = (labels.shape == (n_tokens,) and starts.shape == ends.shape
+          and blocked_after.shape == (n_labels, n_labels)
+          and bool(np.all(starts < ends)) and bool(np.all(np.diff(starts) >= 0)))
+    if ok and starts.size:
+        seq_end = np.cumsum(lengths)
+        seq = np.searchsorted(seq_end, starts, side="right")  # the sequence holding each start
+        ok = starts[0] >= 0 and seq[-1] < len(seq_end) and bool(np.all(ends <= seq_end[seq]))
+    if ok and labels.size:
+        ok = 0 <= labels.min() and labels.max() < n_labels
+    if not ok:
+        raise ValueError(Errors.E050.format(n_labels=n_labels))

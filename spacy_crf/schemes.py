@@ -13,6 +13,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from .errors import Errors
+
 OUT, BEGIN, INSIDE, LAST, UNIT = 0, 1, 2, 3, 4
 PREFIXES = {"O": OUT, "B": BEGIN, "I": INSIDE, "L": LAST, "U": UNIT}
 NAMES = {code: name for name, code in PREFIXES.items()}
@@ -21,7 +23,7 @@ SCHEMES = {"BIO": (BEGIN, INSIDE), "BILUO": (BEGIN, INSIDE, LAST, UNIT)}
 
 def check_scheme(scheme: str) -> str:
     if scheme not in SCHEMES:
-        raise ValueError(f"Unknown scheme '{scheme}': use 'BIO' or 'BILUO'.")
+        raise ValueError(Errors.E060.format(scheme=scheme))
     return scheme
 
 
@@ -43,7 +45,7 @@ def parse_tags(tags: Sequence[str]) -> Tuple[np.ndarray, np.ndarray, List[str]]:
             continue
         head, sep, name = tag.partition("-")
         if not sep or head not in PREFIXES or head == "O" or not name:
-            raise ValueError(f"'{tag}' is not a span tag: use O, or B-/I-/L-/U- and a type.")
+            raise ValueError(Errors.E061.format(tag=tag))
         prefix[i] = PREFIXES[head]
         kind[i] = types.setdefault(name, len(types))
     return prefix, kind, list(types)
@@ -79,6 +81,24 @@ def allowed_moves(tags: Sequence[str], scheme: str) -> Tuple[np.ndarray, np.ndar
         start = (prefix == OUT) | (prefix == BEGIN) | (prefix == UNIT)
         end = (prefix == OUT) | (prefix == LAST) | (prefix == UNIT)
     return transitions, start, end
+
+
+def continuations(tags: Sequence[str], scheme: str) -> np.ndarray:
+    """Which tags, right after a span, would continue it.
+
+    Returns
+    -------
+    numpy.ndarray
+        (L, L) bool, ``[i, j]``: tag ``j`` after a span whose last tag is
+        ``i`` extends that span. In BIO that is ``I-X`` after ``B-X`` or
+        ``I-X``, so "exactly this span" must forbid it at the next token; in
+        BILUO a span's last tag (``L-X``, ``U-X``) closes it: nothing.
+    """
+    prefix, kind, _ = parse_tags(tags)
+    if check_scheme(scheme) == "BILUO":
+        return np.zeros((len(tags), len(tags)), dtype=bool)
+    opens = (prefix == BEGIN) | (prefix == INSIDE)
+    return opens[:, None] & (prefix[None, :] == INSIDE) & (kind[:, None] == kind[None, :])
 
 
 def spans_to_codes(n_tokens: int, starts: np.ndarray, ends: np.ndarray,

@@ -1,13 +1,25 @@
 """Scores for the ``spacy train`` table and ``nlp.evaluate``.
 
-``crf_acc`` is the token accuracy of a component's target, whatever it is;
-the target's own key (``tag_acc``, ``pos_acc``, ``dep_acc``, ``NAME_acc``) is
-reported beside it. ``ents`` gets spaCy's NER scores (``ents_p``, ``ents_r``,
-``ents_f``, ``ents_per_type``; ``crf_acc`` is then the token accuracy of the
-IOB tags) and ``spans:KEY`` its span scores (``spans_KEY_p/_r/_f``). For ``_.NAME`` targets whose labels are IOB tags (``B-X``,
-``I-X``, ``O``) chunk precision, recall and F1 follow, counted as conlleval
-does (``NAME_p``, ``NAME_r``, ``NAME_f``, ``NAME_per_type``), over character
-offsets so that they hold across tokenisations.
+``crf_score`` is the one main score of every component, whatever its target,
+and the factory's default score weight (so a config made by ``spacy init
+fill-config`` picks model-best by it):
+
+* ``tag``, ``pos``, ``dep``: token accuracy (``tag_acc``, ``pos_acc``, ``dep_acc``);
+* ``ents``: entity F1 (``ents_f``);
+* ``spans:KEY``: span F1 (``spans_KEY_f``);
+* ``_.NAME``: chunk F1 (``NAME_f``) where the gold labels are IOB tags (``B-X``,
+  ``I-X``, ``O``; CoNLL-2000 chunkers are judged by it), else token accuracy
+  (``NAME_acc``).
+
+The target's own keys are reported beside it: ``crf_acc`` is the token
+accuracy of the target's labels (for ``ents``, of the IOB tags; ``None`` for
+``spans:KEY``), with ``tag_acc``, ``pos_acc``, ``dep_acc`` or ``NAME_acc``;
+``ents`` gets spaCy's NER scores (``ents_p``, ``ents_r``, ``ents_f``,
+``ents_per_type``) and ``spans:KEY`` its span scores (``spans_KEY_p/_r/_f``).
+For ``_.NAME`` targets with IOB labels, chunk precision, recall and F1 follow,
+counted as conlleval does (``NAME_p``, ``NAME_r``, ``NAME_f``,
+``NAME_per_type``), over character offsets so that they hold across
+tokenisations.
 """
 
 import re
@@ -20,6 +32,24 @@ from spacy.util import registry
 from .targets import make_target
 
 _IOB = re.compile(r"^(?:O|[BI]-.+)$")
+
+#: the key of the main score; the factory's default_score_weights use it
+MAIN_SCORE = "crf_score"
+
+
+def default_score_weights(target: str) -> Dict[str, Optional[float]]:
+    """The score weights of a component with this target: all on ``crf_score``,
+    with the scores worth seeing beside it in the ``spacy train`` table at 0."""
+    weights: Dict[str, Optional[float]] = {MAIN_SCORE: 1.0}
+    if target == "ents":
+        weights.update({"ents_p": 0.0, "ents_r": 0.0, "crf_acc": 0.0})
+    elif target.startswith("spans:"):
+        key = target[len("spans:"):]
+        weights.update({f"spans_{key}_p": 0.0, f"spans_{key}_r": 0.0})
+    elif target.startswith("_."):
+        # token accuracy beside the chunk F1 (the same number for non-IOB labels)
+        weights["crf_acc"] = 0.0
+    return weights
 
 
 @registry.scorers("spacy-crf.crf_scorer.v1")
@@ -36,13 +66,16 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
     examples : iterable of Example
         Predicted and reference docs.
     target : str
-        The component's target (``tag``, ``pos``, ``_.NAME``).
+        The component's target (``tag``, ``pos``, ``dep``, ``ents``,
+        ``spans:KEY``, ``_.NAME``).
 
     Returns
     -------
     dict
-        ``crf_acc`` and ``{attr}_acc``; for IOB extension targets also
-        ``{attr}_p``, ``{attr}_r``, ``{attr}_f`` and ``{attr}_per_type``.
+        ``crf_score`` (the main score: F1 for spans, entities and IOB chunks,
+        else token accuracy), ``crf_acc`` and the target's own keys (see the
+        module docstring). A score is ``None`` where the examples have nothing
+        to score (e.g. no gold or predicted entity at all).
     """
     examples = list(examples)
     tgt = make_target(target)
@@ -50,6 +83,7 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
         results: Dict[str, Any] = dict(get_ner_prf(examples))
         acc = Scorer.score_token_attr(examples, "ent_tag", getter=tgt.getter(), **kwargs)
         results["crf_acc"] = acc["ent_tag_acc"]
+        results[MAIN_SCORE] = results["ents_f"]
         return results
     if target.startswith("spans:"):
         key = target[len("spans:"):]
@@ -57,12 +91,17 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
             examples, f"spans_{key}", getter=lambda doc, attr: doc.spans.get(key, []),
             has_annotation=lambda doc: key in doc.spans, **kwargs))
         results["crf_acc"] = None
+        results[MAIN_SCORE] = results[f"spans_{key}_f"]
         return results
     getter = tgt.getter()
     results = dict(Scorer.score_token_attr(examples, tgt.score_attr, getter=getter, **kwargs))
     results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
+    results[MAIN_SCORE] = results["crf_acc"]
     if target.startswith("_."):
-        results.update(_score_iob(examples, tgt.score_attr, getter))
+        chunks = _score_iob(examples, tgt.score_attr, getter)
+        results.update(chunks)
+        if chunks:
+            results[MAIN_SCORE] = chunks[f"{tgt.score_attr}_f"]
     return results
 
 

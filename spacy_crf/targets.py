@@ -49,6 +49,8 @@ class Target:
     score_attr: str = ""
     missing_key = 0
     is_span_target = False
+    #: what ``write`` sets, as spaCy's pipe meta names it (``nlp.analyze_pipes()``)
+    assigns: Sequence[str] = ()
 
     def __init__(self) -> None:
         self._labels: List[str] = []
@@ -137,6 +139,7 @@ class Target:
 
 class TagTarget(Target):
     name = score_attr = "tag"
+    assigns = ("token.tag",)
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         # the StringStore's key: strings that are also spaCy symbols ("X",
@@ -155,6 +158,7 @@ class DepTarget(TagTarget):
     writes ``Token.dep_`` and leaves the heads alone."""
 
     name = score_attr = "dep"
+    assigns = ("token.dep",)
 
     def reference_keys(self, doc: Doc) -> np.ndarray:
         return doc.to_array(DEP).astype(np.uint64).reshape(-1)
@@ -165,6 +169,7 @@ class DepTarget(TagTarget):
 
 class PosTarget(Target):
     name = score_attr = "pos"
+    assigns = ("token.pos",)
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         if label not in POS_IDS:
@@ -193,6 +198,7 @@ class ExtensionTarget(Target):
         self.attr = attr
         self.name = f"_.{attr}"
         self.score_attr = attr
+        self.assigns = (f"token._.{attr}",)
         self.key = ("spacy_crf", attr)
         register_extension(attr)
 
@@ -306,6 +312,10 @@ class SpanTarget(Target):
     def constraints(self):
         return schemes.allowed_moves(self._labels, self.scheme)
 
+    def continuations(self) -> np.ndarray:
+        """(L, L) bool: tag ``j`` after a span ending in tag ``i`` would continue it."""
+        return schemes.continuations(self._labels, self.scheme)
+
     def _spans(self, doc: Doc, ids: np.ndarray) -> List[Span]:
         prefix, kind, types = self._parsed
         codes = prefix[ids]
@@ -344,6 +354,7 @@ class EntTarget(SpanTarget):
     """``doc.ents``: read from the reference, written with ``doc.set_ents``."""
 
     name = score_attr = "ents"
+    assigns = ("doc.ents", "token.ent_iob", "token.ent_type")
 
     def spans_of(self, doc: Doc) -> Optional[List[Span]]:
         if len(doc) and not doc.has_annotation("ENT_IOB"):
@@ -372,6 +383,7 @@ class SpanGroupTarget(SpanTarget):
         self.key = key
         self.name = f"spans:{key}"
         self.score_attr = f"spans_{key}"
+        self.assigns = ("doc.spans",)
 
     def spans_of(self, doc: Doc) -> Optional[List[Span]]:
         if self.key not in doc.spans:

@@ -460,6 +460,7 @@ def test_add_label_after_initialize_is_a_clear_error(toy):
     tagger = nlp.get_pipe("crf_tagger")
     with pytest.raises(ValueError) as excinfo:
         tagger.add_label("NEWTAG")
+    assert "[E014]" in str(excinfo.value)
     assert "NEWTAG" in str(excinfo.value) and "initialize" in str(excinfo.value)
     assert "NEWTAG" not in tagger.labels
     assert tagger.add_label("NN") == 0  # an existing label is fine

@@ -1,9 +1,8 @@
-"""benchmarks/plots.py on a tiny trained pipeline: PNGs and the confidence HTML."""
+"""``python -m spacy_crf.plots`` on a tiny trained pipeline: PNGs and the confidence HTML."""
 
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import spacy
@@ -12,7 +11,7 @@ from spacy.training import Example
 
 pytest.importorskip("matplotlib")
 
-ROOT = Path(__file__).resolve().parent.parent
+PLOTS = ["-m", "spacy_crf.plots"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -27,7 +26,7 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     out = tmp_path / "plots"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "plots.py"), "--model",
+    subprocess.run([sys.executable, *PLOTS, "--model",
                     str(tmp_path / "model"), "--data", str(tmp_path / "data.spacy"),
                     "--out", str(out)], check=True, capture_output=True, text=True)
     for name in ("transitions.png", "confusion.png"):
@@ -49,7 +48,8 @@ import html  # noqa: E402
 from spacy.tokens import Doc  # noqa: E402
 from thinc.api import Adam  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "plots.py"
+from spacy_crf.plots import figures, train_log  # noqa: E402
+
 SMALL_MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v1",
     "templates": ["NORM[-1..1]", "SUFFIX2"],
@@ -93,7 +93,7 @@ def plots(tmp_path_factory):
     (tmp / "train.log").write_text(CONSOLE_LOG, encoding="utf-8")
     out = tmp / "out"
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--model", str(tmp / "model"), "--data", str(tmp / "data.spacy"),
+        [sys.executable, *PLOTS, "--model", str(tmp / "model"), "--data", str(tmp / "data.spacy"),
          "--train-log", str(tmp / "train.log"), "--out", str(out), "--n-docs", "3"],
         capture_output=True, text=True, timeout=120,
     )
@@ -138,7 +138,7 @@ def test_learning_curve_skipped_without_log(plots, tmp_path):
     out, _, _ = plots
     model, data = out.parent / "model", out.parent / "data.spacy"
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--model", str(model), "--data", str(data), "--out", str(tmp_path)],
+        [sys.executable, *PLOTS, "--model", str(model), "--data", str(data), "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -149,31 +149,25 @@ def test_learning_curve_skipped_without_log(plots, tmp_path):
 
 def test_learning_curve_from_the_jsonl_the_configs_write(tmp_path):
     """``--paths.train_log`` makes ``spacy train`` (ConsoleLogger.v3) write JSON
-    lines; the plots script reads them with the console table's columns."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    import plots
-
+    lines; the plots read them with the console table's columns."""
     lines = [
         '{"epoch":0,"step":0,"losses":{"crf_tagger":10.5},"scores":{"crf_acc":50.0,"pos_acc":50.0},"score":0.5}',
         '{"epoch":1,"step":25,"losses":{"crf_tagger":4.0},"scores":{"crf_acc":75.0,"pos_acc":75.0},"score":0.75}',
     ]
-    columns, rows = plots.parse_train_log("\n".join(lines) + "\n")
+    columns, rows = train_log.parse_train_log("\n".join(lines) + "\n")
     assert columns == ["E", "#", "LOSS CRF_TAGGER", "CRF_ACC", "POS_ACC", "SCORE"]
     assert rows == [[0.0, 0.0, 10.5, 50.0, 50.0, 0.5], [1.0, 25.0, 4.0, 75.0, 75.0, 0.75]]
     log = tmp_path / "run" / "train_log.jsonl"
     log.parent.mkdir()
     log.write_text("\n".join(lines) + "\n", encoding="utf8")
-    assert plots.find_log_file(log.parent) == log  # a training output dir is searched too
-    plots.plot_learning_curve(columns, rows, tmp_path / "curve.png")
+    assert train_log.find_log_file(log.parent) == log  # a training output dir is searched too
+    figures.plot_learning_curve(columns, rows, tmp_path / "curve.png")
     assert (tmp_path / "curve.png").read_bytes()[:8] == PNG_MAGIC
 
 
 def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     """A tree CRF with its own pair matrices for the two most frequent relations:
-    the heatmap names each group, and the whole script runs with ``--copy HEAD DEP``."""
-    sys.path.insert(0, str(SCRIPT.parent))
-    import plots
-
+    the heatmap names each group, and the whole command runs with ``--copy HEAD DEP``."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={
         "model": dict(SMALL_MODEL, n_relations=3), "target": "tag", "structure": "tree"})
@@ -194,14 +188,50 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     for _ in range(10):
         nlp.update(examples, sgd=optimizer)
     component = nlp.get_pipe("crf_tagger")
-    assert plots.relation_group_names(component) == ["other relations", "det", "nsubj"]
+    assert figures.relation_group_names(component) == ["other relations", "det", "nsubj"]
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--model", str(tmp_path / "model"), "--data",
+        [sys.executable, *PLOTS, "--model", str(tmp_path / "model"), "--data",
          str(tmp_path / "data.spacy"), "--copy", "HEAD", "DEP", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     L = len(component.labels)
     assert f"pair matrices (tree), 3 relation groups of {L}x{L} + root" in result.stdout
     assert (tmp_path / "out" / "transitions.png").read_bytes()[:8] == PNG_MAGIC
+
+
+# -- installed as a user tool: no matplotlib, the wrong component
+
+
+def test_without_matplotlib_the_error_names_the_extra(plots, tmp_path):
+    """matplotlib is optional (the ``plots`` extra): without it the command stops
+    with a message naming the extra, and the log and HTML helpers still import."""
+    out, _, _ = plots
+    block = "import sys; sys.modules['matplotlib'] = None; "
+    run = "import runpy; runpy.run_module('spacy_crf.plots', run_name='__main__')"
+    args = ["--model", str(out.parent / "model"), "--data", str(out.parent / "data.spacy"),
+            "--out", str(tmp_path / "out")]
+    result = subprocess.run([sys.executable, "-c", block + f"sys.argv[1:] = {args!r}; " + run],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "[E067]" in result.stderr and 'pip install "spacy-crf[plots]"' in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()
+    helpers = subprocess.run(
+        [sys.executable, "-c", block + "from spacy_crf.plots import train_log, confidence_html"],
+        capture_output=True, text=True, timeout=120)
+    assert helpers.returncode == 0, helpers.stderr
+
+
+def test_component_that_is_not_a_crf_tagger():
+    from spacy_crf.plots import find_component
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    with pytest.raises(ValueError, match=r"\[E069\] The pipeline has no crf_tagger"):
+        find_component(nlp, None)
+    with pytest.raises(ValueError, match=r"\[E068\] Component 'sentencizer' is not a crf_tagger"):
+        find_component(nlp, "sentencizer")
+    nlp.add_pipe("crf_tagger", name="tagger2", config={"model": SMALL_MODEL})
+    assert find_component(nlp, None)[0] == "tagger2"

@@ -35,7 +35,7 @@ def test_all_workflow_trains_evaluates_compares_and_plots():
     scripts = " ".join(line for name in steps for line in COMMANDS[name]["script"])
     assert "spacy train" in scripts and "spacy evaluate" in scripts
     assert "benchmarks/ewt_upos.py --quick" in scripts
-    assert "benchmarks/plots.py" in scripts
+    assert "python -m spacy_crf.plots" in scripts
     assert steps.index("train-sample") < steps.index("plots")
 
 

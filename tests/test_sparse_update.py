@@ -11,17 +11,17 @@ from thinc.api import SGD, Adam, Optimizer
 
 import spacy_crf.models.sparse_table as sparse_table
 from spacy_crf.models.hashed_linear import hashed_linear
-from spacy_crf.models.sparse_table import ATTR, apply_sparse_updates, sync_averages
+from spacy_crf.models.sparse_table import LR_SCALE, ATTR, apply_sparse_updates, sync_averages
 
 N_BUCKETS, N_LABELS = 48, 3
 DENSE_KEY = (987654, "W")
 
 
-def make_layer(seed=0):
-    layer = hashed_linear(N_BUCKETS, nO=N_LABELS)
+def make_layer(seed=0, n_buckets=N_BUCKETS):
+    layer = hashed_linear(n_buckets, nO=N_LABELS)
     layer.initialize()
     rng = np.random.default_rng(seed)
-    layer.set_param("W", rng.normal(size=(N_BUCKETS, N_LABELS)).astype("float32"))
+    layer.set_param("W", rng.normal(size=(n_buckets, N_LABELS)).astype("float32"))
     return layer
 
 
@@ -162,22 +162,25 @@ ALWAYS = [0, 1, 2, 3, 4, 5]  # rows touched at every step
 
 
 @pytest.mark.parametrize(
-    "make_optimizer",
+    "make_optimizer,make_reference",
     [
-        lambda: Adam(0.05, grad_clip=0.0),
-        lambda: Adam(0.05, grad_clip=0.0, L2=0.01, L2_is_weight_decay=True),
-        lambda: Adam(0.05, grad_clip=0.0, L2=0.01, L2_is_weight_decay=False),
-        lambda: Adam(0.05, grad_clip=0.5),
-        lambda: Adam(0.05, grad_clip=0.5, L2=0.01, L2_is_weight_decay=True),
-        lambda: Adam(0.05, grad_clip=0.0, beta1=0.8, beta2=0.99, eps=1e-6),
+        (lambda: Adam(0.05, grad_clip=0.0), None),
+        # the hashed table takes no weight decay: the reference is the same Adam without it
+        (lambda: Adam(0.05, grad_clip=0.0, L2=0.01, L2_is_weight_decay=True),
+         lambda: Adam(0.05, grad_clip=0.0, L2=0.0)),
+        (lambda: Adam(0.05, grad_clip=0.0, L2=0.01, L2_is_weight_decay=False), None),
+        (lambda: Adam(0.05, grad_clip=0.5), None),
+        (lambda: Adam(0.05, grad_clip=0.5, L2=0.01, L2_is_weight_decay=True),
+         lambda: Adam(0.05, grad_clip=0.5, L2=0.0)),
+        (lambda: Adam(0.05, grad_clip=0.0, beta1=0.8, beta2=0.99, eps=1e-6), None),
     ],
     ids=["plain", "decoupled-L2", "L2", "grad-clip", "grad-clip-decoupled-L2", "other-betas"],
 )
-def test_adam_rows_touched_every_step_match_dense(make_optimizer):
+def test_adam_rows_touched_every_step_match_dense(make_optimizer, make_reference):
     layer = make_layer()
     W0 = layer.get_param("W").copy()
     steps = batches(8, seed=7, always=ALWAYS)
-    sparse_opt, dense_opt = make_optimizer(), make_optimizer()
+    sparse_opt, dense_opt = make_optimizer(), (make_reference or make_optimizer)()
     run_sparse(layer, sparse_opt, steps)
     W_dense = run_dense(W0, dense_opt, steps)
     W = layer.get_param("W")
@@ -226,9 +229,22 @@ def test_adam_moments_live_in_the_optimizer():
     opt = Adam(0.05, grad_clip=0.0)
     run_sparse(layer, opt, batches(2, always=ALWAYS))
     key = (layer.id, "W")
-    assert opt.mom1[key].size == N_BUCKETS * N_LABELS
     assert np.any(opt.mom1[key] != 0) and np.any(opt.mom2[key] != 0)
     assert opt.nr_update[key] == 2
+
+
+def test_adam_moments_exist_only_for_touched_rows():
+    """Optimizer state grows with the rows training touches, not with n_buckets."""
+    layer = make_layer(n_buckets=2**16)
+    opt = Adam(0.05, grad_clip=0.0)
+    steps = batches(5, seed=4, always=ALWAYS)
+    run_sparse(layer, opt, steps)
+    key = (layer.id, "W")
+    touched = {int(r) for ids, _ in steps for r in ids.ravel() % np.uint64(2**16)}
+    table = layer.attrs[ATTR]
+    assert table.n_moment_rows == len(touched)
+    assert opt.mom1[key].size < 2**16 * N_LABELS / 10
+    assert np.array_equal(np.flatnonzero(table.moment_row >= 0), sorted(touched))
 
 
 # ---------------------------------------------------------------- through the component
@@ -370,3 +386,48 @@ def test_full_model_gradient_matches_finite_differences():
         assert np.abs(numeric).max() > 1e-3, name  # not vacuous
         assert np.allclose(analytic[name], numeric, rtol=1e-4, atol=1e-5), (
             name, np.abs(analytic[name] - numeric).max())
+
+
+# ------------------------------------------------- learning-rate scale, weight decay
+
+
+def test_learn_rate_scale_multiplies_the_optimizer_rate():
+    """A layer's LR_SCALE is thinc's lr_scale: Adam(0.01) on a layer scaled by 5
+    takes the steps of Adam(0.05)."""
+    layer = make_layer()
+    layer.attrs[LR_SCALE] = 5.0
+    W0 = layer.get_param("W").copy()
+    steps = batches(6, seed=11, always=ALWAYS)
+    run_sparse(layer, Adam(0.01, grad_clip=0.0), steps)
+    W_dense = run_dense(W0, Adam(0.05, grad_clip=0.0), steps)
+    assert np.allclose(layer.get_param("W")[:6], W_dense[:6], rtol=1e-5, atol=1e-5)
+
+
+def test_weight_decay_leaves_the_table_and_decays_the_potentials():
+    """Decoupled L2 (spaCy's default) is not applied to the hashed table, touched
+    or not, while the dense CRF parameters get thinc's decay with their scale."""
+    from spacy_crf.models.sparse_table import step_model
+    from thinc.api import chain
+    from spacy_crf.models.potentials import crf_potentials
+
+    layer = make_layer()
+    potentials = crf_potentials(nO=N_LABELS)
+    potentials.initialize()
+    potentials.attrs[LR_SCALE] = 2.0
+    transitions = np.full((N_LABELS, N_LABELS), 1.0, dtype="float32")
+    potentials.set_param("transitions", transitions)
+    model = chain(layer, potentials)
+    W = layer.get_param("W")
+    W[:] = 1.0
+    ids, d_scores = batches(1, seed=3)[0]
+    _, backprop = layer(ids, is_train=True)
+    backprop(d_scores)
+    potentials.set_grad("transitions", np.zeros_like(transitions))
+    step_model(model, SGD(0.1, L2=0.5, L2_is_weight_decay=True, grad_clip=0.0))
+    touched = np.unique((ids % np.uint64(N_BUCKETS)).astype(np.int64))
+    untouched = np.setdiff1d(np.arange(N_BUCKETS), touched)
+    expected = 1.0 - 0.1 * dense_grad(ids, d_scores)[touched]
+    assert np.allclose(W[touched], expected, rtol=1e-6)  # the step, no decay
+    assert np.all(W[untouched] == 1.0)
+    # thinc's decoupled decay with lr_scale 2: w -= 2 * 0.1 * 0.5 * w
+    assert np.allclose(potentials.get_param("transitions"), 0.9)

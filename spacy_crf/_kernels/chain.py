@@ -59,27 +59,43 @@ def _within_guard(values, shift):
 
 
 @njit(cache=True)
-def _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
+def _scaled_potentials(transitions, start, end):
+    """The label-interaction factors of the scaled pass, computed once per batch.
+
+    Returns ``(exp_t, exp_t_by_next, exp_s, exp_e, shifts)``: ``exp(transitions -
+    shifts[0])`` and its transpose (contiguous, for the backward pass),
+    ``exp(start - shifts[1])``, ``exp(end - shifts[2])``, each shift the finite
+    max of its scores. They depend on no sequence, so a batch computes them
+    (``L**2`` exps and the underflow guards) once instead of once per sequence
+    and pass. ``shifts[0]`` is NaN when a shifted score is below
+    UNDERFLOW_GUARD: scaling cannot represent any sequence of the batch then.
+    """
+    shifts = np.array([_finite_max(transitions), _finite_max(start), _finite_max(end)])
+    if not (_within_guard(transitions, shifts[0]) and _within_guard(start, shifts[1])
+            and _within_guard(end, shifts[2])):
+        shifts[0] = np.nan
+    exp_t = np.exp(transitions - shifts[0])
+    return (exp_t, np.ascontiguousarray(exp_t.T), np.exp(start - shifts[1]),
+            np.exp(end - shifts[2]), shifts)
+
+
+@njit(cache=True)
+def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
                      marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
                      alpha, beta, ex, scale):
     """Scaled forward-backward for the sequence at rows ``o:o+n``.
 
-    Adds ``weight * P(y_t = j)`` into ``marginals``, the expected transition,
-    start and end counts into ``edge_sum``, ``start_sum``, ``end_sum`` and,
-    if ``want_each``, ``P(y_{t-1}=i, y_t=j)`` into ``edge_each[o+t]``.
+    ``scaled`` is the batch's ``_scaled_potentials``. Adds ``weight * P(y_t = j)``
+    into ``marginals``, the expected transition, start and end counts into
+    ``edge_sum``, ``start_sum``, ``end_sum`` and, if ``want_each``,
+    ``P(y_{t-1}=i, y_t=j)`` into ``edge_each[o+t]``.
     Returns log Z, or NaN when scaling failed (nothing is written then).
     """
     L = emissions.shape[1]
-    t_shift = _finite_max(transitions)
-    s_shift = _finite_max(start)
-    e_shift = _finite_max(end)
-    if not (_within_guard(transitions, t_shift) and _within_guard(start, s_shift)
-            and _within_guard(end, e_shift)):
+    exp_t, exp_t_by_next, exp_s, exp_e, shifts = scaled
+    if shifts[0] != shifts[0]:
         return np.nan
-    exp_t = np.exp(transitions - t_shift)
-    exp_s = np.exp(start - s_shift)
-    exp_e = np.exp(end - e_shift)
-    log_z = s_shift + e_shift + (n - 1) * t_shift
+    log_z = shifts[1] + shifts[2] + (n - 1) * shifts[0]
     # ex[t, j] = exp(emissions[o+t, j] - m_t), zero where label j is not allowed
     for t in range(n):
         m = NEG_INF
@@ -98,17 +114,24 @@ def _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
                 ex[t, j] = 0.0
         log_z += m
     # alpha[0, j] = start(j) ex[0, j];  alpha[t, j] = ex[t, j] sum_i alpha[t-1, i] T(i, j)
-    # each row divided by its sum scale[t], so log Z = sum_t log scale[t] + shifts
+    # each row divided by its sum scale[t], so log Z = sum_t log scale[t] + shifts.
+    # The sums run over i in the outer loop, every j at once: each sum adds the same
+    # terms in the same order as a loop over i would (so the results are identical),
+    # but the inner loop is contiguous and its sums independent (vectorised).
     for t in range(n):
+        if t == 0:
+            for j in range(L):
+                alpha[0, j] = exp_s[j]
+        else:
+            for j in range(L):
+                alpha[t, j] = 0.0
+            for i in range(L):
+                a = alpha[t - 1, i]
+                for j in range(L):
+                    alpha[t, j] += a * exp_t[i, j]
         total = 0.0
         for j in range(L):
-            if t == 0:
-                acc = exp_s[j]
-            else:
-                acc = 0.0
-                for i in range(L):
-                    acc += alpha[t - 1, i] * exp_t[i, j]
-            alpha[t, j] = acc * ex[t, j]
+            alpha[t, j] = alpha[t, j] * ex[t, j]
             total += alpha[t, j]
         if not (total > 0.0 and total < np.inf):
             return np.nan
@@ -124,14 +147,19 @@ def _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
         return np.nan
     log_z += np.log(closing)
     # beta[n-1, i] = end(i) / Z';  beta[t, i] = sum_j T(i, j) ex[t+1, j] beta[t+1, j] / scale[t+1]
+    # (sums over j in the outer loop, every i at once, as for alpha)
     for i in range(L):
         beta[n - 1, i] = exp_e[i] / closing
     for t in range(n - 2, -1, -1):
         for i in range(L):
-            acc = 0.0
-            for j in range(L):
-                acc += exp_t[i, j] * ex[t + 1, j] * beta[t + 1, j]
-            beta[t, i] = acc / scale[t + 1]
+            beta[t, i] = 0.0
+        for j in range(L):
+            e = ex[t + 1, j]
+            b = beta[t + 1, j]
+            for i in range(L):
+                beta[t, i] += exp_t_by_next[j, i] * e * b
+        for i in range(L):
+            beta[t, i] = beta[t, i] / scale[t + 1]
     # P(y_t = j) = alpha[t, j] beta[t, j]
     for t in range(n):
         for j in range(L):
@@ -219,12 +247,15 @@ def _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
 
 
 @njit(cache=True)
-def _sequence(emissions, o, n, transitions, start, end, fixed, weight, marginals,
+def _sequence(emissions, o, n, transitions, start, end, scaled, fixed, weight, marginals,
               edge_sum, start_sum, end_sum, edge_each, want_each, alpha, beta, ex, scale,
               force_log):
-    """Forward-backward of one sequence: scaled first, log space where that fails."""
+    """Forward-backward of one sequence: scaled first, log space where that fails.
+
+    ``scaled`` is ``_scaled_potentials(transitions, start, end)`` of the batch.
+    """
     if not force_log:
-        log_z = _sequence_scaled(emissions, o, n, transitions, start, end, fixed, weight,
+        log_z = _sequence_scaled(emissions, o, n, scaled, fixed, weight,
                                  marginals, edge_sum, start_sum, end_sum, edge_each,
                                  want_each, alpha, beta, ex, scale)
         if log_z == log_z:
@@ -265,13 +296,14 @@ def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
     stays zero). ``log_z[s]`` is ``-inf`` where ``fixed`` allows no labelling.
     """
     alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
+    scaled = _scaled_potentials(transitions, start, end)
     o = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
             log_z[s] = 0.0
             continue
-        log_z[s] = _sequence(emissions, o, n, transitions, start, end, fixed, 1.0,
+        log_z[s] = _sequence(emissions, o, n, transitions, start, end, scaled, fixed, 1.0,
                              marginals, edge_sum, start_sum, end_sum, edge_each,
                              want_each, alpha, beta, ex, scale, force_log)
         o += n
@@ -365,6 +397,8 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
     ``d_*`` are added into (they are not zeroed first).
     """
     alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
+    # both passes of every sequence share the batch's exponentiated interactions
+    scaled = _scaled_potentials(transitions, start, end)
     free = np.full(emissions.shape[0], -1, dtype=np.int64)
     dummy = np.zeros((1, 1, 1))
     o = 0
@@ -378,7 +412,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
             if gold[o + t] < 0:
                 complete = False
                 break
-        log_z = _sequence(emissions, o, n, transitions, start, end, free, 1.0,
+        log_z = _sequence(emissions, o, n, transitions, start, end, scaled, free, 1.0,
                           d_emissions, d_transitions, d_start, d_end, dummy, False,
                           alpha, beta, ex, scale, force_log)
         if complete:
@@ -395,7 +429,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
                     gold_score += transitions[gold[o + t - 1], y]
                     d_transitions[gold[o + t - 1], y] -= 1.0
         else:
-            gold_score = _sequence(emissions, o, n, transitions, start, end, gold, -1.0,
+            gold_score = _sequence(emissions, o, n, transitions, start, end, scaled, gold, -1.0,
                                    d_emissions, d_transitions, d_start, d_end, dummy,
                                    False, alpha, beta, ex, scale, force_log)
         nll[s] = log_z - gold_score

@@ -1,17 +1,50 @@
-"""Hashed linear emission kernels (numba only, no spaCy)."""
+"""Hashed linear emission kernels (numba only, no spaCy).
 
+``feature_rows`` is the one place where a feature id becomes a weight row;
+the gather kernels (here, and ``sparse_update.gather_rows`` for the gradient)
+read those rows, so the forward pass and its gradient use the same rows by
+construction, and a dropped feature (row -1) is skipped by both.
+"""
+
+import numpy as np
 from numba import njit
 
 
 @njit(cache=True)
-def gather_sum(weights, bias, features, out):
-    """out[t, :] = bias + sum_k weights[features[t, k] % n_buckets, :]."""
-    n_buckets = weights.shape[0]
-    n_labels = weights.shape[1]
+def feature_rows(features, n_buckets, unsigned, rows):
+    """rows[t, k] = features[t, k] % n_buckets, with ``features`` as uint64.
+
+    ``unsigned = False`` is the mapping of models saved before it was made
+    explicit (spacy-crf 0.1.x): numba typed ``uint64 % int64`` as signed, so
+    an id of 2**63 or more was read as the negative int64 ``id - 2**64`` and
+    floored: id 2**64 - 1 went to row 999 of 1000, where ``id % 1000`` is 615.
+    When ``n_buckets`` is a power of two both mappings agree (2**64 is a
+    multiple of it, so subtracting 2**64 changes nothing modulo n_buckets).
+    """
+    n_unsigned = np.uint64(n_buckets)
+    n_signed = np.int64(n_buckets)
     for t in range(features.shape[0]):
+        for k in range(features.shape[1]):
+            if unsigned:
+                rows[t, k] = features[t, k] % n_unsigned
+            else:
+                rows[t, k] = np.int64(features[t, k]) % n_signed
+
+
+@njit(cache=True)
+def gather_sum(weights, bias, rows, scale, out):
+    """out[t, :] = bias + sum_{k: rows[t, k] >= 0} scale * weights[rows[t, k], :].
+
+    ``scale`` has the dtype of ``weights``: at 1 the sum is bit-identical to
+    an unscaled one.
+    """
+    n_labels = weights.shape[1]
+    for t in range(rows.shape[0]):
         for j in range(n_labels):
             out[t, j] = bias[j]
-        for k in range(features.shape[1]):
-            row = features[t, k] % n_buckets
+        for k in range(rows.shape[1]):
+            r = rows[t, k]
+            if r < 0:
+                continue  # a dropped feature
             for j in range(n_labels):
-                out[t, j] += weights[row, j]
+                out[t, j] += scale * weights[r, j]

@@ -17,20 +17,22 @@ from numba import njit
 
 
 @njit(cache=True)
-def gather_rows(d_out, features, slot, rows, grads, n_rows):
-    """Add the gradient of ``gather_sum`` into compact rows.
+def gather_rows(d_out, picked, scale, slot, rows, grads, n_rows):
+    """Add the gradient of ``emissions.gather_sum`` into compact rows.
 
-    For every feature ``f`` of token ``t``, row ``r = f % len(slot)`` of the
-    table receives ``d_out[t]``. ``slot[r]`` is ``r``'s index in ``rows`` /
-    ``grads`` (-1 if not there yet); new rows are appended after the first
-    ``n_rows``. Returns the new number of rows. The caller guarantees room
-    for ``features.size`` new rows.
+    ``picked[t, k]`` is the table row feature ``k`` of token ``t`` read
+    (``emissions.feature_rows``; -1 where dropped): that row receives
+    ``scale * d_out[t]``. ``slot[r]`` is ``r``'s index in ``rows`` / ``grads``
+    (-1 if not there yet); new rows are appended after the first ``n_rows``.
+    Returns the new number of rows. The caller guarantees room for
+    ``picked.size`` new rows.
     """
-    n_buckets = slot.shape[0]
     n_labels = d_out.shape[1]
-    for t in range(features.shape[0]):
-        for k in range(features.shape[1]):
-            r = features[t, k] % n_buckets
+    for t in range(picked.shape[0]):
+        for k in range(picked.shape[1]):
+            r = picked[t, k]
+            if r < 0:
+                continue  # a dropped feature gets no gradient
             s = slot[r]
             if s < 0:
                 s = n_rows
@@ -40,7 +42,7 @@ def gather_rows(d_out, features, slot, rows, grads, n_rows):
                     grads[s, j] = 0.0
                 n_rows += 1
             for j in range(n_labels):
-                grads[s, j] += d_out[t, j]
+                grads[s, j] += scale * d_out[t, j]
     return n_rows
 
 
@@ -79,14 +81,15 @@ def catch_up_average(avg, weights, r, synced, cum_log_decay, upto):
 
 
 @njit(cache=True)
-def update_rows(weights, mom1, mom2, rows, grads, n_rows, step, learn_rate, b1, b2, eps,
-                clip_scale, decay_rate, avg, synced, cum_log_decay, use_adam, use_avg):
+def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, learn_rate, b1, b2,
+                eps, clip_scale, avg, synced, cum_log_decay, use_adam, use_avg):
     """One optimizer step on the touched rows.
 
     Adam (``use_adam``), as thinc's: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
     w -= lr sqrt(1-b2^t)/(1-b1^t) m / (sqrt(v) + eps). Otherwise plain SGD,
-    w -= lr g. ``clip_scale`` multiplies the gradient (norm clipping);
-    ``decay_rate`` multiplies the weights after the step (decoupled L2).
+    w -= lr g. ``clip_scale`` multiplies the gradient (norm clipping).
+    The moments of table row ``r`` are row ``moment_row[r]`` of ``mom1`` /
+    ``mom2``, which hold only the rows training has touched.
     With ``use_avg`` the average of every touched row is caught up to step
     ``step - 1``, then takes step ``step``'s decay towards the new weights.
     """
@@ -98,17 +101,17 @@ def update_rows(weights, mom1, mom2, rows, grads, n_rows, step, learn_rate, b1, 
         r = rows[i]
         if use_avg:
             catch_up_average(avg, weights, r, synced, cum_log_decay, step - 1)
+        mr = moment_row[r] if use_adam else 0
         for j in range(weights.shape[1]):
             g = grads[i, j] * clip_scale
             if use_adam:
-                m = b1 * mom1[r, j] + (1.0 - b1) * g
-                v = b2 * mom2[r, j] + (1.0 - b2) * g * g
-                mom1[r, j] = m
-                mom2[r, j] = v
+                m = b1 * mom1[mr, j] + (1.0 - b1) * g
+                v = b2 * mom2[mr, j] + (1.0 - b2) * g * g
+                mom1[mr, j] = m
+                mom2[mr, j] = v
                 weights[r, j] -= lr * m / (np.sqrt(v) + eps)
             else:
                 weights[r, j] -= lr * g
-            weights[r, j] *= decay_rate
             if use_avg:
                 avg[r, j] -= (1.0 - decay) * (avg[r, j] - weights[r, j])
         if use_avg:

@@ -8,7 +8,6 @@ step per token.
 """
 
 import threading
-from typing import Sequence
 
 import numpy as np
 from spacy.strings import StringStore
@@ -20,11 +19,15 @@ MAX_TYPES = 2_000_000  # the table starts afresh past this many types
 
 
 class AffixTable:
-    """Sorted type hashes and their ``N_COLUMNS`` affix hashes."""
+    """Sorted type hashes and their ``N_COLUMNS`` affix hashes.
+
+    The two arrays are published together as one tuple, replaced whole under
+    the lock: a reader takes both from one attribute read, so it never pairs
+    new keys with old rows, and never needs the lock.
+    """
 
     def __init__(self) -> None:
-        self.keys = np.zeros(0, dtype=np.uint64)
-        self.rows = np.zeros((0, N_COLUMNS), dtype=np.uint64)
+        self._table = (np.zeros(0, dtype=np.uint64), np.zeros((0, N_COLUMNS), dtype=np.uint64))
         self._lock = threading.Lock()
 
     def lookup(self, lower: np.ndarray, strings: StringStore) -> np.ndarray:
@@ -32,35 +35,42 @@ class AffixTable:
         if not lower.shape[0]:
             return np.zeros((0, N_COLUMNS), dtype=np.uint64)
         types, inverse = np.unique(lower, return_inverse=True)
-        keys, rows = self.keys, self.rows
+        keys, rows = self._table
         pos, found = _find(keys, types)
         if not found.all():
-            keys, rows = self._add(types, found, strings)
-            pos, found = _find(keys, types)
+            keys, rows = self._add(types, strings)
+            pos, _ = _find(keys, types)
         return rows[pos][inverse.reshape(-1)]
 
-    def _add(self, types: np.ndarray, found: np.ndarray, strings: StringStore):
-        """Add the batch's unknown types; past MAX_TYPES start afresh with all of
-        the batch's types, so every one of them is in the returned table."""
+    def _add(self, types: np.ndarray, strings: StringStore):
+        """Publish a table that holds every one of ``types``, and return it.
+
+        Past MAX_TYPES it starts afresh with the batch's types. All under the
+        lock, against the table as it is then: another thread may have added
+        some of the types, or started afresh without them, since this one read.
+        """
         with self._lock:
-            overflow = self.keys.shape[0] + int((~found).sum()) > MAX_TYPES
-        new = types if overflow else types[~found]
-        texts = [strings[int(h)] for h in new]
-        chars = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-        starts = np.cumsum(lens) - lens
-        new_rows = np.empty((len(texts), N_COLUMNS), dtype=np.uint64)
-        affix_hashes(chars, starts, lens, new_rows)
-        with self._lock:
-            keys, rows = self.keys, self.rows
-            if overflow:
-                keys, rows = keys[:0], rows[:0]
-            _, present = _find(keys, new)
-            keys = np.concatenate([keys, new[~present]])
-            rows = np.concatenate([rows, new_rows[~present]])
+            keys, rows = self._table
+            _, found = _find(keys, types)
+            if keys.shape[0] + int((~found).sum()) > MAX_TYPES:
+                keys, rows, found = keys[:0], rows[:0], np.zeros_like(found)
+            new = types[~found]
+            keys = np.concatenate([keys, new])
+            rows = np.concatenate([rows, _affix_rows(new, strings)])
             order = np.argsort(keys, kind="stable")
-            self.keys, self.rows = keys[order], rows[order]
-            return self.keys, self.rows
+            self._table = (keys[order], rows[order])
+            return self._table
+
+
+def _affix_rows(types: np.ndarray, strings: StringStore) -> np.ndarray:
+    """The affix hashes of word types given by their ``LOWER`` hashes."""
+    texts = [strings[int(h)] for h in types]
+    chars = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    lens = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    starts = np.cumsum(lens) - lens
+    out = np.empty((len(texts), N_COLUMNS), dtype=np.uint64)
+    affix_hashes(chars, starts, lens, out)
+    return out
 
 
 def _find(keys: np.ndarray, values: np.ndarray):

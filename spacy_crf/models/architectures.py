@@ -11,22 +11,57 @@ from ..errors import Errors
 from .featurize import featurize
 from .hashed_linear import hashed_linear
 from .potentials import CRFScores, crf_potentials
+from .sparse_table import ATTR as SPARSE_TABLE, LR_SCALE
 from .sum_emissions import sum_emissions
 
 
 LABEL_SIZED = "crf_label_sized"
+#: default learning-rate scale of the sparse (hashed) weights and the potentials
+SPARSE_LR_SCALE = 3.0
 
 
 def set_n_labels(model: Model, n_labels: int) -> None:
-    """Give every layer whose output is one score per label its ``nO``."""
+    """Give every layer whose output is one score per label its ``nO``.
+
+    A layer sized for another number of labels (a re-initialize with a new
+    label set) is resized: its parameters are dropped, to be allocated anew
+    by ``model.initialize`` or filled by a load, and so is any pending
+    row-sparse gradient.
+    """
     for node in model.walk():
-        if node.attrs.get(LABEL_SIZED) and node.has_dim("nO") is None:
+        if not _outputs_labels(node):
+            continue
+        if node.has_dim("nO") and node.get_dim("nO") != n_labels:
+            for name in node.param_names:
+                if node.has_param(name):
+                    node.set_param(name, None)
+                # a gradient left from the old size would be added to the new
+                # one; thinc's ParamServer has no public way to drop it
+                node._params._grads.pop((node.id, name), None)
+            node.attrs.pop(SPARSE_TABLE, None)
+            node.set_dim("nO", n_labels, force=True)
+        elif node.has_dim("nO") is None:
             node.set_dim("nO", n_labels)
+
+
+def _outputs_labels(node: Model) -> bool:
+    """A label-sized layer, or a combinator whose output is one (e.g. the chain)."""
+    if node.attrs.get(LABEL_SIZED):
+        return True
+    return (bool(node.layers) and node.name != "crf_sum_emissions"
+            and _outputs_labels(node.layers[-1]))
 
 
 def _label_sized(*layers: Model) -> None:
     for layer in layers:
         layer.attrs[LABEL_SIZED] = True
+
+
+def _scale_learn_rate(scale: float, *layers: Model) -> None:
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+        raise ValueError(Errors.E021.format(value=scale))
+    for layer in layers:
+        layer.attrs[LR_SCALE] = float(scale)
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -39,6 +74,8 @@ def FeatureCRF(
     templates: List[str],
     n_buckets: int = 2**18,
     n_relations: int = 1,
+    learn_rate_scale: float = SPARSE_LR_SCALE,
+    tree_templates: Optional[List[str]] = None,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over hashed sparse features of feature templates.
@@ -51,6 +88,16 @@ def FeatureCRF(
         Rows of the hashed weight table (each row holds one weight per label).
     n_relations : int
         Relation groups with their own pair matrix (tree structure only).
+    learn_rate_scale : float
+        Multiplies the optimizer's learning rate for this model's weights.
+        A sparse feature is seen in few batches, so it needs a larger step
+        per update than a dense neural weight; the default makes spaCy's
+        default optimizer (Adam, 0.001) train the CRF well. Set 1.0 to use
+        the optimizer's rate as it is.
+    tree_templates : list of str, optional
+        Templates added to ``templates`` when the component's structure is
+        ``"tree"`` (its docs then have a parse), e.g. ``["head:NORM",
+        "HEAD_DIST"]``; those reading DEP are left out for a ``dep`` target.
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
@@ -59,7 +106,8 @@ def FeatureCRF(
     linear = hashed_linear(n_buckets, nO=nO)
     potentials = crf_potentials(nO=nO, n_relations=n_relations)
     _label_sized(linear, potentials)
-    model = chain(featurize(templates), linear, potentials)
+    _scale_learn_rate(learn_rate_scale, linear, potentials)
+    model = chain(featurize(templates, tree_templates or ()), linear, potentials)
     model.name = "feature_crf"
     return model
 
@@ -70,6 +118,7 @@ def NeuralCRF(
     templates: Optional[List[str]] = None,
     n_buckets: int = 2**18,
     n_relations: int = 1,
+    learn_rate_scale: float = SPARSE_LR_SCALE,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF whose emissions come from a spaCy tok2vec (own or listener), plus
@@ -82,18 +131,22 @@ def NeuralCRF(
         a transformer listener.
     templates : list of str, optional
         Feature templates whose hashed weights are added to the emissions.
-    n_buckets, n_relations, nO
-        As in ``spacy-crf.FeatureCRF.v1``.
+    n_buckets, n_relations, learn_rate_scale, nO
+        As in ``spacy-crf.FeatureCRF.v1``; ``learn_rate_scale`` applies to the
+        hashed weights and the potentials, not to the tok2vec or its output
+        layer.
     """
     _check_positive("n_relations", n_relations)
     output = Linear(nO=nO)
     potentials = crf_potentials(nO=nO, n_relations=n_relations)
     _label_sized(output, potentials)
+    _scale_learn_rate(learn_rate_scale, potentials)
     neural = chain(tok2vec, list2array(), output)
     if templates:
         _check_positive("n_buckets", n_buckets)
         linear = hashed_linear(n_buckets, nO=nO)
         _label_sized(linear)
+        _scale_learn_rate(learn_rate_scale, linear)
         emissions = sum_emissions(neural, chain(featurize(templates), linear))
     else:
         emissions = neural

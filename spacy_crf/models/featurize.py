@@ -11,9 +11,11 @@ from ..features.templates import FeatureTemplates
 
 InT = List[Doc]
 OutT = np.ndarray  # (N, n_templates) uint64
+#: attrs key of the templates a tree-structured component adds
+TREE_TEMPLATES = "tree_templates"
 
 
-def featurize(templates: Sequence[str]) -> Model[InT, OutT]:
+def featurize(templates: Sequence[str], tree_templates: Sequence[str] = ()) -> Model[InT, OutT]:
     """Hash the feature templates at every token of a batch of Docs.
 
     Parameters
@@ -21,9 +23,32 @@ def featurize(templates: Sequence[str]) -> Model[InT, OutT]:
     templates : sequence of str
         Template strings (see ``spacy_crf.features.templates``); validated here,
         so a typo fails when the pipeline is built, not during training.
+    tree_templates : sequence of str
+        Templates added by :func:`use_tree_templates` when the component's
+        structure is a tree (the docs then have a parse); validated here too.
     """
     parsed = FeatureTemplates(templates)
-    return Model("crf_featurize", forward, attrs={"templates": parsed})
+    tree = list(tree_templates)
+    if tree:
+        FeatureTemplates(tree)
+    return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: tree})
+
+
+def use_tree_templates(model: Model, allow_dep: bool = True) -> None:
+    """Add each featurize layer's tree templates to its templates (those not
+    there already); with ``allow_dep`` false, leave out those that read DEP
+    (a ``dep`` target predicts it)."""
+    for node in model.walk():
+        extra = node.attrs.get(TREE_TEMPLATES)
+        if not extra:
+            continue
+        current: FeatureTemplates = node.attrs["templates"]
+        have = set(current.names)
+        added = [text for text in extra
+                 if not set(FeatureTemplates([text]).names) <= have
+                 and (allow_dep or not FeatureTemplates([text]).reads("DEP"))]
+        if added:
+            node.attrs["templates"] = FeatureTemplates(current.source + added)
 
 
 def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, Callable]:

@@ -6,11 +6,19 @@ import numpy as np
 from thinc.api import Model
 from thinc.types import Floats2d
 
-from .._kernels.emissions import gather_sum
+from .._kernels.emissions import feature_rows, gather_sum
+from ..errors import Errors
 from .sparse_table import ATTR, SparseTable
 
 InT = np.ndarray  # (N, K) uint64 feature ids
 OutT = Floats2d  # (N, nO) emission scores
+
+#: attrs key saying how ids map to rows: UNSIGNED (``id % n_buckets``) for
+#: tables trained since the flag exists, SIGNED for tables saved before it
+#: (``serialize.model_from_bytes`` marks those); thinc saves attrs with the model
+BUCKETING = "crf_bucketing"
+UNSIGNED = "unsigned"
+SIGNED = "signed"
 
 
 def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
@@ -19,9 +27,18 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
     Parameters
     ----------
     n_buckets : int
-        Rows of the weight table; feature ids are taken modulo this.
+        Rows of the weight table; feature id ``f`` reads row ``f % n_buckets``.
     nO : int, optional
         Number of labels; set by the component at initialize when not given.
+
+    Notes
+    -----
+    In training, each (token, template) feature is dropped with probability
+    ``attrs["dropout_rate"]`` (spaCy's ``[training] dropout``, set through
+    thinc's ``set_dropout_rate``) and the kept ones are scaled by
+    ``1 / (1 - rate)`` (inverted dropout), so a token's expected training
+    emissions equal its prediction-time ones; only kept features get a
+    gradient. Prediction never drops.
     """
     return Model(
         "crf_hashed_linear",
@@ -29,14 +46,25 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
         init=init,
         dims={"nO": nO, "nV": n_buckets},
         params={"W": None, "b": None},
+        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED},
     )
 
 
 def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[OutT, Callable]:
     W = model.get_param("W")
     b = model.get_param("b")
+    rows = np.empty(features.shape, dtype=np.int64)
+    feature_rows(np.ascontiguousarray(features, dtype=np.uint64), W.shape[0],
+                 model.attrs.get(BUCKETING, UNSIGNED) == UNSIGNED, rows)
+    rate = model.attrs.get("dropout_rate", 0.0) if is_train else 0.0
+    scale = W.dtype.type(1.0)
+    if rate:
+        if not 0.0 < rate < 1.0:
+            raise ValueError(Errors.E052.format(rate=rate))
+        rows[model.ops.get_dropout_mask(rows.shape, rate) == 0] = -1
+        scale = W.dtype.type(1.0 / (1.0 - rate))
     scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
-    gather_sum(W, b, features, scores)
+    gather_sum(W, b, rows, scale, scores)
 
     def backprop(d_scores: OutT) -> InT:
         d_scores = np.ascontiguousarray(d_scores, dtype=W.dtype)
@@ -46,7 +74,7 @@ def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[Out
         table = model.attrs.get(ATTR)
         if table is None:
             table = model.attrs[ATTR] = SparseTable(*W.shape)
-        table.add(d_scores, features)
+        table.add(d_scores, rows, scale)
         model.inc_grad("b", d_scores.sum(axis=0))
         return features
 
@@ -57,3 +85,5 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = N
     nO, nV = model.get_dim("nO"), model.get_dim("nV")
     model.set_param("W", model.ops.alloc2f(nV, nO))
     model.set_param("b", model.ops.alloc1f(nO))
+    # a fresh table: whatever a loaded file said, it is filled with the unsigned mapping
+    model.attrs[BUCKETING] = UNSIGNED

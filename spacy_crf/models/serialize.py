@@ -11,7 +11,9 @@ The format is thinc's own ``Model.to_bytes`` message (msgpack of ``to_dict``)
 with, for each compacted table, ``W`` holding the nonzero rows only and an
 entry under :data:`KEY` giving their indices and the table's full height.
 Bytes without that key (dense, as saved by spacy-crf 0.1.0 before this
-module) load as they are.
+module) load as they are. A table saved without the ``crf_bucketing`` attr
+(see ``hashed_linear.py``) keeps the signed id-to-row mapping it was trained
+with.
 """
 
 from functools import partial
@@ -21,6 +23,8 @@ import numpy as np
 import srsly
 from thinc.api import Model
 from thinc.util import convert_recursive, is_xp_array
+
+from .hashed_linear import BUCKETING, SIGNED
 
 #: the message key listing the compacted tables: {node index: {"rows", "n_rows"}}
 KEY = "spacy_crf_sparse_rows"
@@ -43,15 +47,17 @@ def model_to_bytes(model: Model) -> bytes:
         reads back; the model itself is not changed.
     """
     msg = model.to_dict()
-    msg = convert_recursive(is_xp_array, partial(model.ops.to_numpy, byte_order="<"), msg)
     sparse: Dict[str, Dict[str, Any]] = {}
     for i, node in enumerate(msg["nodes"]):
         W = msg["params"][i].get("W") if node["name"] == TABLE_LAYER else None
         if W is None:
             continue
+        # compact before the byte-order conversion below, which copies every
+        # array: a copy of the dense table is what a save in training peaked on
         rows = np.flatnonzero(np.any(W != 0, axis=1))
         msg["params"][i]["W"] = np.ascontiguousarray(W[rows])
         sparse[str(i)] = {"rows": rows.astype("<i8"), "n_rows": int(W.shape[0])}
+    msg = convert_recursive(is_xp_array, partial(model.ops.to_numpy, byte_order="<"), msg)
     if sparse:
         msg[KEY] = sparse
     return srsly.msgpack_dumps(msg)
@@ -78,6 +84,11 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
         If a sparse table's row indices do not fit the table (a corrupt file).
     """
     msg = srsly.msgpack_loads(data)
+    for i, node in enumerate(msg["nodes"]):
+        if node["name"] == TABLE_LAYER and BUCKETING not in msg["attrs"][i]:
+            # saved before the mapping was explicit: its rows were filled with
+            # numba's signed modulo, so it keeps reading them that way
+            msg["attrs"][i][BUCKETING] = srsly.msgpack_dumps(SIGNED)
     for key, entry in (msg.pop(KEY, None) or {}).items():
         params = msg["params"][int(key)]
         values = np.asarray(params["W"])

@@ -27,14 +27,18 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .. import inference
 from .. import schemes
+from ..objectives import get_objective
 from ..errors import Errors, Warnings
 from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengths, sentence_lengths
 from ..models.architectures import set_n_labels
+from ..models.featurize import use_tree_templates
 from ..models.potentials import CRFScores
-from ..models.sparse_table import apply_sparse_updates, sync_averages
+from ..models.sparse_table import step_model, sync_averages
 from ..models.serialize import model_from_bytes, model_to_bytes
-from ..scoring import score_crf
+from ..scoring import MAIN_SCORE, default_score_weights, score_crf
+from ..span_probabilities import span_probabilities
 from ..targets import Target, make_target
+from .pipe_meta import declare_pipe_meta
 
 STRUCTURES = ("chain", "tree")
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
@@ -44,15 +48,19 @@ NBEST_KEY = ("spacy_crf", "n_best")
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-crf.FeatureCRF.v1"
-n_buckets = 262144
-templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-1..1]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM"]
+n_buckets = 1048576
+templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-2..2]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "SUFFIX3[-1]", "SUFFIX3[1]", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM", "ORTH"]
+tree_templates = ["head:NORM", "head:SUFFIX", "DEP", "head:DEP", "DEP|head:DEP", "HEAD_DIST", "N_CHILDREN", "LCHILD_DEP", "RCHILD_DEP"]
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
 
 @Language.factory(
     "crf_tagger",
-    assigns=[],
+    # what some target may write; each component's own meta (declare_pipe_meta
+    # in the factory) names only what its target writes
+    assigns=["token.tag", "token.pos", "token.dep", "doc.ents", "token.ent_iob",
+             "token.ent_type", "doc.spans"],
     default_config={
         "model": DEFAULT_MODEL,
         "target": "tag",
@@ -61,9 +69,10 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "keep_existing": False,
         "store_confidence": False,
         "n_best": 0,
+        "loss": "nll",
         "scorer": {"@scorers": "spacy-crf.crf_scorer.v1"},
     },
-    default_score_weights={"crf_acc": 1.0},
+    default_score_weights={MAIN_SCORE: 1.0},
 )
 def make_crf_tagger(
     nlp: Language,
@@ -75,6 +84,7 @@ def make_crf_tagger(
     keep_existing: bool,
     store_confidence: bool,
     n_best: int,
+    loss: str,
     scorer: Optional[Callable],
 ) -> "CRFTagger":
     """Create a ``crf_tagger`` (use ``nlp.add_pipe("crf_tagger")``).
@@ -105,12 +115,22 @@ def make_crf_tagger(
     n_best : int
         If above 0, also store the ``n_best`` best labellings of every sentence
         with their probabilities in ``doc._.crf_nbest`` (chain only).
+    loss : str
+        The training objective (``spacy_crf.objectives``): ``nll`` (the
+        likelihood), ``perceptron`` (structured perceptron; average it with the
+        optimizer's ``use_averages``) or ``hinge`` (structured SVM, Hamming cost).
     scorer : callable, optional
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     """
-    return CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
-                     scheme=scheme, keep_existing=keep_existing,
-                     store_confidence=store_confidence, n_best=n_best, scorer=scorer)
+    component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
+                          scheme=scheme, keep_existing=keep_existing,
+                          store_confidence=store_confidence, n_best=n_best, loss=loss,
+                          scorer=scorer)
+    # what this component writes and scores depends on its target: tell
+    # nlp.analyze_pipes() and the score weights of nlp.config
+    declare_pipe_meta(nlp, name, "crf_tagger", assigns=component.assigns,
+                      default_score_weights=default_score_weights(target))
+    return component
 
 
 @dataclass
@@ -143,10 +163,12 @@ class CRFTagger(TrainablePipe):
         keep_existing: bool = False,
         store_confidence: bool = False,
         n_best: int = 0,
+        loss: str = "nll",
         scorer: Optional[Callable] = score_crf,
     ) -> None:
         if structure not in STRUCTURES:
             raise ValueError(Errors.E012.format(structure=structure))
+        get_objective(loss)  # E040 for an unknown name
         schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
             raise ValueError(Errors.E019.format(value=n_best))
@@ -167,9 +189,14 @@ class CRFTagger(TrainablePipe):
             "keep_existing": bool(keep_existing),
             "store_confidence": bool(store_confidence),
             "n_best": n_best,
+            "loss": loss,
             "relations": [],
         }
+        # labels given with add_label() before initialize(): kept by it
+        self._added_labels: List[str] = []
         register_confidence_extension()
+        if structure == "tree":
+            use_tree_templates(self.model, allow_dep=target != "dep")
         if target == "dep":
             self._check_dep_target()
 
@@ -182,6 +209,19 @@ class CRFTagger(TrainablePipe):
     def label_data(self) -> List[str]:
         """The labels, for ``spacy init labels`` and ``initialize(labels=...)``."""
         return list(self.labels)
+
+    @property
+    def assigns(self) -> List[str]:
+        """What the component writes, as spaCy's pipe meta names it: its
+        target's attribute, and the confidence extensions where they are on."""
+        out = list(self.target.assigns)
+        if self.cfg["store_confidence"]:
+            out.append("token._.crf_confidence")
+            if self.target.is_span_target:
+                out.append("span._.crf_confidence")
+        if self.cfg["n_best"]:
+            out.append("doc._.crf_nbest")
+        return out
 
     def predict(self, docs: Iterable[Doc]) -> CRFPrediction:
         """Viterbi-decode a batch of Docs (does not modify them).
@@ -214,7 +254,7 @@ class CRFTagger(TrainablePipe):
         if self.cfg["store_confidence"]:
             confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
             if self.target.is_span_target:
-                spans = span_probabilities(scores, structure, label_ids, log_z, self.target, fixed)
+                spans = span_probabilities(scores, structure, label_ids, self.target, fixed)
         return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
@@ -249,7 +289,7 @@ class CRFTagger(TrainablePipe):
         sgd: Optional[Optimizer] = None,
         losses: Optional[Dict[str, float]] = None,
     ) -> Dict[str, float]:
-        """Learn from a batch of examples: one gradient step of the CRF likelihood."""
+        """Learn from a batch of examples: one gradient step of the configured ``loss``."""
         if losses is None:
             losses = {}
         losses.setdefault(self.name, 0.0)
@@ -270,10 +310,12 @@ class CRFTagger(TrainablePipe):
         return losses
 
     def get_loss(self, examples: Iterable[Example], scores: CRFScores):
-        """Summed negative log-likelihood of the gold labels, and its gradient.
+        """Summed loss of the gold labels (the configured objective, by default the
+        negative log-likelihood), and its gradient.
 
         Tokens without a gold label (unannotated, or a label unseen at
-        initialize) are marginalised out.
+        initialize) are marginalised out (the likelihood) or take their best
+        gold-consistent labels (perceptron, hinge).
         """
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
@@ -283,15 +325,24 @@ class CRFTagger(TrainablePipe):
     def _loss(self, examples: List[Example], scores: CRFScores,
               structure: inference.Structure):
         self._check_width(scores)
+        gold = self._gold(examples, scores, structure)
+        per_sequence, gradient = get_objective(self.cfg.get("loss", "nll"))(scores, structure, gold)
+        loss = float(per_sequence.sum())
+        if not np.isfinite(loss):
+            raise ValueError(Errors.E009.format(name=self.name, value=loss))
+        return loss, gradient
+
+    def _gold(self, examples: List[Example], scores: CRFScores,
+              structure: inference.Structure) -> np.ndarray:
+        """Gold label ids of the batch's tokens, -1 where unknown; for span
+        targets, tags that break the scheme are unannotated (W003). ``scores``
+        must be constrained (only its ``-inf`` entries matter). The batch
+        trainer (``spacy_crf.fit``) reads its labels here too."""
         gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
                 else np.zeros(0, dtype=np.int64))
         if self.target.is_span_target:
             gold = self._well_formed(scores, gold, structure)
-        nll, gradient = inference.nll_and_gradient(scores, structure, gold)
-        loss = float(nll.sum())
-        if not np.isfinite(loss):
-            raise ValueError(Errors.E009.format(name=self.name, value=loss))
-        return loss, gradient
+        return gold
 
     def initialize(
         self,
@@ -316,10 +367,13 @@ class CRFTagger(TrainablePipe):
         # corpus, and the label pass below reads it again (a third of the
         # training time on CoNLL-2000); that pass checks every example's type
         validate_get_examples(lambda: islice(get_examples(), 10), "CRFTagger.initialize")
+        # the label set starts afresh (as in spaCy's own pipes): labels of an
+        # earlier initialize or load are not merged in, and every label-sized
+        # parameter is resized to the new set
         if labels is not None:
             found = set(labels)
         else:
-            found = set(self.cfg["labels"])
+            found = set(self._added_labels)
             n_examples = 0
             for eg in get_examples():
                 if not isinstance(eg, Example):
@@ -333,6 +387,7 @@ class CRFTagger(TrainablePipe):
         if not found:
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
         self._set_labels(sorted(found))
+        self._added_labels = []
         set_n_labels(self.model, len(self.labels))
         self.cfg["relations"] = self._frequent_relations(get_examples)
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
@@ -341,21 +396,20 @@ class CRFTagger(TrainablePipe):
     def add_label(self, label: str) -> int:
         """Add a label before ``initialize``; returns 1 if it was new, else 0."""
         if not isinstance(label, str):
-            raise ValueError(f"Labels must be strings, got {label!r}.")
+            raise ValueError(Errors.E062.format(label=label))
         if label in self.labels:
             return 0
         if self._initialized():
-            raise ValueError(
-                f"Cannot add label '{label}' to '{self.name}' after initialize(): the CRF's "
-                "weights are sized for its labels. Add labels first, then initialize."
-            )
+            raise ValueError(Errors.E014.format(label=label, name=self.name,
+                                                labels=", ".join(self.labels)))
         self._set_labels(list(self.labels) + [label])
+        self._added_labels.append(label)
         return 1
 
     def finish_update(self, sgd: Optimizer) -> None:
-        """Step the parameters: the hashed tables row-sparse, the rest as thinc does."""
-        apply_sparse_updates(self.model, sgd)
-        self.model.finish_update(sgd)
+        """Step the parameters: the hashed tables row-sparse, the rest as thinc
+        does, each layer with its own learning-rate scale."""
+        step_model(self.model, sgd)
 
     def use_params(self, params: Dict) -> Iterator[None]:
         """Swap in e.g. the optimizer's averages (for evaluation and saving).
@@ -503,12 +557,9 @@ class CRFTagger(TrainablePipe):
         docs = [doc for doc in docs if len(doc)]
         if self.target.is_span_target:
             fixed = np.concatenate([self.target.forced(doc) for doc in docs])
-            if self.cfg["scheme"] == "BIO":
-                prefix, kind, _ = self.target._parsed
-                ends = np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0))
-                for t in ends:
-                    same_inside = (prefix == schemes.INSIDE) & (kind == kind[fixed[t]])
-                    scores.emissions[t + 1, same_inside] = -np.inf
+            continues = self.target.continuations()
+            for t in np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0)):
+                scores.emissions[t + 1, continues[fixed[t]]] = -np.inf
             return fixed
         return np.concatenate([self.target.ids_of_keys(self.target.reference_keys(doc))
                                for doc in docs])
@@ -596,7 +647,7 @@ class CRFTagger(TrainablePipe):
 
     def _check_width(self, scores: CRFScores) -> None:
         if scores.emissions.shape[1] != len(self.labels):
-            raise ValueError(Errors.E011.format(name=self.name, found=scores.emissions.shape[1],
+            raise ValueError(Errors.E013.format(name=self.name, n_labels=scores.emissions.shape[1],
                                                 expected=len(self.labels)))
 
     def __reduce__(self):
@@ -611,66 +662,17 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
                      scheme=cfg.get("scheme", "BILUO"),
                      keep_existing=cfg.get("keep_existing", False),
                      store_confidence=cfg.get("store_confidence", False),
-                     n_best=cfg.get("n_best", 0), scorer=scorer)
+                     n_best=cfg.get("n_best", 0), loss=cfg.get("loss", "nll"), scorer=scorer)
     pipe.cfg.update(cfg)
     pipe._set_labels(pipe.cfg["labels"])
     return pipe
-
-
-def span_probabilities(scores: CRFScores, structure: inference.Structure,
-                       label_ids: np.ndarray, log_z: np.ndarray, target: Target,
-                       fixed: Optional[np.ndarray] = None) -> np.ndarray:
-    """Probability of every predicted span under the CRF, at its first token
-    (with each span's end row beside it).
-
-    P(span) is the mass of the labellings that contain exactly that span: its
-    tags fixed (and, in BIO, the next token not continuing it), one
-    constrained forward pass per span over its sequence, all in one batch.
-    ``fixed`` (forced labels) applies to both the span's mass and ``log_z``.
-    """
-    prefix, kind, _ = target._parsed
-    codes = prefix[label_ids]
-    out = np.full(label_ids.shape[0], np.nan, dtype=np.float32)
-    span_end = np.full(label_ids.shape[0], -1, dtype=np.int64)
-    starts, ends = schemes.codes_to_spans(codes, target.scheme)
-    span_end[starts] = ends
-    if not len(starts):
-        return out, span_end
-    seq_end = np.cumsum(structure.lengths)
-    seq_of = np.searchsorted(seq_end, starts, side="right")
-    seq_first = seq_end - structure.lengths
-    rows, blocks, lengths = [], [], []
-    emissions = [np.asarray(scores.emissions, dtype=np.float64)]
-    for a, b, s in zip(starts, ends, seq_of):
-        lo, hi = seq_first[s], seq_end[s]
-        block = (np.full(hi - lo, -1, dtype=np.int64) if fixed is None
-                 else np.array(fixed[lo:hi], dtype=np.int64))
-        block[a - lo:b - lo] = label_ids[a:b]
-        rows.append(np.arange(lo, hi))
-        blocks.append(block)
-        lengths.append(hi - lo)
-    rows = np.concatenate(rows)
-    emissions = emissions[0][rows]
-    if target.scheme == "BIO":
-        # the span must end where it ends: the next token may not continue it
-        offsets = np.cumsum(lengths) - lengths
-        for i, (a, b, s) in enumerate(zip(starts, ends, seq_of)):
-            if b < seq_end[s]:
-                same_inside = (prefix == schemes.INSIDE) & (kind == kind[label_ids[a]])
-                emissions[offsets[i] + (b - seq_first[s]), same_inside] = -np.inf
-    batch = CRFScores(emissions, scores.transitions, scores.start, scores.end, scores.pair,
-                      scores.root)
-    _, span_log_z = inference.marginals(batch, inference.Structure.chain(np.asarray(lengths)),
-                                        np.concatenate(blocks))
-    out[starts] = np.exp(span_log_z - log_z[seq_of])
-    return out, span_end
 
 
 def _potentials(model: Model) -> Model:
     for node in model.walk():
         if node.name == "crf_potentials":
             return node
-    raise ValueError("The model has no crf_potentials layer: use a spacy-crf architecture.")
+    raise ValueError(Errors.E066)
 
 
 def _token_confidence(token: Token) -> Optional[float]:

@@ -1,0 +1,336 @@
+"""Batch training of a FeatureCRF with L-BFGS (L2) or OWL-QN (L1 + L2), as CRFsuite trains.
+
+    python -m spacy_crf.fit CONFIG --output DIR [--c1 0] [--c2 1] [--max-iterations 100]
+        [--paths.train ... --training.* --components.* overrides]
+
+Reads the config and corpora as ``spacy train`` does, featurizes the training
+corpus once with the component's own model, then minimises CRFsuite's
+objective ``-log-likelihood + c1 * ||w||_1 + c2 * ||w||^2`` over every weight
+(the hashed rows the corpus uses, bias, transitions, start and end; pair and
+root scores of a tree) with the full gradient, computed in numba on every core.
+It prints one line per iteration, evaluates dev with ``nlp.evaluate`` every
+``--eval-frequency`` iterations and at the end, and writes ``DIR/model-best``
+and ``DIR/model-last`` with the dev scores in ``meta.json``, as ``spacy train``
+does. The ``[training]`` optimizer, batcher and epochs are not used.
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+from spacy.language import Language
+from spacy.pipeline import TrainablePipe
+from spacy.schemas import ConfigSchemaTraining
+from spacy.training import Example
+from spacy.training.loop import (clean_output_dir, create_before_to_disk_callback,
+                                 create_evaluation_callback, update_meta)
+from spacy.util import load_config, load_model_from_config, registry, resolve_dot_names
+from thinc.api import fix_random_seed
+
+from .errors import Errors
+from .pipeline.crf_tagger import CRFTagger
+from .training.corpus import (FEATURE_CRF, check_emissions, featurize_corpus, read_corpus,
+                              write_weights)
+from .training.objective import ShardedObjective
+from .training.optimize import OPTIMIZERS, StoppingRule, minimize
+from .training.owlqn import Iteration
+
+DIR_MODEL_BEST = "model-best"
+DIR_MODEL_LAST = "model-last"
+
+
+def fit(
+    config_path: Union[str, Path],
+    output_dir: Optional[Union[str, Path]] = None,
+    *,
+    overrides: Optional[Dict[str, Any]] = None,
+    c1: float = 0.0,
+    c2: float = 1.0,
+    max_iterations: int = 100,
+    period: int = 10,
+    delta: float = 1e-5,
+    eval_frequency: int = 10,
+    component: Optional[str] = None,
+    n_threads: Optional[int] = None,
+    optimizer: str = "lbfgs",
+    stdout: Optional[IO] = None,
+) -> Language:
+    """Train a config's FeatureCRF component with L-BFGS (``c1 = 0``) or OWL-QN (``c1 > 0``).
+
+    Minimises CRFsuite's objective ``-log-likelihood + c1 * ||w||_1 + c2 *
+    ||w||^2``: ``c1`` and ``c2`` mean what they mean to CRFsuite and
+    sklearn-crfsuite (``c2=1`` here is ``c2=1`` there). Every weight is
+    penalised: the hashed rows, the bias and the label-interaction scores.
+
+    Parameters
+    ----------
+    config_path : str or Path
+        A ``spacy train`` config with a ``crf_tagger`` whose model is
+        ``spacy-crf.FeatureCRF.v1``.
+    output_dir : str or Path, optional
+        Where ``model-best`` and ``model-last`` go (nothing is saved if None).
+    overrides : dict, optional
+        Config overrides, e.g. ``{"paths.train": "train.spacy"}``.
+    c1 : float
+        L1 coefficient (CRFsuite's default 0). Above 0, OWL-QN makes weights exactly zero.
+    c2 : float
+        L2 coefficient (CRFsuite's default 1).
+    max_iterations : int
+        Iterations at most (each is one or a few full-corpus gradients).
+    period, delta : int, float
+        CRFsuite's convergence test: stop when the objective improved by less
+        than ``delta`` (relative) over the last ``period`` iterations.
+    eval_frequency : int
+        Evaluate dev every this many iterations (and after the last). A dev
+        evaluation runs the whole pipeline and its scorer, which costs about
+        as much as several iterations on CoNLL-2000.
+    component : str, optional
+        The component to train, if the pipeline has several crf_taggers.
+    n_threads : int, optional
+        Threads (and corpus shards) for the objective; default: the CPUs this
+        process may use.
+    optimizer : str
+        ``lbfgs``: our L-BFGS (OWL-QN when ``c1 > 0``), CRFsuite's algorithm
+        with a backtracking line search. ``scipy``: scipy's L-BFGS-B (``c1 =
+        0`` only; its own overhead is about 2 s per iteration at CoNLL-2000's
+        6.4 million weights).
+    stdout : file, optional
+        Where the progress lines go (default ``sys.stdout``).
+
+    Returns
+    -------
+    Language
+        The pipeline with the weights of the last iteration (``model-last``).
+    """
+    _check_options(c1=c1, c2=c2, max_iterations=max_iterations, period=period, delta=delta,
+                   eval_frequency=eval_frequency, n_threads=n_threads)
+    if optimizer not in OPTIMIZERS or (optimizer == "scipy" and c1 > 0):
+        raise ValueError(Errors.E032.format(name="optimizer", value=optimizer,
+                                            what=f"one of {OPTIMIZERS} ('scipy' with c1 = 0)"))
+    out = stdout or sys.stdout
+    if n_threads is None:
+        n_threads = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                     else os.cpu_count() or 1)
+    begin = time.perf_counter()
+    config = load_config(config_path, overrides=overrides or {}, interpolate=False)
+    nlp, T, train_corpus, dev_corpus = _load(config)
+    pipe = _component(nlp, component, T)
+    train_examples = read_corpus(train_corpus, nlp)
+    _initialize(nlp, T, train_examples)
+    _annotate(nlp, pipe, T, train_examples)
+    shards, buckets = featurize_corpus(pipe, train_examples, n_threads)
+    check_emissions(pipe, train_examples, shards[0], buckets)
+    layout = shards[0].layout
+    dev_examples = read_corpus(dev_corpus, nlp)
+    evaluate = create_evaluation_callback(nlp, lambda _: dev_examples, T["score_weights"])
+    n_tokens = sum(shard.n_tokens for shard in shards)
+    n_seqs = sum(int(shard.structure.lengths.shape[0]) for shard in shards)
+    _say(out, f"Fitting '{pipe.name}' ({pipe.cfg['structure']}, {layout.n_labels} labels) on "
+              f"{n_seqs} sequences, {n_tokens} tokens: {layout.n_rows} feature rows, "
+              f"{layout.size} weights, {len(shards)} shard(s); "
+              f"{'OWL-QN' if c1 > 0 else 'L-BFGS'} ({optimizer}) c1={c1:g} c2={c2:g}; "
+              f"ready in {time.perf_counter() - begin:.1f} s")
+    objective = ShardedObjective(shards, c2=c2, n_threads=n_threads)
+    progress = _Progress(out, pipe, layout, buckets, evaluate, eval_frequency)
+    try:
+        theta, n_iterations, message = minimize(
+            objective, np.zeros(layout.size), c1=c1, max_iterations=max_iterations,
+            rule=StoppingRule(period=period, delta=delta), report=progress,
+            optimizer=optimizer)
+    finally:
+        objective.close()
+    final = progress.finish(theta, n_iterations, objective)
+    _say(out, f"{message}; {n_iterations} iterations, {objective.n_evaluations} evaluations "
+              f"of the objective, {time.perf_counter() - begin:.1f} s")
+    if output_dir is not None:
+        _save(nlp, pipe, T, Path(output_dir), progress, final, out)
+    return nlp
+
+
+class _Progress:
+    """The per-iteration report: one line each, dev scores every ``eval_frequency``.
+
+    Keeps the weights of the best dev score so far (``model-best``).
+    """
+
+    def __init__(self, out: IO, pipe: CRFTagger, layout, buckets: np.ndarray,
+                 evaluate: Callable[[], Tuple[float, Dict[str, Any]]],
+                 eval_frequency: int) -> None:
+        self.out, self.pipe, self.layout, self.buckets = out, pipe, layout, buckets
+        self.evaluate = evaluate
+        self.eval_frequency = eval_frequency
+        self.best: Optional[Tuple[float, np.ndarray, Dict[str, Any], float]] = None
+        self.last: Optional[Tuple[int, float, Dict[str, Any]]] = None  # last evaluation
+        self.reported: Tuple[int, float] = (0, float("nan"))  # last iteration and loss
+        self.tick = time.perf_counter()
+        _say(out, f"{'it':>4} {'loss':>14} {'|grad|':>10} {'active':>9} {'score':>7} {'secs':>6}")
+
+    def __call__(self, info: Iteration, theta: np.ndarray) -> None:
+        k, loss = info.k, info.loss
+        if not np.isfinite(loss):
+            raise ValueError(Errors.E034.format(value=loss, iteration=k))
+        self.reported = (k, loss)
+        score = ""
+        if k % self.eval_frequency == 0:
+            score = f"{self._evaluate(k, theta, loss):.4f}"
+        now = time.perf_counter()
+        _say(self.out, f"{k:>4} {loss:>14.4f} {info.gnorm:>10.4g} {info.active:>9} "
+                       f"{score:>7} {now - self.tick:>6.2f}")
+        self.tick = now
+
+    def _evaluate(self, k: int, theta: np.ndarray, loss: float) -> float:
+        write_weights(self.pipe, self.layout, self.buckets, theta)
+        score, scores = self.evaluate()
+        self.last = (k, loss, scores)
+        if self.best is None or score > self.best[0]:
+            self.best = (score, theta.copy(), scores, loss)
+        return score
+
+    def finish(self, theta: np.ndarray, k: int, objective: ShardedObjective) -> Tuple:
+        """Evaluate the final weights (unless just done); returns (theta, scores, loss)."""
+        if self.last is None or self.last[0] != k:
+            loss = self.reported[1] if self.reported[0] == k and k else objective(theta)[0]
+            score = self._evaluate(k, theta, loss)
+            _say(self.out, f"{k:>4} {'(final)':>14} {'':>10} {np.count_nonzero(theta):>9} "
+                           f"{score:>7.4f}")
+        write_weights(self.pipe, self.layout, self.buckets, theta)
+        return theta, self.last[2], self.last[1]
+
+
+def _check_options(**values: Any) -> None:
+    """E032 for an option out of range (``n_threads`` may be None)."""
+    least = {"c1": 0, "c2": 0, "delta": 0, "max_iterations": 0, "period": 0,
+             "eval_frequency": 1, "n_threads": 1}
+    for name, value in values.items():
+        if name == "n_threads" and value is None:
+            continue
+        whole = isinstance(least[name], int) and name not in ("c1", "c2", "delta")
+        kinds = (int,) if whole else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds) or not value >= least[name]:
+            what = f"a {'whole number' if whole else 'number'} >= {least[name]}"
+            raise ValueError(Errors.E032.format(name=name, what=what, value=value))
+
+
+def _load(config) -> Tuple[Language, Dict[str, Any], Callable, Callable]:
+    """The pipeline, the resolved [training] section and the corpus readers (as init_nlp)."""
+    interpolated = config.interpolate()
+    if interpolated["training"].get("seed") is not None:
+        fix_random_seed(interpolated["training"]["seed"])
+    nlp = load_model_from_config(config, auto_fill=True)
+    config = nlp.config.interpolate()
+    T = registry.resolve(config["training"], schema=ConfigSchemaTraining)
+    train_corpus, dev_corpus = resolve_dot_names(config, [T["train_corpus"], T["dev_corpus"]])
+    return nlp, T, train_corpus, dev_corpus
+
+
+def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagger:
+    """The crf_tagger to train: ``name``, or the only FeatureCRF one (E030, E031, E033, E036)."""
+    pipeline = ", ".join(f"{n} ({type(p).__name__})" for n, p in nlp.pipeline) or "empty"
+    if name is not None:
+        if name not in nlp.pipe_names or not isinstance(nlp.get_pipe(name), CRFTagger):
+            raise ValueError(Errors.E030.format(why=f"it has no crf_tagger named '{name}'",
+                                                pipeline=pipeline))
+        pipe = nlp.get_pipe(name)
+        if pipe.model.name != FEATURE_CRF:
+            raise ValueError(Errors.E031.format(model=pipe.model.name))
+    else:
+        crfs = [p for _, p in nlp.pipeline if isinstance(p, CRFTagger)]
+        featured = [p for p in crfs if p.model.name == FEATURE_CRF]
+        if len(crfs) == 1 and not featured:
+            raise ValueError(Errors.E031.format(model=crfs[0].model.name))
+        if len(featured) != 1:
+            why = ("it has none" if not featured else
+                   f"it has several ({', '.join(p.name for p in featured)})")
+            raise ValueError(Errors.E030.format(why=why, pipeline=pipeline))
+        pipe = featured[0]
+    loss = pipe.cfg.get("loss", "nll")
+    if loss != "nll":
+        raise ValueError(Errors.E036.format(name=pipe.name, loss=loss))
+    frozen = set(T["frozen_components"])
+    others = [n for n, p in nlp.pipeline
+              if n != pipe.name and isinstance(p, TrainablePipe) and n not in frozen]
+    if others:
+        raise ValueError(Errors.E033.format(name=pipe.name, others=others))
+    return pipe
+
+
+def _initialize(nlp: Language, T: Dict[str, Any], examples: List[Example]) -> None:
+    """``nlp.initialize`` as ``spacy train`` calls it, on the corpus read once."""
+    nlp._link_components()
+    with nlp.select_pipes(disable=list(T["frozen_components"])):
+        nlp.initialize(lambda: examples)
+
+
+def _annotate(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], examples: List[Example]) -> None:
+    """Let the [training] annotating_components before ``pipe`` annotate the
+    predicted docs, as they do in ``spacy train``."""
+    annotating = set(T["annotating_components"])
+    for name, proc in nlp.pipeline:
+        if name == pipe.name:
+            break
+        if name in annotating:
+            docs = list(proc.pipe(eg.predicted for eg in examples))
+            for eg, doc in zip(examples, docs):
+                eg.predicted = doc
+
+
+def _save(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], output_dir: Path,
+          progress: _Progress, final: Tuple, out: IO) -> None:
+    """model-best (best dev score) and model-last (final weights), with meta.json scores."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    clean_output_dir(output_dir)
+    before_to_disk = create_before_to_disk_callback(T["before_to_disk"])
+    _, best_theta, best_scores, best_loss = progress.best
+    last_theta, last_scores, last_loss = final
+    for path, theta, scores, loss in ((output_dir / DIR_MODEL_BEST, best_theta, best_scores,
+                                       best_loss),
+                                      (output_dir / DIR_MODEL_LAST, last_theta, last_scores,
+                                       last_loss)):
+        write_weights(pipe, progress.layout, progress.buckets, theta)
+        update_meta(T, nlp, {"other_scores": scores, "losses": {pipe.name: loss}})
+        before_to_disk(nlp).to_disk(path)
+    _say(out, f"Saved {output_dir / DIR_MODEL_BEST} and {output_dir / DIR_MODEL_LAST}")
+
+
+def _say(out: IO, line: str) -> None:
+    out.write(line + "\n")
+    out.flush()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from spacy.cli._util import parse_config_overrides, show_validation_error
+
+    parser = argparse.ArgumentParser(prog="python -m spacy_crf.fit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config", type=Path, help="a spacy train config (.cfg)")
+    parser.add_argument("--output", "-o", type=Path, default=None,
+                        help="directory for model-best and model-last")
+    parser.add_argument("--c1", type=float, default=0.0, help="L1 coefficient (OWL-QN if > 0)")
+    parser.add_argument("--c2", type=float, default=1.0, help="L2 coefficient")
+    parser.add_argument("--max-iterations", type=int, default=100)
+    parser.add_argument("--period", type=int, default=10, help="convergence test window")
+    parser.add_argument("--delta", type=float, default=1e-5, help="convergence threshold")
+    parser.add_argument("--eval-frequency", type=int, default=10,
+                        help="evaluate dev every N iterations (and at the end)")
+    parser.add_argument("--component", default=None, help="the crf_tagger to train")
+    parser.add_argument("--threads", type=int, default=None, help="threads for the objective")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs",
+                        help="lbfgs: ours (OWL-QN if c1 > 0); scipy: L-BFGS-B (c1 = 0)")
+    args, rest = parser.parse_known_args(argv)
+    if not args.config.exists():
+        parser.error(f"config file not found: {args.config}")
+    overrides = parse_config_overrides(rest)
+    with show_validation_error(args.config, hint_fill=False):
+        fit(args.config, args.output, overrides=overrides, c1=args.c1, c2=args.c2,
+            max_iterations=args.max_iterations, period=args.period, delta=args.delta,
+            eval_frequency=args.eval_frequency, component=args.component,
+            n_threads=args.threads, optimizer=args.optimizer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Trainers beside ``spacy train``: the batch trainer's objective, optimizers and corpus."""

@@ -1,0 +1,215 @@
+"""A FeatureCRF component's training corpus, featurized once into shards.
+
+Features, labels and structure come from the component itself: its model's
+featurize layer, ``_gold`` (the target's gold ids, scheme-breaking span tags
+unannotated, as in ``update``), ``_structure`` and ``_constrain``. So the
+batch trainer sees exactly what ``spacy train`` shows the component.
+
+The hashed table has ``n_buckets`` rows but a corpus uses a fraction of them:
+those rows are compacted (``buckets[r]`` is the table row of compact row
+``r``), and :func:`write_weights` puts a parameter vector back into the
+component's model.
+"""
+
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
+
+import numpy as np
+import srsly
+from spacy.language import Language
+from spacy.training import Example
+from thinc.api import Model
+
+from .._kernels.emissions import feature_rows
+from ..errors import Errors
+from ..features.doc_arrays import doc_lengths
+from ..models.hashed_linear import BUCKETING, UNSIGNED
+from ..models.potentials import CRFScores
+from .objective import CHAIN_PARAMS, TREE_PARAMS, FeaturizedShard, ParameterLayout
+
+FEATURE_CRF = "feature_crf"
+
+
+def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
+    """The featurize, hashed-linear and potentials layers of a FeatureCRF model.
+
+    Raises
+    ------
+    ValueError
+        E031 if ``model`` is not a ``spacy-crf.FeatureCRF.v1``.
+    """
+    if model.name != FEATURE_CRF:
+        raise ValueError(Errors.E031.format(model=model.name))
+    featurize, linear, potentials = model.layers
+    return featurize, linear, potentials
+
+
+def layout_of(pipe) -> ParameterLayout:
+    """The parameter layout of ``pipe`` (an initialized ``crf_tagger``), without rows."""
+    _, _, potentials = feature_layers(pipe.model)
+    return ParameterLayout(0, len(pipe.labels), pipe.cfg["structure"] == "tree",
+                           potentials.get_dim("nR"))
+
+
+def read_corpus(corpus: Callable[[Language], Iterable[Example]],
+                nlp: Language) -> List[Example]:
+    """All examples of a config's corpus reader (e.g. ``spacy.Corpus.v1``, with
+    its augmenter), as ``spacy train`` reads them.
+
+    srsly, which ``DocBin`` uses, looks up its msgpack decoders among every
+    installed package's entry points at each ``msgpack_loads``, and a doc with
+    user data (a ``_.NAME`` target) or spans takes three: on CoNLL-2000 that
+    was half of the 7 s spent reading the training corpus. The decoders are
+    looked up once here, for as long as the reading lasts.
+    """
+    with _decoders_looked_up_once():
+        return list(corpus(nlp))
+
+
+@contextmanager
+def _decoders_looked_up_once() -> Iterator[None]:
+    registry = srsly.msgpack_decoders
+    found = registry.get_all()
+    registry.get_all = lambda: found
+    try:
+        yield
+    finally:
+        del registry.get_all
+
+
+def shard_bounds(lengths: np.ndarray, n_shards: int) -> List[Tuple[int, int]]:
+    """Split docs with ``lengths`` tokens into at most ``n_shards`` contiguous,
+    non-empty runs of about equal token counts, as ``(first, end)`` doc indices."""
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
+    cuts = [0]
+    for i in range(1, n_shards):
+        cut = int(np.searchsorted(ends, total * i / n_shards, side="left")) + 1
+        if cuts[-1] < cut < len(lengths):
+            cuts.append(cut)
+    cuts.append(len(lengths))
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def featurize_corpus(pipe, examples: Sequence[Example],
+                     n_shards: int = 1) -> Tuple[List[FeaturizedShard], np.ndarray]:
+    """Featurize the predicted docs of ``examples`` for ``pipe``, in ``n_shards`` shards.
+
+    Parameters
+    ----------
+    pipe : CRFTagger
+        An initialized ``crf_tagger`` with a FeatureCRF model.
+    examples : sequence of Example
+        The training corpus (predicted docs as the component would see them).
+    n_shards : int
+        How many shards (fewer if there are fewer non-empty docs).
+
+    Returns
+    -------
+    shards : list of FeaturizedShard
+    buckets : numpy.ndarray
+        (R,) int64: the hashed-table row of every compact row.
+    """
+    featurize, linear, _ = feature_layers(pipe.model)
+    n_buckets = linear.get_dim("nV")
+    unsigned = linear.attrs.get(BUCKETING, UNSIGNED) == UNSIGNED
+    examples = [eg for eg in examples if len(eg.predicted)]
+    if not examples:
+        raise ValueError(Errors.E020.format(name=pipe.name, where=""))
+    bounds = shard_bounds(doc_lengths([eg.predicted for eg in examples]), n_shards)
+    parts = []
+    for first, end in bounds:
+        batch = examples[first:end]
+        docs = [eg.predicted for eg in batch]
+        features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
+        # the table row of every feature, mapped as the hashed layer maps it
+        buckets = np.empty(features.shape, dtype=np.int64)
+        feature_rows(features, n_buckets, unsigned, buckets)
+        structure = pipe._structure(docs)
+        scores = _constrained_zeros(pipe, features.shape[0])
+        gold = pipe._gold(batch, scores, structure)
+        constraints = None
+        if pipe.target.is_span_target:
+            constraints = {name: np.asarray(getattr(scores, name), dtype=np.float64)
+                           for name in CHAIN_PARAMS}
+        parts.append((buckets, gold, structure, constraints))
+    # compact rows in order of decreasing frequency: the features of most tokens
+    # share a few cache lines of the weights and of the gradient
+    counts = np.zeros(n_buckets, dtype=np.int64)
+    for buckets, *_ in parts:
+        counts += np.bincount(buckets.ravel(), minlength=n_buckets)
+    table_rows = np.flatnonzero(counts)
+    table_rows = table_rows[np.argsort(-counts[table_rows], kind="stable")]
+    # compact[b] = the compact row of table row b
+    compact = np.full(n_buckets, -1, dtype=np.int64)
+    compact[table_rows] = np.arange(table_rows.shape[0])
+    base = layout_of(pipe)
+    layout = ParameterLayout(int(table_rows.shape[0]), base.n_labels, base.is_tree,
+                             base.n_relations)
+    shards = [FeaturizedShard(layout, np.ascontiguousarray(compact[buckets]),
+                              np.ascontiguousarray(gold, dtype=np.int64), structure, constraints)
+              for buckets, gold, structure, constraints in parts]
+    return shards, table_rows
+
+
+def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
+    """All-zero scores with the component's scheme constraints (-inf) added."""
+    L = len(pipe.labels)
+    _, _, potentials = feature_layers(pipe.model)
+    R = potentials.get_dim("nR")
+    scores = CRFScores(np.zeros((n_tokens, L), dtype=np.float32),
+                       np.zeros((L, L), dtype=np.float32), np.zeros(L, dtype=np.float32),
+                       np.zeros(L, dtype=np.float32), np.zeros((R, L, L), dtype=np.float32),
+                       np.zeros(L, dtype=np.float32))
+    return pipe._constrain(scores)
+
+
+def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,
+                  theta: np.ndarray) -> None:
+    """Put the parameter vector ``theta`` into ``pipe``'s model (in its dtype).
+
+    Rows of the hashed table that no compact row maps to become zero.
+    """
+    _, linear, potentials = feature_layers(pipe.model)
+    params = layout.split(np.asarray(theta))
+    W = linear.get_param("W")
+    W[...] = 0
+    W[buckets] = params["W"]
+    linear.set_param("W", W)
+    linear.set_param("b", params["b"].astype(linear.get_param("b").dtype))
+    for name in (TREE_PARAMS if layout.is_tree else CHAIN_PARAMS):
+        potentials.set_param(name, params[name].astype(potentials.get_param(name).dtype))
+
+
+def check_emissions(pipe, examples: Sequence[Example], shard: FeaturizedShard,
+                    buckets: np.ndarray, seed: int = 0) -> None:
+    """Check that the shard's features give the model's own emissions.
+
+    Random weights are written into the model (zeros afterwards) and the
+    emissions of the first docs of ``examples`` (the first of ``shard``) are
+    compared with those the shard's rows select.
+
+    Raises
+    ------
+    RuntimeError
+        E035 if they differ (the feature rows do not map as the model's do).
+    """
+    layout = shard.layout
+    rng = np.random.default_rng(seed)
+    probe = rng.normal(size=layout.size).astype(np.float32).astype(np.float64)
+    docs, n_tokens = [], 0
+    for eg in examples:
+        if len(eg.predicted):
+            docs.append(eg.predicted)
+            n_tokens += len(eg.predicted)
+        if len(docs) == 20:
+            break
+    write_weights(pipe, layout, buckets, probe)
+    try:
+        got = np.asarray(pipe.model.predict(docs).emissions, dtype=np.float64)
+    finally:
+        write_weights(pipe, layout, buckets, np.zeros(layout.size))
+    params = layout.split(probe)
+    want = params["b"] + params["W"][shard.rows[:n_tokens]].sum(axis=1)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-3):
+        raise RuntimeError(Errors.E035.format(name=pipe.name))

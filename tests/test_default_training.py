@@ -1,0 +1,104 @@
+"""What a new user gets: factory defaults, ``nlp.initialize()``'s optimizer
+(spaCy's default Adam: 0.001, decoupled L2 0.01, grad_clip 1.0) and a plain
+``nlp.update`` loop, on the shipped EWT sample."""
+
+import random
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+from spacy.util import minibatch
+
+SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"
+
+
+def read_upos(path: Path, limit: int = 0) -> List[Tuple[List[str], List[str]]]:
+    sentences, words, tags = [], [], []
+    for line in path.read_text(encoding="utf8").splitlines():
+        if not line.strip():
+            if words:
+                sentences.append((words, tags))
+                words, tags = [], []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if "-" in cols[0] or "." in cols[0]:
+            continue
+        words.append(cols[1])
+        tags.append(cols[3])
+    return sentences[:limit] if limit else sentences
+
+
+def train_plain_loop(model_overrides: dict, epochs: int = 5) -> float:
+    nlp = spacy.blank("en")
+    config = {"target": "pos"}
+    if model_overrides:
+        config["model"] = model_overrides
+    nlp.add_pipe("crf_tagger", config=config)
+    train = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t})
+             for w, t in read_upos(SAMPLE / "en_ewt-train.conllu")]
+    dev = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t})
+           for w, t in read_upos(SAMPLE / "en_ewt-dev.conllu", limit=200)]
+    optimizer = nlp.initialize(lambda: train)
+    random.seed(0)
+    for _ in range(epochs):
+        random.shuffle(train)
+        for batch in minibatch(train, size=32):
+            nlp.update(batch, sgd=optimizer)
+    return nlp.evaluate(dev)["pos_acc"]
+
+
+def test_default_optimizer_is_spacys():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos"})
+    optimizer = nlp.initialize(lambda: [Example.from_dict(Doc(nlp.vocab, words=["a"]), {"pos": ["DET"]})])
+    assert optimizer.learn_rate == pytest.approx(0.001)
+    assert optimizer.L2_is_weight_decay and optimizer.L2 == pytest.approx(0.01)
+    assert optimizer.grad_clip == pytest.approx(1.0)
+
+
+def test_factory_defaults_train_under_spacys_default_optimizer():
+    """The model's learning-rate scale is what makes Adam 0.001 work for sparse
+    weights: without it (scale 1) five epochs leave the tagger far behind."""
+    scaled = train_plain_loop({})
+    unscaled = train_plain_loop({"learn_rate_scale": 1.0})
+    assert scaled >= 0.85
+    assert scaled >= unscaled + 0.05
+
+
+def _template_names(nlp, name="crf_tagger"):
+    pipe = nlp.get_pipe(name)
+    return [n for node in pipe.model.walk() if "templates" in node.attrs
+            for n in node.attrs["templates"].names]
+
+
+def test_tree_structure_gets_tree_features_by_default():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "tree"})
+    names = _template_names(nlp)
+    assert "head:NORM[0]" in names and "HEAD_DIST[0]" in names and "DEP[0]|head:DEP[0]" in names
+    # the chain default reads no parse, so it runs on docs without one
+    chain = spacy.blank("en")
+    chain.add_pipe("crf_tagger", config={"target": "pos"})
+    assert not any(n.startswith("head:") or "DEP" in n for n in _template_names(chain))
+    assert set(_template_names(chain)) < set(names)
+
+
+def test_dep_target_tree_defaults_leave_out_features_that_read_dep():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "dep", "structure": "tree"})  # no E017
+    names = _template_names(nlp)
+    assert "head:NORM[0]" in names and "HEAD_DIST[0]" in names
+    assert not any("DEP" in n for n in names)
+
+
+def test_tree_templates_already_in_templates_are_not_added_twice():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={
+        "target": "pos", "structure": "tree",
+        "model": {"templates": ["NORM", "head:NORM"], "tree_templates": ["head:NORM", "HEAD_DIST"]}})
+    assert _template_names(nlp) == ["NORM[0]", "head:NORM[0]", "HEAD_DIST[0]"]
