@@ -34,7 +34,7 @@ from thinc.api import fix_random_seed
 from .errors import Errors
 from .pipeline.crf_tagger import CRFTagger
 from .training.corpus import (FEATURE_CRF, check_emissions, featurize_corpus, read_corpus,
-                              write_weights)
+                              release_memory, write_weights)
 from .training.objective import ShardedObjective
 from .training.optimize import OPTIMIZERS, StoppingRule, minimize
 from .training.owlqn import Iteration
@@ -53,7 +53,7 @@ def fit(
     max_iterations: int = 100,
     period: int = 10,
     delta: float = 1e-5,
-    eval_frequency: int = 10,
+    eval_frequency: int = 20,
     component: Optional[str] = None,
     n_threads: Optional[int] = None,
     optimizer: str = "lbfgs",
@@ -124,6 +124,10 @@ def fit(
     _annotate(nlp, pipe, T, train_examples)
     shards, buckets = featurize_corpus(pipe, train_examples, n_threads)
     check_emissions(pipe, train_examples, shards[0], buckets)
+    # the shards hold all the optimizer needs: give the corpus's memory back
+    # before the optimizer's vectors take theirs (CoNLL-2000: about 190 MB)
+    del train_examples
+    release_memory()
     layout = shards[0].layout
     dev_examples = read_corpus(dev_corpus, nlp)
     evaluate = create_evaluation_callback(nlp, lambda _: dev_examples, T["score_weights"])
@@ -135,7 +139,7 @@ def fit(
               f"{'OWL-QN' if c1 > 0 else 'L-BFGS'} ({optimizer}) c1={c1:g} c2={c2:g}; "
               f"ready in {time.perf_counter() - begin:.1f} s")
     objective = ShardedObjective(shards, c2=c2, n_threads=n_threads)
-    progress = _Progress(out, pipe, layout, buckets, evaluate, eval_frequency)
+    progress = _Progress(out, pipe, layout, buckets, evaluate, eval_frequency, begin)
     try:
         theta, n_iterations, message = minimize(
             objective, np.zeros(layout.size), c1=c1, max_iterations=max_iterations,
@@ -159,7 +163,7 @@ class _Progress:
 
     def __init__(self, out: IO, pipe: CRFTagger, layout, buckets: np.ndarray,
                  evaluate: Callable[[], Tuple[float, Dict[str, Any]]],
-                 eval_frequency: int) -> None:
+                 eval_frequency: int, begin: float) -> None:
         self.out, self.pipe, self.layout, self.buckets = out, pipe, layout, buckets
         self.evaluate = evaluate
         self.eval_frequency = eval_frequency
@@ -167,7 +171,9 @@ class _Progress:
         self.last: Optional[Tuple[int, float, Dict[str, Any]]] = None  # last evaluation
         self.reported: Tuple[int, float] = (0, float("nan"))  # last iteration and loss
         self.tick = time.perf_counter()
-        _say(out, f"{'it':>4} {'loss':>14} {'|grad|':>10} {'active':>9} {'score':>7} {'secs':>6}")
+        self.begin = begin  # when fit() started: the last column is the wall time so far
+        _say(out, f"{'it':>4} {'loss':>14} {'|grad|':>10} {'active':>9} {'score':>7} {'secs':>6} "
+                  f"{'total':>7}")
 
     def __call__(self, info: Iteration, theta: np.ndarray) -> None:
         k, loss = info.k, info.loss
@@ -179,11 +185,11 @@ class _Progress:
             score = f"{self._evaluate(k, theta, loss):.4f}"
         now = time.perf_counter()
         _say(self.out, f"{k:>4} {loss:>14.4f} {info.gnorm:>10.4g} {info.active:>9} "
-                       f"{score:>7} {now - self.tick:>6.2f}")
+                       f"{score:>7} {now - self.tick:>6.2f} {now - self.begin:>7.1f}")
         self.tick = now
 
     def _evaluate(self, k: int, theta: np.ndarray, loss: float) -> float:
-        write_weights(self.pipe, self.layout, self.buckets, theta)
+        write_weights(self.pipe, self.layout, self.buckets, theta, clear_others=False)
         score, scores = self.evaluate()
         self.last = (k, loss, scores)
         if self.best is None or score > self.best[0]:
@@ -197,7 +203,7 @@ class _Progress:
             score = self._evaluate(k, theta, loss)
             _say(self.out, f"{k:>4} {'(final)':>14} {'':>10} {np.count_nonzero(theta):>9} "
                            f"{score:>7.4f}")
-        write_weights(self.pipe, self.layout, self.buckets, theta)
+        write_weights(self.pipe, self.layout, self.buckets, theta, clear_others=False)
         return theta, self.last[2], self.last[1]
 
 
@@ -314,7 +320,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--max-iterations", type=int, default=100)
     parser.add_argument("--period", type=int, default=10, help="convergence test window")
     parser.add_argument("--delta", type=float, default=1e-5, help="convergence threshold")
-    parser.add_argument("--eval-frequency", type=int, default=10,
+    parser.add_argument("--eval-frequency", type=int, default=20,
                         help="evaluate dev every N iterations (and at the end)")
     parser.add_argument("--component", default=None, help="the crf_tagger to train")
     parser.add_argument("--threads", type=int, default=None, help="threads for the objective")

@@ -25,11 +25,15 @@ tokenisations.
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from spacy.scorer import PRFScore, Scorer, get_ner_prf
+import numpy as np
+from spacy.attrs import ENT_IOB, ENT_TYPE, IS_SPACE
+from spacy.scorer import MISSING_VALUES, PRFScore, Scorer, get_ner_prf
+from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
-from .targets import make_target
+from .targets import Target, make_target
+from .util import same_tokens
 
 _IOB = re.compile(r"^(?:O|[BI]-.+)$")
 
@@ -81,7 +85,7 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
     tgt = make_target(target)
     if target == "ents":
         results: Dict[str, Any] = dict(get_ner_prf(examples))
-        acc = Scorer.score_token_attr(examples, "ent_tag", getter=tgt.getter(), **kwargs)
+        acc = token_accuracy(examples, tgt, "ent_tag", keys_of=_ent_tag_keys, **kwargs)
         results["crf_acc"] = acc["ent_tag_acc"]
         results[MAIN_SCORE] = results["ents_f"]
         return results
@@ -93,16 +97,76 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
         results["crf_acc"] = None
         results[MAIN_SCORE] = results[f"spans_{key}_f"]
         return results
-    getter = tgt.getter()
-    results = dict(Scorer.score_token_attr(examples, tgt.score_attr, getter=getter, **kwargs))
+    results = token_accuracy(examples, tgt, tgt.score_attr, **kwargs)
     results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
     results[MAIN_SCORE] = results["crf_acc"]
     if target.startswith("_."):
-        chunks = _score_iob(examples, tgt.score_attr, getter)
+        chunks = _score_iob(examples, tgt.score_attr, tgt.labels_of)
         results.update(chunks)
         if chunks:
             results[MAIN_SCORE] = chunks[f"{tgt.score_attr}_f"]
     return results
+
+
+def token_accuracy(examples: List[Example], tgt: Target, attr: str,
+                   keys_of: Optional[Callable[[Doc], np.ndarray]] = None,
+                   **kwargs: Any) -> Dict[str, Optional[float]]:
+    """``{attr}_acc`` exactly as spaCy's ``Scorer.score_token_attr`` counts it
+    with ``tgt.getter()``.
+
+    Where the predicted doc has the reference's tokens (what ``nlp.evaluate``
+    and ``spacy train`` give), both sides come as arrays of label keys and are
+    compared at once: a per-token getter costs more than the whole CRF decode
+    there. ``keys_of(doc)`` gives them, (n,) or (n, k) with row ``i`` equal
+    between two docs exactly where the getter's values are, and a first
+    column of 0 where the label is missing (default ``tgt.reference_keys``).
+    Other examples go through spaCy's alignment, one at a time.
+    """
+    if kwargs.get("missing_values", MISSING_VALUES) != MISSING_VALUES:
+        return Scorer.score_token_attr(examples, attr, getter=tgt.getter(), **kwargs)
+    keys_of = keys_of or tgt.reference_keys
+    score = PRFScore()
+    getter = tgt.getter()
+    for eg in examples:
+        pred, gold = eg.predicted, eg.reference
+        if not same_tokens(pred, gold):
+            _add_aligned(score, eg, attr, getter)
+            continue
+        gold_keys = keys_of(gold).reshape(len(gold), -1)
+        pred_keys = keys_of(pred).reshape(len(pred), -1)
+        # spaCy scores the gold tokens with a label, and the predicted
+        # non-space tokens at those positions
+        annotated = gold_keys[:, 0] != 0
+        scored = annotated & (pred.to_array(IS_SPACE).reshape(-1) == 0)
+        tp = int(np.count_nonzero(scored & (pred_keys == gold_keys).all(axis=1)))
+        score.tp += tp
+        score.fp += int(np.count_nonzero(scored)) - tp
+        score.fn += int(np.count_nonzero(annotated)) - tp
+    return {f"{attr}_acc": None if len(score) == 0 else score.fscore}
+
+
+def _ent_tag_keys(doc: Doc) -> np.ndarray:
+    """(n, 2) IOB code and entity type: equal where ``EntTarget``'s getter
+    (``B-PER``, ``O``, ...) is; the IOB code is 0 where the doc says nothing."""
+    return doc.to_array([ENT_IOB, ENT_TYPE]).astype(np.uint64).reshape(len(doc), 2)
+
+
+def _add_aligned(score: PRFScore, eg: Example, attr: str, getter: Callable) -> None:
+    """Add one example's counts through spaCy's alignment (``score_token_attr``'s loop)."""
+    gold_tags, missing = set(), set()
+    for i, token in enumerate(eg.reference):
+        value = getter(token, attr)
+        if value in MISSING_VALUES:
+            missing.add(i)
+        else:
+            gold_tags.add((i, value))
+    pred_tags = set()
+    for token in eg.predicted:
+        if not token.orth_.isspace() and eg.alignment.x2y.lengths[token.i] == 1:
+            gold_i = eg.alignment.x2y[token.i][0]
+            if gold_i not in missing:
+                pred_tags.add((gold_i, getter(token, attr)))
+    score.score_set(pred_tags, gold_tags)
 
 
 def iob_chunks(tags: List[Optional[str]]) -> List[Tuple[int, int, str]]:
@@ -129,8 +193,10 @@ def _char_chunks(doc, tags) -> Set[Tuple[int, int, str]]:
     return {(doc[s].idx, doc[e - 1].idx + len(doc[e - 1]), k) for s, e, k in iob_chunks(tags)}
 
 
-def _score_iob(examples: List[Example], attr: str, getter) -> Dict[str, Any]:
-    gold_tags = [[getter(t, attr) for t in eg.reference] for eg in examples]
+def _score_iob(examples: List[Example], attr: str,
+               labels_of: Callable[[Doc], List[Optional[str]]]) -> Dict[str, Any]:
+    # a doc's labels as one list ([] where it has none): no per-token getter
+    gold_tags = [labels_of(eg.reference) or [None] * len(eg.reference) for eg in examples]
     seen = {tag for tags in gold_tags for tag in tags if tag}
     if not seen or not all(_IOB.match(tag) for tag in seen):
         return {}
@@ -139,7 +205,7 @@ def _score_iob(examples: List[Example], attr: str, getter) -> Dict[str, Any]:
     for eg, gold in zip(examples, gold_tags):
         if all(tag is None for tag in gold):
             continue
-        pred_tags = [getter(t, attr) for t in eg.predicted]
+        pred_tags = labels_of(eg.predicted) or [None] * len(eg.predicted)
         cand = _char_chunks(eg.predicted, pred_tags)
         ref = _char_chunks(eg.reference, gold)
         total.score_set(cand, ref)

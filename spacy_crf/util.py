@@ -1,14 +1,19 @@
 """Small helpers shared by the pipeline modules."""
 
 import numpy as np
-from spacy.attrs import IDX, LENGTH
+from spacy.attrs import IDX, LENGTH, ORTH, SPACY
 from spacy.tokens import Doc
 
 
 def same_tokens(a: Doc, b: Doc) -> bool:
-    """Whether two docs have the same text split into the same tokens (vectorised)."""
-    if len(a) != len(b) or a.text != b.text:
+    """Whether two docs have the same text split into the same tokens (vectorised).
+
+    Equal words at equal offsets with equal trailing whitespace make equal
+    texts; ``Doc.text`` itself would build a string token by token.
+    """
+    if len(a) != len(b):
         return False
     if not len(a):
         return True
-    return bool(np.array_equal(a.to_array([IDX, LENGTH]), b.to_array([IDX, LENGTH])))
+    attrs = [ORTH, IDX, LENGTH, SPACY]
+    return bool(np.array_equal(a.to_array(attrs), b.to_array(attrs)))

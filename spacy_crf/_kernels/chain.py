@@ -154,10 +154,9 @@ def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
         for i in range(L):
             beta[t, i] = 0.0
         for j in range(L):
-            e = ex[t + 1, j]
-            b = beta[t + 1, j]
+            eb = ex[t + 1, j] * beta[t + 1, j]
             for i in range(L):
-                beta[t, i] += exp_t_by_next[j, i] * e * b
+                beta[t, i] += exp_t_by_next[j, i] * eb
         for i in range(L):
             beta[t, i] = beta[t, i] / scale[t + 1]
     # P(y_t = j) = alpha[t, j] beta[t, j]
@@ -168,14 +167,32 @@ def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
         start_sum[j] += weight * alpha[0, j] * beta[0, j]
         end_sum[j] += weight * alpha[n - 1, j] * beta[n - 1, j]
     # P(y_{t-1} = i, y_t = j) = alpha[t-1, i] T(i, j) ex[t, j] beta[t, j] / scale[t]
-    for t in range(1, n):
-        for i in range(L):
-            a = alpha[t - 1, i] / scale[t]
-            for j in range(L):
-                p = a * exp_t[i, j] * ex[t, j] * beta[t, j]
-                edge_sum[i, j] += weight * p
-                if want_each:
+    if want_each:
+        for t in range(1, n):
+            for i in range(L):
+                a = alpha[t - 1, i] / scale[t]
+                for j in range(L):
+                    p = a * exp_t[i, j] * ex[t, j] * beta[t, j]
+                    edge_sum[i, j] += weight * p
                     edge_each[o + t, i, j] += weight * p
+        return log_z
+    # only the sum over t: T(i, j) does not depend on t, so the rest is summed
+    # first as rank-one updates (one multiply-add per entry, vectorised) and
+    # multiplied by T once per sequence; the likelihood's gradient spends most
+    # of its forward-backward time here
+    acc = np.zeros((L, L))
+    eb = np.empty(L)
+    for t in range(1, n):
+        inv = 1.0 / scale[t]
+        for j in range(L):
+            eb[j] = ex[t, j] * beta[t, j] * inv
+        for i in range(L):
+            a = alpha[t - 1, i]
+            for j in range(L):
+                acc[i, j] += a * eb[j]
+    for i in range(L):
+        for j in range(L):
+            edge_sum[i, j] += weight * exp_t[i, j] * acc[i, j]
     return log_z
 
 

@@ -11,6 +11,7 @@ those rows are compacted (``buckets[r]`` is the table row of compact row
 component's model.
 """
 
+import ctypes
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
 
@@ -75,6 +76,22 @@ def _decoders_looked_up_once() -> Iterator[None]:
         yield
     finally:
         del registry.get_all
+
+
+def release_memory() -> None:
+    """Hand the C heap's free pages back to the system.
+
+    Docs keep their tokens in ``malloc``'d memory; once they are freed, glibc
+    keeps the pages for later ``malloc`` calls, which large numpy arrays (own
+    ``mmap`` regions) never use, so the peak RSS would include them. A no-op
+    where the C library has no ``malloc_trim``. (Docs and Examples hold no
+    reference cycles: dropping the last reference frees them, no
+    ``gc.collect`` needed.)
+    """
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (AttributeError, OSError):
+        pass
 
 
 def shard_bounds(lengths: np.ndarray, n_shards: int) -> List[Tuple[int, int]]:
@@ -165,15 +182,19 @@ def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
 
 
 def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,
-                  theta: np.ndarray) -> None:
+                  theta: np.ndarray, clear_others: bool = True) -> None:
     """Put the parameter vector ``theta`` into ``pipe``'s model (in its dtype).
 
-    Rows of the hashed table that no compact row maps to become zero.
+    Rows of the hashed table that no compact row maps to become zero, unless
+    ``clear_others`` is False: the batch trainer writes its weights after
+    every evaluation, into a table whose other rows it has already cleared,
+    and a 2**20-row table is 92 MB to rewrite.
     """
     _, linear, potentials = feature_layers(pipe.model)
     params = layout.split(np.asarray(theta))
     W = linear.get_param("W")
-    W[...] = 0
+    if clear_others:
+        W[...] = 0
     W[buckets] = params["W"]
     linear.set_param("W", W)
     linear.set_param("b", params["b"].astype(linear.get_param("b").dtype))

@@ -17,7 +17,7 @@ GIL) and adds CRFsuite's L2 term.
 """
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -104,6 +104,10 @@ class FeaturizedShard:
     gold: np.ndarray
     structure: Structure
     constraints: Optional[Dict[str, np.ndarray]] = None
+    # (emissions, d_emissions, nll) kept between calls: fresh arrays of this
+    # size would be page-faulted in again at every evaluation
+    _workspace: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def n_tokens(self) -> int:
@@ -136,10 +140,10 @@ class FeaturizedShard:
             gradient[...] = 0.0
         grads = self.layout.split(gradient)
         N, L = self.n_tokens, self.layout.n_labels
-        emissions = np.empty((N, L))
-        d_emissions = np.empty((N, L))
         s = self.structure
-        nll = np.empty(s.lengths.shape[0])
+        if self._workspace is None:
+            self._workspace = (np.empty((N, L)), np.empty((N, L)), np.empty(s.lengths.shape[0]))
+        emissions, d_emissions, nll = self._workspace
         if self.layout.is_tree:
             loss = kernels.tree_nll(self.rows, s.lengths, s.heads, s.order, s.relations,
                                     self.gold, params["W"], params["b"], params["pair"],
