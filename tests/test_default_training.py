@@ -102,3 +102,38 @@ def test_tree_templates_already_in_templates_are_not_added_twice():
         "target": "pos", "structure": "tree",
         "model": {"templates": ["NORM", "head:NORM"], "tree_templates": ["head:NORM", "HEAD_DIST"]}})
     assert _template_names(nlp) == ["NORM[0]", "head:NORM[0]", "HEAD_DIST[0]"]
+
+
+def test_spacys_training_loop_with_accumulated_gradients_and_a_frozen_crf():
+    """spaCy's own loop (``train_while_improving``) with ``accumulate_gradient = 2``
+    and a second crf_tagger frozen: the trained one learns with its row-sparse
+    steps, the frozen one keeps every weight bit for bit."""
+    import numpy as np
+    from spacy.training.loop import train_while_improving
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", name="crf_pos", config={"target": "pos"})
+    nlp.add_pipe("crf_tagger", name="crf_tag", config={"target": "tag"})
+    sents = read_upos(SAMPLE / "en_ewt-train.conllu", limit=200)
+    train = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t, "tags": t}) for w, t in sents]
+    optimizer = nlp.initialize(lambda: train)
+    frozen = [node.get_param(name).copy() for node in nlp.get_pipe("crf_tag").model.walk()
+              for name in node.param_names if node.has_param(name)]
+    before = nlp.evaluate(train)["pos_acc"]
+
+    def batches():
+        for epoch in range(3):
+            for batch in minibatch(train, size=16):
+                yield epoch, batch
+
+    loop = train_while_improving(nlp, optimizer, batches(), lambda: (0.0, {}), dropout=0.0,
+                                 eval_frequency=1000, accumulate_gradient=2, patience=0,
+                                 max_steps=0, exclude=["crf_tag"], annotating_components=[],
+                                 before_update=None)
+    steps = sum(1 for _ in loop)
+    assert steps > 30
+    after = nlp.evaluate(train)["pos_acc"]
+    assert after > before + 0.3, (before, after)
+    now = [node.get_param(name) for node in nlp.get_pipe("crf_tag").model.walk()
+           for name in node.param_names if node.has_param(name)]
+    assert len(now) == len(frozen) and all(np.array_equal(a, b) for a, b in zip(now, frozen))
