@@ -83,6 +83,9 @@ class Errors(metaclass=_Codes):
     E036 = ("python -m spacy_crf.fit maximises the likelihood, but '{name}' has loss = "
             "{loss!r}. Set loss = \"nll\" (e.g. --components.{name}.loss nll), or train "
             "that objective with spacy train.")
+    E037 = ("The {split} corpus of the config reads '{path}', which does not exist. "
+            "Point it at a .spacy file or folder: --paths.{split} PATH (or fix "
+            "[corpora.{split}] path in the config).")
     E040 = ("Unknown loss {loss!r} for crf_tagger. Use one of: {allowed} (e.g. "
             "[components.crf_tagger] loss = \"nll\").")
     E050 = ("Span probabilities need the spans of a well-formed labelling: sorted by start, "

@@ -118,6 +118,7 @@ def fit(
     begin = time.perf_counter()
     config = load_config(config_path, overrides=overrides or {}, interpolate=False)
     nlp, T, train_corpus, dev_corpus = _load(config)
+    _check_corpora(train=train_corpus, dev=dev_corpus)
     pipe = _component(nlp, component, T)
     train_examples = read_corpus(train_corpus, nlp)
     _initialize(nlp, T, train_examples)
@@ -231,6 +232,15 @@ def _load(config) -> Tuple[Language, Dict[str, Any], Callable, Callable]:
     T = registry.resolve(config["training"], schema=ConfigSchemaTraining)
     train_corpus, dev_corpus = resolve_dot_names(config, [T["train_corpus"], T["dev_corpus"]])
     return nlp, T, train_corpus, dev_corpus
+
+
+def _check_corpora(**corpora: Callable) -> None:
+    """E037 for a corpus reader whose path does not exist (spaCy would raise a
+    bare FileNotFoundError from deep inside its reader)."""
+    for split, corpus in corpora.items():
+        path = getattr(corpus, "path", None)
+        if path is not None and not Path(path).exists():
+            raise ValueError(Errors.E037.format(split=split, path=path))
 
 
 def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagger:
