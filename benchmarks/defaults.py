@@ -75,13 +75,27 @@ def score(task: str, gold: Sequence[List[str]], pred: Sequence[List[str]]) -> fl
     return 100.0 * f1_score(list(gold), list(pred))
 
 
+def update_loop(nlp: "Language", examples: List["Example"], epochs: int, batch_size: int) -> float:
+    """What a new user writes: ``nlp.initialize()`` (spaCy's default optimizer),
+    then ``epochs`` shuffled passes of ``nlp.update``. Returns the seconds taken."""
+    from spacy.util import minibatch
+
+    start = time.perf_counter()
+    optimizer = nlp.initialize(lambda: examples)
+    random.seed(0)
+    for _ in range(epochs):
+        random.shuffle(examples)
+        for batch in minibatch(examples, size=batch_size):
+            nlp.update(batch, sgd=optimizer)
+    return time.perf_counter() - start
+
+
 def phase_plain_loop(task: str, train: Sentences, test: Sentences, model: Dict[str, Any],
                      epochs: int, batch_size: int) -> Dict[str, Any]:
     """Factory defaults + nlp.initialize()'s optimizer + a plain nlp.update loop."""
     import spacy
     from spacy.tokens import Doc
     from spacy.training import Example, biluo_tags_to_spans, iob_to_biluo
-    from spacy.util import minibatch
 
     nlp = spacy.blank("en")
     config: Dict[str, Any] = {"target": "pos" if task == "upos" else "ents"}
@@ -96,15 +110,7 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, model: Dict[s
         ref.ents = biluo_tags_to_spans(ref, iob_to_biluo(tags))
         return Example(Doc(nlp.vocab, words=words), ref)
 
-    examples = [example(w, t) for w, t in train]
-    start = time.perf_counter()
-    optimizer = nlp.initialize(lambda: examples)
-    random.seed(0)
-    for _ in range(epochs):
-        random.shuffle(examples)
-        for batch in minibatch(examples, size=batch_size):
-            nlp.update(batch, sgd=optimizer)
-    train_s = time.perf_counter() - start
+    train_s = update_loop(nlp, [example(w, t) for w, t in train], epochs, batch_size)
     docs = [Doc(nlp.vocab, words=w) for w, _ in test]
     start = time.perf_counter()
     docs = list(nlp.pipe(docs, batch_size=1000))

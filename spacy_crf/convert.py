@@ -11,7 +11,19 @@
     comments) as ``doc.ents``, one sentence per doc. With ``--conllu`` the
     sentences are joined on ``sent_id`` to a CoNLL-U treebank whose tokens
     match (UD English EWT r2.9 for UNER English EWT): the docs then carry its
-    gold heads, relations, UPOS, XPOS and lemmas too.
+    gold heads, relations, UPOS, XPOS and lemmas too. Sentences are joined on
+    ``sent_id`` where every id matches, else on their token sequence, else by
+    position where every sentence has as many tokens as its counterpart; the
+    command says which, and where none works, which sentence fails and why.
+
+``python -m spacy_crf.convert conll INPUT [INPUT ...] OUTPUT_DIR [--pos-as-tag]``
+    CoNLL-2002/2003 NER files (``WORD [POS ...] TAG`` columns, blank lines
+    between sentences, ``-DOCSTART-`` document markers) as ``doc.ents``, one
+    sentence per doc and one output per input, named by split:
+    ``esp.train`` -> ``OUTPUT_DIR/esp.train.spacy``. Document markers are
+    dropped; ``I-X`` that starts an entity (IOB1, or a stray tag) becomes
+    ``B-X``, with a count; ``--pos-as-tag`` keeps the second column as
+    ``Token.tag_``.
 
 For CoNLL-U use spaCy's converter directly:
 ``python -m spacy convert FILE.conllu OUTPUT_DIR -c conllu -n 1``.
@@ -20,7 +32,7 @@ For CoNLL-U use spaCy's converter directly:
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from spacy.attrs import ENT_IOB, ENT_TYPE
 from spacy.tokens import Doc, DocBin
@@ -28,6 +40,7 @@ from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.training.converters import conll_ner_to_docs
 from spacy.vocab import Vocab
 
+from .errors import Errors
 from .targets import set_doc_labels
 
 _IOB_PREFIX = {1: "I-", 3: "B-"}
@@ -64,31 +77,99 @@ def _sent_id(lines: List[str]) -> Optional[str]:
     return None
 
 
-def read_conllu(text: str) -> Dict[str, List[List[str]]]:
-    """Sentences of a CoNLL-U text by ``sent_id``: the rows of their syntactic
-    words (multiword-token ranges and empty nodes skipped)."""
-    sentences = {}
+def read_conllu(text: str) -> List[Tuple[Optional[str], List[List[str]]]]:
+    """``(sent_id, rows)`` of every sentence of a CoNLL-U text, in order: the rows
+    of its syntactic words (multiword-token ranges and empty nodes skipped)."""
+    sentences = []
     for lines in _blocks(text):
         rows = [line.split("\t") for line in lines if line and not line.startswith("#")]
         rows = [r for r in rows if r[0].isdigit()]
-        sentences[_sent_id(lines)] = rows
+        sentences.append((_sent_id(lines), rows))
     return sentences
 
 
-def convert_uner(text: str, vocab: Vocab, conllu: Optional[str] = None) -> List[Doc]:
-    """Docs (one per sentence) from Universal NER IOB2 text, entities in ``doc.ents``."""
-    trees = read_conllu(conllu) if conllu is not None else {}
-    docs = []
+JOINS = ("sent_id", "token sequence", "position")
+
+
+def join_trees(sentences: Sequence[Tuple[Optional[str], List[str]]],
+               trees: Sequence[Tuple[Optional[str], List[List[str]]]]
+               ) -> Tuple[List[List[List[str]]], str]:
+    """The CoNLL-U rows of each ``(sent_id, words)`` sentence, and the join used.
+
+    On ``sent_id`` if every sentence's id names a tree with its tokens; else on
+    the token sequence (repeated sequences matched in order); else by position
+    if there are as many trees as sentences and each has as many tokens as its
+    sentence.
+
+    Raises
+    ------
+    ValueError
+        E090, naming the first sentence that no join places and why.
+    """
+    by_id = {sid: rows for sid, rows in trees if sid is not None}
+    joined = [by_id.get(sid) for sid, _ in sentences]
+    if all(rows is not None and [r[1] for r in rows] == words
+           for rows, (_, words) in zip(joined, sentences)):
+        return joined, JOINS[0]
+    by_tokens: Dict[Tuple[str, ...], List[List[List[str]]]] = {}
+    for _, rows in trees:
+        by_tokens.setdefault(tuple(r[1] for r in rows), []).append(rows)
+    taken: Dict[Tuple[str, ...], int] = {}
+    joined = []
+    for _, words in sentences:
+        key = tuple(words)
+        candidates = by_tokens.get(key, [])
+        k = taken.get(key, 0)
+        joined.append(candidates[k] if k < len(candidates) else None)
+        taken[key] = k + 1
+    if all(rows is not None for rows in joined):
+        return joined, JOINS[1]
+    if len(trees) == len(sentences) and all(
+            len(rows) == len(words) for (_, rows), (_, words) in zip(trees, sentences)):
+        return [rows for _, rows in trees], JOINS[2]
+    # no join: the first sentence the most specific join misses, and why
+    for i, (sid, words) in enumerate(sentences):
+        tree = by_id.get(sid)
+        if tree is not None and [r[1] for r in tree] == words:
+            continue
+        if sid is not None and tree is None:
+            why = f"no CoNLL-U sentence has sent_id {sid}"
+        elif sid is not None:
+            why = (f"the CoNLL-U sentence with sent_id {sid} has other tokens "
+                   f"({' '.join(r[1] for r in tree[:8])} ...)")
+        else:
+            why = "it has no sent_id"
+        if tuple(words) not in by_tokens:
+            why += ", no CoNLL-U sentence has its tokens"
+        if len(trees) != len(sentences):
+            why += f", and by position the files differ ({len(sentences)} against {len(trees)} sentences)"
+        elif i < len(trees) and len(trees[i][1]) != len(words):
+            why += (f", and by position its CoNLL-U counterpart has {len(trees[i][1])} tokens, "
+                    f"not {len(words)}")
+        raise ValueError(Errors.E090.format(i=i + 1, sid=sid, words=" ".join(words[:8]), why=why))
+    raise ValueError(Errors.E090.format(i=0, sid=None, words="", why="no join places them"))
+
+
+def convert_uner(text: str, vocab: Vocab, conllu: Optional[str] = None,
+                 report: Optional[Dict[str, str]] = None) -> List[Doc]:
+    """Docs (one per sentence) from Universal NER IOB2 text, entities in ``doc.ents``.
+
+    With ``conllu``, each sentence is joined to its tree (:func:`join_trees`);
+    ``report["join"]`` is set to the join used if ``report`` is given.
+    """
+    blocks = []
     for lines in _blocks(text):
         rows = [line.split("\t") for line in lines if line and not line.startswith("#")]
-        words = [r[1] for r in rows]
-        tags = [r[2] for r in rows]
-        sid = _sent_id(lines)
+        blocks.append((_sent_id(lines), [r[1] for r in rows], [r[2] for r in rows]))
+    trees: List[Optional[List[List[str]]]] = [None] * len(blocks)
+    if conllu is not None:
+        trees, join = join_trees([(sid, words) for sid, words, _ in blocks], read_conllu(conllu))
+        if report is not None:
+            report["join"] = join
+    docs = []
+    for (sid, words, tags), tree in zip(blocks, trees):
         extra = {}
-        if conllu is not None:
-            tree = trees.get(sid)
-            if tree is None or [r[1] for r in tree] != words:
-                raise ValueError(f"Sentence {sid}: no CoNLL-U sentence with the same tokens.")
+        if tree is not None:
             extra = dict(
                 spaces=["SpaceAfter=No" not in r[9] for r in tree],
                 lemmas=[r[2] for r in tree], pos=[r[3] for r in tree],
@@ -102,6 +183,63 @@ def convert_uner(text: str, vocab: Vocab, conllu: Optional[str] = None) -> List[
             doc.user_data[("spacy_crf", "sent_id")] = sid
         docs.append(doc)
     return docs
+
+
+def repair_iob(tags: List[str]) -> Tuple[List[str], int]:
+    """IOB2 tags from IOB1 or stray ``I-`` tags: an ``I-X`` that starts an
+    entity (after ``O``, after another type, or first) becomes ``B-X``.
+
+    Returns the tags and how many were changed.
+    """
+    out, changed, previous = [], 0, "O"
+    for tag in tags:
+        if tag.startswith("I-") and previous[2:] != tag[2:]:
+            tag = "B-" + tag[2:]
+            changed += 1
+        out.append(tag)
+        previous = tag
+    return out, changed
+
+
+def _is_iob(tag: str) -> bool:
+    return len(tag) > 2 and tag[:2] in ("B-", "I-")
+
+
+def convert_conll(text: str, vocab: Vocab, pos_as_tag: bool = False) -> Tuple[List[Doc], Dict[str, int]]:
+    """Docs (one per sentence) from CoNLL-2002/2003 NER text (``WORD [POS ...] TAG``).
+
+    ``-DOCSTART-`` lines are dropped; entities (last column) go to
+    ``doc.ents`` after :func:`repair_iob`; with ``pos_as_tag`` the second
+    column becomes ``Token.tag_``. Returns the docs and counts
+    (``documents``, ``repaired``).
+    """
+    docs: List[Doc] = []
+    counts = {"documents": 0, "repaired": 0}
+    for lines in _blocks(text):
+        rows = [line.split() for line in lines if line.strip()]
+        kept = [r for r in rows if r[0] != "-DOCSTART-"]
+        counts["documents"] += len(rows) - len(kept)
+        if not kept:
+            continue
+        if any(len(r) < 2 for r in kept):
+            bad = next(r for r in kept if len(r) < 2)
+            raise ValueError(Errors.E091.format(line=" ".join(bad)))
+        words = [r[0] for r in kept]
+        bad_tags = [r[-1] for r in kept if r[-1] != "O" and not _is_iob(r[-1])]
+        if bad_tags:
+            raise ValueError(Errors.E093.format(words=" ".join(words[:10]),
+                                                err=f"'{bad_tags[0]}'"))
+        tags, changed = repair_iob([r[-1] for r in kept])
+        counts["repaired"] += changed
+        if pos_as_tag and any(len(r) < 3 for r in kept):
+            raise ValueError(Errors.E092.format(line=" ".join(next(r for r in kept if len(r) < 3))))
+        doc = Doc(vocab, words=words, tags=[r[1] for r in kept] if pos_as_tag else None)
+        try:
+            doc.set_ents(biluo_tags_to_spans(doc, iob_to_biluo(tags)), default="outside")
+        except ValueError as err:
+            raise ValueError(Errors.E093.format(words=" ".join(words[:10]), err=err)) from err
+        docs.append(doc)
+    return docs, counts
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -118,7 +256,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     uner.add_argument("output", type=Path)
     uner.add_argument("--conllu", type=Path, default=None, help="treebank to join on sent_id")
     uner.add_argument("--limit", type=int, default=0, help="keep only the first N sentences")
+    conll = sub.add_parser("conll", help="CoNLL-2002/2003 NER: WORD [POS ...] TAG, one output "
+                                         "per input, named by split")
+    conll.add_argument("paths", type=Path, nargs="+", help="INPUT [INPUT ...] OUTPUT_DIR")
+    conll.add_argument("--pos-as-tag", action="store_true",
+                       help="keep the second column as Token.tag_")
     args = parser.parse_args(argv)
+    if args.format == "conll":
+        return _main_conll(parser, args.paths, args.pos_as_tag)
     for path in (args.input, getattr(args, "conllu", None)):
         if path is not None and not path.exists():
             parser.error(f"input file not found: {path}")
@@ -127,16 +272,48 @@ def main(argv: Optional[List[str]] = None) -> int:
         docs = convert_chunks(text, attr=args.attr)
     else:
         conllu = args.conllu.read_text(encoding="utf8") if args.conllu else None
+        report: Dict[str, str] = {}
         try:
-            docs = convert_uner(text, Vocab(), conllu)
+            docs = convert_uner(text, Vocab(), conllu, report)
         except ValueError as err:
             parser.error(f"{err} Check that --conllu is the treebank split of {args.input.name}.")
+        if conllu is not None:
+            print(f"Joined {args.input.name} to {args.conllu.name} on {report['join']}")
     if args.limit:
         docs = docs[: args.limit]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     DocBin(docs=docs, store_user_data=True).to_disk(args.output)
     n_tokens = sum(len(doc) for doc in docs)
     print(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {args.output}")
+    return 0
+
+
+
+def _main_conll(parser: argparse.ArgumentParser, paths: List[Path], pos_as_tag: bool) -> int:
+    if len(paths) < 2:
+        parser.error("conll needs INPUT [INPUT ...] OUTPUT_DIR")
+    *inputs, out_dir = paths
+    if out_dir.suffix == ".spacy":
+        parser.error(f"{out_dir} is a file name: conll writes one file per input, named by "
+                     f"split; give a folder (e.g. {out_dir.parent / 'corpus'})")
+    for path in inputs:
+        if not path.exists():
+            parser.error(f"input file not found: {path}")
+    names = [path.name for path in inputs]
+    if len(set(names)) != len(names):
+        parser.error(f"two inputs have the same name ({names}): their outputs would collide")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path in inputs:
+        try:
+            docs, counts = convert_conll(path.read_text(encoding="utf8"), Vocab(), pos_as_tag)
+        except ValueError as err:
+            parser.error(f"{path}: {err}")
+        target = out_dir / f"{path.name}.spacy"
+        DocBin(docs=docs).to_disk(target)
+        n_tokens = sum(len(doc) for doc in docs)
+        print(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {target}; dropped "
+              f"{counts['documents']} -DOCSTART- line(s); repaired {counts['repaired']} I- "
+              f"tag(s) that started an entity (IOB1 or stray) to B-")
     return 0
 
 

@@ -49,7 +49,9 @@ class Errors(metaclass=_Codes):
     E015 = ("'{name}' needs a dependency parse ({why}) but a Doc has none. Add a parser "
             "before it in the pipeline (or list one in [training] annotating_components), "
             "copy gold trees onto the docs with the augmenter spacy-crf.copy_attrs.v1 "
-            "(attrs [\"HEAD\", \"DEP\"]), or use structure = \"chain\" without tree features.")
+            "(attrs [\"HEAD\", \"DEP\"]), or use structure = \"chain\" without tree features. "
+            "To evaluate a model trained on gold trees, python -m spacy_crf.evaluate MODEL "
+            "DATA.spacy copies them onto the docs as its training did.")
     E016 = ("Invalid dependency tree in a Doc: {why}. Heads must form a forest (no "
             "cycles, heads inside the doc).")
     E017 = ("Target 'dep' predicts the relation labels, so its features must not read DEP "
@@ -123,8 +125,21 @@ class Errors(metaclass=_Codes):
     E069 = ("The pipeline has no crf_tagger (it has {pipes}): the plots show a crf_tagger's "
             "labels and weights; pass --model a pipeline trained with one.")
 
+    E090 = ("Cannot join sentence {i} (sent_id {sid}: {words} ...) to the CoNLL-U file: "
+            "{why}. Tried sent_id, the token sequence and the position. Pass the CoNLL-U "
+            "split of the same sentences as --conllu.")
+    E091 = ("A CoNLL NER line has one column: '{line}'. Lines are WORD [POS ...] TAG, "
+            "separated by spaces or tabs, with blank lines between sentences.")
+    E092 = ("--pos-as-tag reads the second column, but a line has only two: '{line}'. "
+            "Leave out --pos-as-tag for WORD TAG files.")
+    E093 = ("The tags of the sentence '{words} ...' are not IOB tags ({err}). "
+            "The last column must hold O, B-TYPE or I-TYPE.")
 
 class Warnings(metaclass=_Codes):
+    W004 = ("'{name}' reads {attr} (its {why}), but none of the {n} evaluation docs has "
+            "{attr} and no component before it sets it: its scores will be those of a model "
+            "without that input. Copy it from the corpus: python -m spacy_crf.evaluate MODEL "
+            "DATA --copy {copy}.")
     W002 = ("doc.spans['{key}'] has {n} overlapping gold span(s): a tagging CRF cannot "
             "represent overlaps, so the longest of each overlapping group is kept "
             "(spacy.util.filter_spans).")

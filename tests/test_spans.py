@@ -932,7 +932,7 @@ def test_uner_converter_rejects_mismatched_conllu(tmp_path):
     proc = run(["-m", "spacy_crf.convert", "uner", EWT / "en_ewt-train.iob2", out,
                 "--conllu", EWT / "en_ewt-dev.conllu"], cwd=tmp_path, check=False)
     assert proc.returncode != 0
-    assert "no CoNLL-U sentence with the same tokens" in proc.stderr
+    assert "no CoNLL-U sentence has its tokens" in proc.stderr
     first_id = next(line.split("=", 1)[1].strip() for line in
                     (EWT / "en_ewt-train.iob2").read_text(encoding="utf8").splitlines()
                     if line.startswith("# sent_id"))

@@ -645,3 +645,45 @@ def test_ewt_tree_config_trains_and_round_trips(ewt_tree_runs, name, tmp_path):
     again = spacy.load(best)
     again.from_bytes(nlp.to_bytes())
     assert predict(again) == before
+
+
+def test_spacy_crf_evaluate_copies_the_inputs_the_training_config_copied(ewt_tree_runs, capsys):
+    """The DEPREL configs copy POS as well as the tree: by default evaluation copies what
+    the model's training config copied, and a --copy that leaves an input out warns."""
+    from spacy_crf.evaluate import evaluate, main, training_copy
+
+    best = ewt_tree_runs["out"]["ewt_deprel_tree"] / "model-best"
+    test = ewt_tree_runs["paths"]["test"]
+    nlp = spacy.load(best)
+    assert training_copy(nlp) == ["HEAD", "DEP", "POS"]
+    by_default = evaluate(nlp, test)["dep_acc"]
+    assert by_default == pytest.approx(evaluate(nlp, test, ["HEAD", "DEP", "POS"])["dep_acc"])
+    assert by_default == pytest.approx(nlp.evaluate(augmented(nlp, "ewt_deprel_tree", test))["dep_acc"])
+    with pytest.warns(UserWarning, match=r"W004.*'crf_tagger' reads POS .*--copy HEAD DEP POS\."):
+        without_pos = evaluate(nlp, test, ["HEAD", "DEP"])["dep_acc"]
+    assert without_pos < by_default - 0.05
+    # no tree at all: the structure's input is named
+    with pytest.warns(UserWarning, match=r"W004.*reads DEP \(its structure = \"tree\"\)"):
+        with pytest.raises(ValueError, match="E015"):
+            evaluate(nlp, test, [])
+
+    assert main([str(best), str(test)]) == 0
+    out = capsys.readouterr().out
+    assert "Copying ['HEAD', 'DEP', 'POS'] from the corpus" in out
+    assert f"dep_acc          {by_default:.4f}" in out
+
+
+def test_spacy_crf_evaluate_copies_nothing_for_a_model_that_reads_only_text(ewt_tree_runs):
+    import warnings
+
+    from spacy_crf.evaluate import evaluate, training_copy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos"})
+    test = ewt_tree_runs["paths"]["test"]
+    examples = list(Corpus(str(test))(nlp))[:50]
+    nlp.initialize(lambda: examples)
+    assert training_copy(nlp) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "pos_acc" in evaluate(nlp, test)

@@ -1,0 +1,70 @@
+"""Every shipped config passes spaCy's own checks: ``spacy debug config`` and ``spacy debug data``."""
+
+from pathlib import Path
+
+import pytest
+from spacy.cli.debug_config import debug_config
+from spacy.cli.debug_data import debug_data
+from spacy.cli.init_config import fill_config
+from spacy.util import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
+EWT = ROOT / "assets" / "ewt_sample"
+
+
+def test_there_are_configs():
+    assert len(CONFIGS) >= 9
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_spacy_debug_config_accepts_the_config(path, capsys):
+    # show_validation_error exits with status 1 on a config spaCy rejects
+    debug_config(path)
+    out = capsys.readouterr().out
+    assert "Config is valid" in out
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_config_is_complete_as_fill_config_writes_it(path, tmp_path):
+    """No section or setting that ``spacy init fill-config`` would add is missing."""
+    filled = tmp_path / "filled.cfg"
+    fill_config(filled, path, silent=True)
+    original = load_config(path, interpolate=False)
+    completed = load_config(filled, interpolate=False)
+    assert not missing_settings(original, completed), \
+        f"{path.name} lacks {missing_settings(original, completed)}"
+
+
+def missing_settings(original, completed, prefix=""):
+    """Dotted names of the settings and sections in ``completed`` that ``original`` lacks."""
+    missing = []
+    for key, value in completed.items():
+        if key not in original:
+            missing.append(prefix + key)
+        elif isinstance(value, dict) and isinstance(original[key], dict):
+            missing += missing_settings(original[key], value, f"{prefix}{key}.")
+    return missing
+
+
+@pytest.fixture(scope="module")
+def sample_corpus(tmp_path_factory):
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    out = tmp_path_factory.mktemp("debug_data")
+    for split in ("train", "dev"):
+        text = (EWT / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
+        DocBin(docs=list(conllu_to_docs(text, n_sents=1, no_print=True))).to_disk(
+            out / f"{split}.spacy")
+    return out
+
+
+@pytest.mark.parametrize("name", ["ewt_upos.cfg", "ewt_deprel_tree.cfg"])
+def test_spacy_debug_data_accepts_the_config(name, sample_corpus, capsys):
+    debug_data(ROOT / "configs" / name,
+               config_overrides={"paths.train": str(sample_corpus / "train.spacy"),
+                                 "paths.dev": str(sample_corpus / "dev.spacy")},
+               silent=False)
+    out = capsys.readouterr().out
+    assert "Training stats" in out and "Corpus is loadable" in out
