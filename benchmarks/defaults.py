@@ -75,9 +75,11 @@ def score(task: str, gold: Sequence[List[str]], pred: Sequence[List[str]]) -> fl
     return 100.0 * f1_score(list(gold), list(pred))
 
 
-def update_loop(nlp: "Language", examples: List["Example"], epochs: int, batch_size: int) -> float:
+def update_loop(nlp: "Language", examples: List["Example"], epochs: int,
+                batch_size: int) -> Tuple[float, Any]:
     """What a new user writes: ``nlp.initialize()`` (spaCy's default optimizer),
-    then ``epochs`` shuffled passes of ``nlp.update``. Returns the seconds taken."""
+    then ``epochs`` shuffled passes of ``nlp.update``. Returns the seconds taken
+    and the optimizer."""
     from spacy.util import minibatch
 
     start = time.perf_counter()
@@ -87,7 +89,7 @@ def update_loop(nlp: "Language", examples: List["Example"], epochs: int, batch_s
         random.shuffle(examples)
         for batch in minibatch(examples, size=batch_size):
             nlp.update(batch, sgd=optimizer)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, optimizer
 
 
 def phase_plain_loop(task: str, train: Sentences, test: Sentences, model: Dict[str, Any],
@@ -110,7 +112,7 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, model: Dict[s
         ref.ents = biluo_tags_to_spans(ref, iob_to_biluo(tags))
         return Example(Doc(nlp.vocab, words=words), ref)
 
-    train_s = update_loop(nlp, [example(w, t) for w, t in train], epochs, batch_size)
+    train_s, optimizer = update_loop(nlp, [example(w, t) for w, t in train], epochs, batch_size)
     docs = [Doc(nlp.vocab, words=w) for w, _ in test]
     start = time.perf_counter()
     docs = list(nlp.pipe(docs, batch_size=1000))

@@ -144,7 +144,7 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, epochs: int,
             ref.ents = biluo_tags_to_spans(ref, iob_to_biluo(labels))
         return Example(Doc(nlp.vocab, words=words), ref)
 
-    train_s = update_loop(nlp, [example(w, t) for w, t in train], epochs, batch_size)
+    train_s, _ = update_loop(nlp, [example(w, t) for w, t in train], epochs, batch_size)
     docs = list(nlp.pipe((Doc(nlp.vocab, words=w) for w, _ in test), batch_size=1000))
     if task == "chunk":
         pred = [list(doc.user_data.get(("spacy_crf", "chunk"))) for doc in docs]
