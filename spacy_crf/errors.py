@@ -42,7 +42,7 @@ class Errors(metaclass=_Codes):
     E011 = ("The model of '{name}' has {found} labels but the component has {expected}: the "
             "config and the weights do not match. Retrain, or load the pipeline they were "
             "saved with.")
-    E012 = "Unknown structure '{structure}'. Use 'chain' or 'tree'."
+    E012 = "Unknown structure '{structure}'. Use one of {allowed}."
     E013 = ("The emission scores have {n_labels} label columns but '{name}' has {expected} "
             "labels. This is a bug (the model and the label set went out of step); please "
             "report it.")

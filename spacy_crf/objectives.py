@@ -28,8 +28,9 @@ import numpy as np
 from . import inference
 from .errors import Errors
 from .models.potentials import CRFScores
+from .structures import BatchLayout
 
-Objective = Callable[[CRFScores, inference.Structure, np.ndarray], Tuple[np.ndarray, CRFScores]]
+Objective = Callable[[CRFScores, BatchLayout, np.ndarray], Tuple[np.ndarray, CRFScores]]
 
 OBJECTIVES: Dict[str, Objective] = {}
 
@@ -55,7 +56,7 @@ register_objective("nll")(inference.nll_and_gradient)
 
 
 @register_objective("perceptron")
-def perceptron(scores: CRFScores, structure: inference.Structure,
+def perceptron(scores: CRFScores, structure: BatchLayout,
                gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Structured perceptron: ``s(y_hat) - s(y_gold)`` and ``counts(y_hat) - counts(y_gold)``.
 
@@ -67,7 +68,7 @@ def perceptron(scores: CRFScores, structure: inference.Structure,
     ----------
     scores : CRFScores
         The batch's scores (forbidden moves ``-inf``).
-    structure : inference.Structure
+    structure : BatchLayout
         Chains or forests of the batch.
     gold : numpy.ndarray
         (N,) int64 gold label ids, ``-1`` where unknown.
@@ -85,7 +86,7 @@ def perceptron(scores: CRFScores, structure: inference.Structure,
 
 
 @register_objective("hinge")
-def hinge(scores: CRFScores, structure: inference.Structure,
+def hinge(scores: CRFScores, structure: BatchLayout,
           gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Structured hinge loss (margin rescaling, Hamming cost) and a subgradient.
 
@@ -111,7 +112,7 @@ def hinge(scores: CRFScores, structure: inference.Structure,
     return _margin_objective(scores, structure, gold, predicted, best, update_all=False)
 
 
-def _margin_objective(scores: CRFScores, structure: inference.Structure, gold: np.ndarray,
+def _margin_objective(scores: CRFScores, structure: BatchLayout, gold: np.ndarray,
                       predicted: np.ndarray, best: np.ndarray,
                       update_all: bool) -> Tuple[np.ndarray, CRFScores]:
     """``best - s(y_gold)`` per sequence (at least 0) and ``counts(predicted) - counts(y_gold)``.
@@ -134,29 +135,26 @@ def _margin_objective(scores: CRFScores, structure: inference.Structure, gold: n
                                        gradient.end, gradient.pair, gradient.root)))
 
 
-def _zero_gradient(scores: CRFScores, structure: inference.Structure) -> CRFScores:
+def _zero_gradient(scores: CRFScores, structure: BatchLayout) -> CRFScores:
     """float64 zeros for every parameter the structure uses, ``None`` for the rest."""
-    N, L = scores.emissions.shape
-    if structure.is_tree:
-        return CRFScores(np.zeros((N, L)), None, None, None, np.zeros(scores.pair.shape),
-                         np.zeros(L))
-    return CRFScores(np.zeros((N, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L), None, None)
+    return structure.structure.zero_gradient(scores)
 
 
-def labelling_counts(structure: inference.Structure, labels: np.ndarray,
+def labelling_counts(structure: BatchLayout, labels: np.ndarray,
                      weights: Optional[np.ndarray], out: CRFScores) -> CRFScores:
     """Add ``weights[s]`` times the feature counts of each sequence's labelling into ``out``.
 
     The counts of a labelling are the gradient of its score: one per token at
-    its label in ``emissions``; on chains one per adjacent pair in
-    ``transitions`` and one at the first / last label in ``start`` / ``end``;
-    on trees one per edge in ``pair[relation, child label, head label]`` and one
-    per root in ``root``. Vectorised over the batch (no loop per token).
+    its label in ``emissions``, and the structure's own (on chains one per
+    adjacent pair in ``transitions`` and one at the first / last label in
+    ``start`` / ``end``; on trees one per edge in ``pair[relation, child
+    label, head label]`` and one per root in ``root``). Vectorised over the
+    batch (no loop per token).
 
     Parameters
     ----------
-    structure : inference.Structure
-        Chains or forests of the batch.
+    structure : BatchLayout
+        The batch layout (chains, forests, ...).
     labels : numpy.ndarray
         (N,) int64 label of every token.
     weights : numpy.ndarray, optional
@@ -171,32 +169,10 @@ def labelling_counts(structure: inference.Structure, labels: np.ndarray,
     """
     lengths = structure.lengths
     labels = np.asarray(labels, dtype=np.int64)
-    N, L = out.emissions.shape
+    N = out.emissions.shape[0]
     if weights is None:
         weights = np.ones(lengths.shape[0])
-    token_weight = np.repeat(weights, lengths)
     # d e(t, y_t) = w
-    out.emissions[np.arange(N), labels] += token_weight
-    if structure.is_tree:
-        roots = structure.heads < 0
-        # d root(y_t) = w at every root t
-        out.root += np.bincount(labels[roots], weights=token_weight[roots], minlength=L)
-        child = np.flatnonzero(~roots)
-        # d pair[rel[t], y_t, y_head(t)] = w on every edge t -> head(t)
-        cell = (structure.relations[child] * L + labels[child]) * L + labels[structure.heads[child]]
-        out.pair += np.bincount(cell, weights=token_weight[child],
-                                minlength=out.pair.size).reshape(out.pair.shape)
-        return out
-    nonempty = lengths > 0
-    first = (np.cumsum(lengths) - lengths)[nonempty]
-    last = first + lengths[nonempty] - 1
-    # d start(y_first) = w, d end(y_last) = w
-    out.start += np.bincount(labels[first], weights=weights[nonempty], minlength=L)
-    out.end += np.bincount(labels[last], weights=weights[nonempty], minlength=L)
-    follows = np.ones(N, dtype=bool)
-    follows[first] = False
-    t = np.flatnonzero(follows)
-    # d T(y_{t-1}, y_t) = w for every t with a predecessor in its sequence
-    out.transitions += np.bincount(labels[t - 1] * L + labels[t], weights=token_weight[t],
-                                   minlength=L * L).reshape(L, L)
+    out.emissions[np.arange(N), labels] += np.repeat(weights, lengths)
+    structure.structure.labelling_counts(structure, labels, weights, out)
     return out

@@ -7,17 +7,20 @@ start, beta at its end, the potentials in between), so the cost is linear in
 tokens however dense the spans are.
 """
 
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
 import numpy as np
 
 from . import inference, schemes
 from .models.potentials import CRFScores
-from .targets import SpanTarget
+from .structures import BatchLayout
+
+if TYPE_CHECKING:  # targets use this module
+    from .targets import SpanTarget
 
 
-def span_probabilities(scores: CRFScores, structure: inference.Structure,
-                       label_ids: np.ndarray, target: SpanTarget,
+def span_probabilities(scores: CRFScores, structure: BatchLayout,
+                       label_ids: np.ndarray, target: "SpanTarget",
                        fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Probability of every span of ``label_ids``, at its first token.
 
@@ -26,7 +29,7 @@ def span_probabilities(scores: CRFScores, structure: inference.Structure,
     scores : CRFScores
         Potentials with the scheme's constraints applied (``-inf`` where a
         move is forbidden).
-    structure : inference.Structure
+    structure : BatchLayout
         Chains of the batch; each sequence's labels must be well formed.
     label_ids : numpy.ndarray
         (N,) int64 labelling, usually the Viterbi one.

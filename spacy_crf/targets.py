@@ -16,7 +16,7 @@ the usual way, by an extension registered elsewhere before this one).
 import re
 import warnings
 from functools import partial
-from typing import Callable, Iterable, List, Optional, Sequence, Set
+from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.attrs import DEP, ENT_IOB, POS, TAG
@@ -27,9 +27,11 @@ from spacy.training import Example
 from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
-from . import schemes
-
+from . import inference, schemes
 from .errors import Errors, Warnings
+from .models.potentials import CRFScores
+from .span_probabilities import span_probabilities
+from .structures import BatchLayout
 from .util import same_tokens
 
 _EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -39,7 +41,10 @@ class Target:
     """Base class: a mapping between Docs and label ids.
 
     ``is_span_target`` targets also give ``constraints()`` (allowed
-    transitions, first and last labels) and ``forced(doc)``.
+    transitions, first and last labels) and ``forced(doc)``, and own what
+    follows from their scheme: the constrained scores, the repair of gold
+    tags that break it, forced decoding around existing spans and span
+    probabilities.
 
     Subclasses give ``reference_keys`` (one value per token of a reference
     doc, ``missing_key`` where it has none) and ``write``.
@@ -131,6 +136,30 @@ class Target:
     def write(self, doc: Doc, ids: np.ndarray) -> None:
         """Set the predicted labels (label ids, one per token) on ``doc``."""
         raise NotImplementedError
+
+    def constrain(self, scores: CRFScores) -> CRFScores:
+        """``scores`` with the target's forbidden moves at ``-inf`` (none here)."""
+        return scores
+
+    def repair_gold(self, scores: CRFScores, gold: np.ndarray,
+                    layout: BatchLayout) -> Tuple[np.ndarray, int]:
+        """Gold ids with those no labelling of the target can have unannotated,
+        and how many were (none here)."""
+        return gold, 0
+
+    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
+        """Labels already on the (non-empty) docs, fixed for decoding (-1 where
+        free); ``scores`` may be masked where a fixed label constrains a free one."""
+        return np.concatenate([self.ids_of_keys(self.reference_keys(doc)) for doc in docs])
+
+    def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
+        """Write a decoded labelling (after forced decoding if ``keep_existing``)."""
+        self.write(doc, ids)
+
+    def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
+                        fixed: Optional[np.ndarray]) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """P(span) of every predicted span, where the target has spans (None here)."""
+        return None
 
     def getter(self) -> Callable[[Token, str], object]:
         """``getter(token, attr)`` for spaCy's ``Scorer.score_token_attr``."""
@@ -348,6 +377,79 @@ class SpanTarget(Target):
         """Spans on the doc whose type is not among the CRF's labels."""
         known = {kind for kind in self._parsed[2]}
         return [sp for sp in (self.spans_of(doc) or []) if sp.label_ not in known]
+
+    def constrain(self, scores: CRFScores) -> CRFScores:
+        """Add the scheme's -inf scores for forbidden moves."""
+        allowed_t, allowed_start, allowed_end = self.constraints()
+        penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
+        return CRFScores(scores.emissions, penalty(allowed_t, scores.transitions),
+                         penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
+                         scores.pair, scores.root)
+
+    def repair_gold(self, scores: CRFScores, gold: np.ndarray,
+                    layout: BatchLayout) -> Tuple[np.ndarray, int]:
+        """Unannotate gold tags that break the scheme, so the constrained
+        likelihood stays finite; ``scores`` must be constrained.
+
+        First every known tag that no well-formed neighbour allows (a forbidden
+        move between known tags, a forbidden first or last tag); then, in a
+        sequence whose remaining tags still admit no well-formed labelling
+        (e.g. ``B-PER ? L-LOC``), the known tags next to unknown ones, and if
+        that is not enough the whole sequence.
+        """
+        allowed_t, allowed_start, allowed_end = self.constraints()
+        lengths = layout.lengths
+        nonempty = lengths > 0
+        first = (np.cumsum(lengths) - lengths)[nonempty]
+        last = first + lengths[nonempty] - 1
+        known = gold >= 0
+        safe = np.maximum(gold, 0)
+        bad = np.zeros(gold.shape[0], dtype=bool)
+        bad[first] |= known[first] & ~allowed_start[safe[first]]
+        bad[last] |= known[last] & ~allowed_end[safe[last]]
+        pairs = known[:-1] & known[1:]
+        pairs[last[last < gold.shape[0] - 1]] = False  # no move across sequences
+        moves = pairs & ~allowed_t[safe[:-1], safe[1:]]
+        bad[:-1] |= moves
+        bad[1:] |= moves
+        gold = np.where(bad, -1, gold)
+        # with every tag known and every move allowed a labelling exists, so the
+        # (costly) feasibility pass is only needed where tokens are unannotated
+        for attempt in range(2 if (gold < 0).any() else 0):
+            _, best = inference.viterbi(scores, layout, gold)
+            stuck = np.flatnonzero(best == -np.inf)
+            if not len(stuck):
+                break
+            seq_of = np.repeat(np.arange(lengths.shape[0]), lengths)
+            in_stuck = np.isin(seq_of, stuck)
+            if attempt == 0:
+                unknown = gold < 0
+                near_gap = np.zeros_like(unknown)
+                near_gap[:-1] |= unknown[1:]
+                near_gap[1:] |= unknown[:-1]
+                drop = in_stuck & near_gap & (gold >= 0)
+            else:
+                drop = in_stuck & (gold >= 0)
+            bad |= drop
+            gold = np.where(drop, -1, gold)
+        return gold, int(bad.sum())
+
+    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
+        """The tokens of existing spans; in BIO the token after a span may then
+        not continue it (its I- tag is masked out of ``scores``)."""
+        fixed = np.concatenate([self.forced(doc) for doc in docs])
+        continues = self.continuations()
+        for t in np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0)):
+            scores.emissions[t + 1, continues[fixed[t]]] = -np.inf
+        return fixed
+
+    def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
+        # spans of a type the CRF does not know were decoded as O: put them back
+        self.write(doc, ids, keep=self.unknown_spans(doc) if keep_existing else ())
+
+    def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
+                        fixed: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+        return span_probabilities(scores, layout, label_ids, self, fixed)
 
 
 class EntTarget(SpanTarget):

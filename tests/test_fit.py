@@ -65,7 +65,7 @@ def random_tree_shard(rng, lengths, L=3, R=2, n_rows=6, K=2, partial=False):
     order = np.empty(N, dtype=np.int64)
     assert check_forest(heads, np.asarray(lengths, dtype=np.int64), order) == 0
     rel = rng.integers(0, R, size=N).astype(np.int64)
-    layout = ParameterLayout(n_rows, L, is_tree=True, n_relations=R)
+    layout = ParameterLayout(n_rows, L, structure="tree", n_relations=R)
     rows = rng.integers(0, n_rows, size=(N, K)).astype(np.int64)
     gold = rng.integers(0, L, size=N).astype(np.int64)
     if partial:
@@ -101,7 +101,7 @@ def kernel_reference_nll(shard, theta):
     p = shard.layout.split(theta)
     L = shard.layout.n_labels
     zeros = np.zeros(L)
-    if shard.layout.is_tree:
+    if shard.layout.structure == "tree":
         scores = CRFScores(emissions_of(shard, p), np.zeros((L, L)), zeros, zeros,
                            p["pair"].copy(), p["root"].copy())
     else:

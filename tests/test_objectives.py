@@ -94,7 +94,7 @@ def loop_counts(scores, structure, labels, rows):
     c = {name: np.zeros(np.shape(getattr(scores, name))) for name in PARAMS}
     for t in rows:
         c["emissions"][t, labels[t]] += 1
-        if structure.is_tree:
+        if (structure.structure_name == "tree"):
             h = structure.heads[t]
             if h < 0:
                 c["root"][labels[t]] += 1
@@ -104,7 +104,7 @@ def loop_counts(scores, structure, labels, rows):
             c["start"][labels[t]] += 1
         else:
             c["transitions"][labels[t - 1], labels[t]] += 1
-    if not structure.is_tree and len(rows):
+    if not (structure.structure_name == "tree") and len(rows):
         c["end"][labels[rows[-1]]] += 1
     return c
 
@@ -161,7 +161,7 @@ def expected_gradient(scores, brute, update):
 
 
 def assert_gradient(gradient, expected, structure):
-    used = ("emissions", "pair", "root") if structure.is_tree else (
+    used = ("emissions", "pair", "root") if (structure.structure_name == "tree") else (
         "emissions", "transitions", "start", "end")
     for name in PARAMS:
         got = getattr(gradient, name)
@@ -186,7 +186,7 @@ def test_labelling_counts_match_loops_and_path_score(kind, seed):
     objectives.labelling_counts(structure, labels, weights, out)
     expected = {name: np.zeros(np.shape(getattr(scores, name))) for name in PARAMS}
     path = np.zeros(structure.lengths.shape[0])
-    if structure.is_tree:
+    if (structure.structure_name == "tree"):
         tree.labelling_score(scores.emissions, structure.lengths, structure.heads, scores.pair,
                              structure.relations, scores.root, labels, path)
     else:
@@ -403,7 +403,7 @@ def test_hinge_on_span_targets_gives_well_formed_spans(scheme):
     optimizer = Adam(0.1)
     for _ in range(15):
         docs = [eg.predicted for eg in examples]
-        scores = pipe._constrain(pipe.model.predict(docs))
+        scores = pipe.target.constrain(pipe.model.predict(docs))
         # cost-augmented decoding never takes a forbidden move: no count lands on one
         _, gradient = objectives.hinge(scores, pipe._structure(docs),
                                        np.concatenate([pipe.target.gold_ids(eg) for eg in examples]))

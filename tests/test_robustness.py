@@ -170,7 +170,7 @@ def check_prediction(pipe, docs) -> None:
     n_tokens = sum(len(d) for d in docs)
     if not n_tokens:
         return
-    scores = pipe._constrain(pipe.model.predict(docs))
+    scores = pipe.target.constrain(pipe.model.predict(docs))
     structure = pipe._structure(docs)
     assert int(structure.lengths.sum()) == n_tokens
     ids, best = inference.viterbi(scores, structure)
@@ -532,7 +532,7 @@ def test_100k_token_doc_decodes(long_nlp, split):
     conf = np.asarray(doc.user_data[CONFIDENCE_KEY], dtype=np.float64)
     assert conf.shape == (n,)
     assert np.all(np.isfinite(conf)) and conf.min() > 0.0 and conf.max() <= 1.0
-    scores = pipe._constrain(pipe.model.predict([doc]))
+    scores = pipe.target.constrain(pipe.model.predict([doc]))
     structure = pipe._structure([doc])
     expected_seqs = 1 if sents is None else int(np.sum(sents))
     assert structure.lengths.shape == (expected_seqs,)

@@ -17,7 +17,7 @@ from spacy_crf import inference, schemes
 from spacy_crf.inference import Structure
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.span_probabilities import span_probabilities
-from test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, constraint_stub, logsumexp,
+from test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
                         ner_examples, path_scores, random_scores, read_spans, train, universe)
 
 
@@ -67,7 +67,7 @@ def test_span_probabilities_match_brute_force_with_forced_labels(scheme):
     checked = zeros = 0
     for rng, types, tags, lengths, raw, scores, fixed, sampled in cases(scheme, 11, 70):
         structure = Structure.chain(lengths)
-        stub = constraint_stub(tags, scheme).target
+        stub = span_target(tags, scheme)
         viterbi_ids, best = inference.viterbi(scores, structure, fixed)
         # where nothing agrees with `fixed`, Viterbi's labels need not be well formed
         stuck = np.repeat(best == -np.inf, lengths)
@@ -185,7 +185,7 @@ def test_100k_tokens_with_dense_entities(toy_ner, scheme):
         np.testing.assert_allclose(conf[single], lowest[single], rtol=1e-5)
     # the same spans through the log-space pass
     pipe = nlp.get_pipe("crf_tagger")
-    scores = pipe._constrain(pipe.model.predict([doc]))
+    scores = pipe.target.constrain(pipe.model.predict([doc]))
     structure = Structure.chain(np.array([len(doc)]))
     labels, _ = inference.viterbi(scores, structure)
     starts = np.array([e.start for e in ents])

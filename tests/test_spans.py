@@ -17,7 +17,6 @@ import sys
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -30,8 +29,8 @@ from thinc.api import Adam
 from spacy_crf import inference, schemes
 from spacy_crf.inference import Structure
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.pipeline.crf_tagger import CRFTagger
 from spacy_crf.span_probabilities import span_probabilities
+from spacy_crf.targets import SpanTarget, make_target
 
 ROOT = Path(__file__).resolve().parents[1]
 EWT = ROOT / "assets" / "ewt_sample"
@@ -240,13 +239,11 @@ def test_scheme_names_and_bad_tags_are_clear_errors():
 # ---------------------------------------------------------------- 2. constrained inference
 
 
-def constraint_stub(tags, scheme):
-    """What CRFTagger's helpers read from ``self``: a span target with these tags."""
-    target = SimpleNamespace(
-        is_span_target=True, scheme=scheme, _parsed=schemes.parse_tags(tags),
-        constraints=lambda: schemes.allowed_moves(tags, scheme),
-        continuations=lambda: schemes.continuations(tags, scheme))
-    return SimpleNamespace(target=target, cfg={"scheme": scheme}, name="crf_tagger")
+def span_target(tags, scheme):
+    """An ``ents`` target with these tags as its labels (in this order)."""
+    target = make_target("ents", scheme)
+    target.set_labels(tags, spacy.blank("en").vocab)
+    return target
 
 
 def random_scores(rng, L, N, scale=1.0, dtype=np.float64):
@@ -259,13 +256,13 @@ def random_scores(rng, L, N, scale=1.0, dtype=np.float64):
 
 
 def constrain(scores, tags, scheme):
-    """The scheme's -inf masks, as CRFTagger._constrain adds them."""
+    """The scheme's -inf masks, as the span target's constrain adds them."""
     allowed_t, allowed_start, allowed_end = schemes.allowed_moves(tags, scheme)
     penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
     ours = CRFScores(scores.emissions, penalty(allowed_t, scores.transitions),
                      penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
                      scores.pair, scores.root)
-    theirs = CRFTagger._constrain(constraint_stub(tags, scheme), scores)
+    theirs = span_target(tags, scheme).constrain(scores)
     for name in ("emissions", "transitions", "start", "end"):
         np.testing.assert_array_equal(getattr(theirs, name), getattr(ours, name))
     return ours
@@ -399,7 +396,7 @@ def test_span_probabilities_match_brute_force(scheme):
     for case in range(60):
         types = TYPE_SETS[case % 2]
         tags = schemes.tag_set(types, scheme)
-        stub = constraint_stub(tags, scheme).target
+        stub = span_target(tags, scheme)
         lengths = rng.integers(1, 6, size=int(rng.integers(1, 4)))
         if scheme == "BILUO" and len(types) == 2:
             lengths = np.minimum(lengths, 4)
@@ -431,7 +428,7 @@ def test_span_probabilities_match_brute_force(scheme):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_forced_decoding_keeps_the_fixed_span(scheme):
     """Fixed labels on one span per sequence (as target.forced gives them, through
-    CRFTagger._forced): Viterbi keeps exactly that span, stays well formed and is
+    SpanTarget.fixed_labels): Viterbi keeps exactly that span, stays well formed and is
     the best well-formed labelling that contains it; log Z sums over those."""
     rng = np.random.default_rng(7 if scheme == "BIO" else 8)
     vocab = spacy.blank("en").vocab
@@ -460,12 +457,12 @@ def test_forced_decoding_keeps_the_fixed_span(scheme):
             docs.append(doc)
             fixed_of[id(doc)] = fixed
             wanted.append((a, b, k))
-        stub = constraint_stub(tags, scheme)
-        stub.target.forced = lambda doc: fixed_of[id(doc)]
+        stub = span_target(tags, scheme)
+        stub.forced = lambda doc: fixed_of[id(doc)]
         scores = constrain(raw, tags, scheme)
         scores = CRFScores(scores.emissions.copy(), scores.transitions, scores.start, scores.end,
                            scores.pair, scores.root)
-        fixed = CRFTagger._forced(stub, docs, scores)
+        fixed = stub.fixed_labels(docs, scores)
         structure = Structure.chain(lengths)
         labels, best = inference.viterbi(scores, structure, fixed)
         _, log_z = inference.marginals(scores, structure, fixed)
@@ -483,7 +480,7 @@ def test_forced_decoding_keeps_the_fixed_span(scheme):
 
 
 def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
-    """CRFTagger._well_formed against the rule written out here: a known gold tag
+    """SpanTarget.repair_gold against the rule written out here: a known gold tag
     is dropped if it starts / ends its sequence where the scheme forbids, or takes
     part in a forbidden move with a known neighbour of the same sequence. Where the
     rest still admits no well-formed labelling (e.g. ``B-X ? L-Y``), more tags of
@@ -512,15 +509,13 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
         L = len(tags)
         zero = CRFScores(np.zeros((int(lengths.sum()), L)), np.zeros((L, L)), np.zeros(L),
                          np.zeros(L), np.zeros((1, L, L)), np.zeros(L))
-        stub = constraint_stub(tags, scheme)
+        stub = span_target(tags, scheme)
         allowed_t, allowed_s, allowed_e = schemes.allowed_moves(tags, scheme)
         masked = CRFScores(zero.emissions, np.where(allowed_t, 0.0, -np.inf),
                            np.where(allowed_s, 0.0, -np.inf), np.where(allowed_e, 0.0, -np.inf),
                            zero.pair, zero.root)
         structure = Structure.chain(lengths)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            got = CRFTagger._well_formed(stub, masked, gold.copy(), structure)
+        got, n_bad = stub.repair_gold(masked, gold.copy(), structure)
         # the pairwise rule's tags are all gone
         assert np.all(got[expected < 0] < 0)
         # every sequence can now be labelled well formed, honouring what is left
@@ -533,10 +528,7 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
         assert np.all(~np.isfinite(before[seq_of[extra]]))
         dropped = int((got != gold).sum())
         n_dropped += dropped
-        w003 = [w for w in caught if "[W003]" in str(w.message)]
-        assert len(w003) == (1 if dropped else 0)
-        if dropped:
-            assert f"{dropped} gold tag(s)" in str(w003[0].message)
+        assert n_bad == dropped  # the count the component's W003 reports
     assert n_dropped > 100
     # directed: B-X ? L-Y passes the pairwise rule but admits no labelling
     tags = schemes.tag_set(("X", "Y"), "BILUO")
@@ -546,10 +538,9 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
     masked = CRFScores(np.zeros((3, L)), np.where(allowed_t, 0.0, -np.inf),
                        np.where(allowed_s, 0.0, -np.inf), np.where(allowed_e, 0.0, -np.inf),
                        np.zeros((1, L, L)), np.zeros(L))
-    with pytest.warns(UserWarning, match="W003"):
-        got = CRFTagger._well_formed(constraint_stub(tags, "BILUO"), masked, gold,
-                                     Structure.chain(np.asarray([3])))
-    assert got.tolist() == [-1, -1, -1]
+    got, n_bad = span_target(tags, "BILUO").repair_gold(masked, gold,
+                                                         Structure.chain(np.asarray([3])))
+    assert got.tolist() == [-1, -1, -1] and n_bad == 2
 
 
 def well_formed_pair(prev, tag, scheme):

@@ -16,7 +16,6 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 import srsly
-from spacy.attrs import DEP, HEAD
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, Token
@@ -29,18 +28,16 @@ from .. import inference
 from .. import schemes
 from ..objectives import get_objective
 from ..errors import Errors, Warnings
-from ..features.doc_arrays import batch_heads, batch_sequence_lengths, doc_lengths, sentence_lengths
+from ..features.doc_arrays import doc_lengths, sentence_lengths
 from ..models.architectures import set_n_labels
-from ..models.featurize import use_tree_templates
 from ..models.potentials import CRFScores
 from ..models.sparse_table import step_model, sync_averages
 from ..models.serialize import model_from_bytes, model_to_bytes
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
-from ..span_probabilities import span_probabilities
+from ..structures import BatchLayout, CRFStructure, get_structure
 from ..targets import Target, make_target
 from .pipe_meta import declare_pipe_meta
 
-STRUCTURES = ("chain", "tree")
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
 SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
 NBEST_KEY = ("spacy_crf", "n_best")
@@ -166,19 +163,18 @@ class CRFTagger(TrainablePipe):
         loss: str = "nll",
         scorer: Optional[Callable] = score_crf,
     ) -> None:
-        if structure not in STRUCTURES:
-            raise ValueError(Errors.E012.format(structure=structure))
+        crf_structure = get_structure(structure)  # E012 names the known ones
         get_objective(loss)  # E040 for an unknown name
         schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
             raise ValueError(Errors.E019.format(value=n_best))
-        if n_best and structure != "chain":
+        if n_best and not crf_structure.supports_n_best:
             raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
         self.vocab = vocab
         self.model = model
         self.name = name
         self.target: Target = make_target(target, scheme)
-        if self.target.is_span_target and structure != "chain":
+        if self.target.is_span_target and not crf_structure.supports_spans:
             raise ValueError(Errors.E018.format(target=target))
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {
@@ -195,10 +191,19 @@ class CRFTagger(TrainablePipe):
         # labels given with add_label() before initialize(): kept by it
         self._added_labels: List[str] = []
         register_confidence_extension()
-        if structure == "tree":
-            use_tree_templates(self.model, allow_dep=target != "dep")
+        crf_structure.prepare_model(self.model, target)
         if target == "dep":
             self._check_dep_target()
+
+    @property
+    def crf_structure(self) -> CRFStructure:
+        """The structure the CRF runs over (``spacy_crf.structures``), by ``cfg["structure"]``."""
+        return get_structure(self.cfg["structure"])
+
+    @property
+    def n_relation_groups(self) -> int:
+        """Relation groups of the model's label-interaction scores (its ``n_relations``)."""
+        return _potentials(self.model).get_dim("nR")
 
     @property
     def labels(self) -> tuple:
@@ -242,9 +247,10 @@ class CRFTagger(TrainablePipe):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
         structure = self._structure(docs)
-        scores = self._constrain(self.model.predict(docs))
+        scores = self.target.constrain(self.model.predict(docs))
         self._check_width(scores)
-        fixed = self._forced(docs, scores) if self.cfg["keep_existing"] else None
+        fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
+                 if self.cfg["keep_existing"] else None)
         label_ids, _ = inference.viterbi(scores, structure, fixed)
         confidence = spans = nbest = None
         if self.cfg["store_confidence"] or self.cfg["n_best"]:
@@ -253,8 +259,7 @@ class CRFTagger(TrainablePipe):
             nbest = self._n_best(scores, structure, fixed, log_z)
         if self.cfg["store_confidence"]:
             confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
-            if self.target.is_span_target:
-                spans = span_probabilities(scores, structure, label_ids, self.target, fixed)
+            spans = self.target.span_confidence(scores, structure, label_ids, fixed)
         return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
@@ -269,11 +274,8 @@ class CRFTagger(TrainablePipe):
         for doc, end, n in zip(docs, ends, prediction.doc_lengths):
             if not n:
                 continue
-            if self.cfg["keep_existing"] and self.target.is_span_target:
-                self.target.write(doc, prediction.label_ids[end - n:end],
-                                  keep=self.target.unknown_spans(doc))
-            else:
-                self.target.write(doc, prediction.label_ids[end - n:end])
+            self.target.write_prediction(doc, prediction.label_ids[end - n:end],
+                                         self.cfg["keep_existing"])
             if prediction.confidence is not None:
                 doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
             if prediction.span_confidence is not None:
@@ -302,7 +304,7 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         structure = self._structure(docs)  # a missing parse fails here, before any work
         scores, backprop = self.model.begin_update(docs)
-        loss, d_scores = self._loss(examples, self._constrain(scores), structure)
+        loss, d_scores = self._loss(examples, self.target.constrain(scores), structure)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -319,11 +321,11 @@ class CRFTagger(TrainablePipe):
         """
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
-        return self._loss(examples, self._constrain(scores),
+        return self._loss(examples, self.target.constrain(scores),
                           self._structure([eg.predicted for eg in examples]))
 
     def _loss(self, examples: List[Example], scores: CRFScores,
-              structure: inference.Structure):
+              structure: BatchLayout):
         self._check_width(scores)
         gold = self._gold(examples, scores, structure)
         per_sequence, gradient = get_objective(self.cfg.get("loss", "nll"))(scores, structure, gold)
@@ -333,15 +335,16 @@ class CRFTagger(TrainablePipe):
         return loss, gradient
 
     def _gold(self, examples: List[Example], scores: CRFScores,
-              structure: inference.Structure) -> np.ndarray:
+              structure: BatchLayout) -> np.ndarray:
         """Gold label ids of the batch's tokens, -1 where unknown; for span
         targets, tags that break the scheme are unannotated (W003). ``scores``
         must be constrained (only its ``-inf`` entries matter). The batch
         trainer (``spacy_crf.fit``) reads its labels here too."""
         gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
                 else np.zeros(0, dtype=np.int64))
-        if self.target.is_span_target:
-            gold = self._well_formed(scores, gold, structure)
+        gold, n_bad = self.target.repair_gold(scores, gold, structure)
+        if n_bad:
+            warnings.warn(Warnings.W003.format(n=n_bad, name=self.name, scheme=self.cfg["scheme"]))
         return gold
 
     def initialize(
@@ -389,7 +392,7 @@ class CRFTagger(TrainablePipe):
         self._set_labels(sorted(found))
         self._added_labels = []
         set_n_labels(self.model, len(self.labels))
-        self.cfg["relations"] = self._frequent_relations(get_examples)
+        self.cfg["relations"] = self.crf_structure.relation_groups(self, get_examples)
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=sample or None)
 
@@ -473,7 +476,7 @@ class CRFTagger(TrainablePipe):
 
     # -- helpers -------------------------------------------------------------
 
-    def _n_best(self, scores: CRFScores, structure: inference.Structure,
+    def _n_best(self, scores: CRFScores, structure: BatchLayout,
                 fixed: Optional[np.ndarray], log_z: np.ndarray) -> List[List[Tuple[float, List[str]]]]:
         """Per sequence, its best labellings as (probability, label strings)."""
         labels, best, counts = inference.n_best(scores, structure, self.cfg["n_best"], fixed)
@@ -487,121 +490,10 @@ class CRFTagger(TrainablePipe):
             start += n
         return out
 
-    def _constrain(self, scores: CRFScores) -> CRFScores:
-        """Add the scheme's -inf scores for forbidden moves (span targets only)."""
-        if not self.target.is_span_target:
-            return scores
-        allowed_t, allowed_start, allowed_end = self.target.constraints()
-        penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
-        return CRFScores(scores.emissions, penalty(allowed_t, scores.transitions),
-                         penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
-                         scores.pair, scores.root)
-
-    def _well_formed(self, scores: CRFScores, gold: np.ndarray,
-                     structure: inference.Structure) -> np.ndarray:
-        """Unannotate gold tags that break the scheme (W003), so the constrained
-        likelihood stays finite.
-
-        First every known tag that no well-formed neighbour allows (a forbidden
-        move between known tags, a forbidden first or last tag); then, in a
-        sequence whose remaining tags still admit no well-formed labelling
-        (e.g. ``B-PER ? L-LOC``), the known tags next to unknown ones, and if
-        that is not enough the whole sequence.
-        """
-        allowed_t, allowed_start, allowed_end = self.target.constraints()
-        lengths = structure.lengths
-        nonempty = lengths > 0
-        first = (np.cumsum(lengths) - lengths)[nonempty]
-        last = first + lengths[nonempty] - 1
-        known = gold >= 0
-        safe = np.maximum(gold, 0)
-        bad = np.zeros(gold.shape[0], dtype=bool)
-        bad[first] |= known[first] & ~allowed_start[safe[first]]
-        bad[last] |= known[last] & ~allowed_end[safe[last]]
-        pairs = known[:-1] & known[1:]
-        pairs[last[last < gold.shape[0] - 1]] = False  # no move across sequences
-        moves = pairs & ~allowed_t[safe[:-1], safe[1:]]
-        bad[:-1] |= moves
-        bad[1:] |= moves
-        gold = np.where(bad, -1, gold)
-        # with every tag known and every move allowed a labelling exists, so the
-        # (costly) feasibility pass is only needed where tokens are unannotated
-        for attempt in range(2 if (gold < 0).any() else 0):
-            _, best = inference.viterbi(scores, structure, gold)
-            stuck = np.flatnonzero(best == -np.inf)
-            if not len(stuck):
-                break
-            seq_of = np.repeat(np.arange(lengths.shape[0]), lengths)
-            in_stuck = np.isin(seq_of, stuck)
-            if attempt == 0:
-                unknown = gold < 0
-                near_gap = np.zeros_like(unknown)
-                near_gap[:-1] |= unknown[1:]
-                near_gap[1:] |= unknown[:-1]
-                drop = in_stuck & near_gap & (gold >= 0)
-            else:
-                drop = in_stuck & (gold >= 0)
-            bad |= drop
-            gold = np.where(drop, -1, gold)
-        if bad.any():
-            warnings.warn(Warnings.W003.format(n=int(bad.sum()), name=self.name,
-                                               scheme=self.cfg["scheme"]))
-        return gold
-
-    def _forced(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
-        """Labels already on the docs, fixed for decoding (-1 where free).
-
-        For span targets, the tokens of existing spans; in BIO the token after
-        a span may then not continue it (its I- tag is masked out).
-        """
-        docs = [doc for doc in docs if len(doc)]
-        if self.target.is_span_target:
-            fixed = np.concatenate([self.target.forced(doc) for doc in docs])
-            continues = self.target.continuations()
-            for t in np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0)):
-                scores.emissions[t + 1, continues[fixed[t]]] = -np.inf
-            return fixed
-        return np.concatenate([self.target.ids_of_keys(self.target.reference_keys(doc))
-                               for doc in docs])
-
-    def _structure(self, docs: Sequence[Doc]) -> inference.Structure:
-        """Chains of sentences, or the forest of each doc's parse."""
-        if self.cfg["structure"] == "chain":
-            return inference.Structure.chain(batch_sequence_lengths(docs))
-        try:
-            heads, order = batch_heads(docs)
-        except ValueError as err:
-            if str(err) == "no parse":
-                raise ValueError(Errors.E015.format(name=self.name, why="structure = \"tree\"")) from err
-            raise ValueError(Errors.E016.format(why=err)) from err
-        relations = None
-        names = self.cfg.get("relations") or []
-        if names:
-            table = {self.vocab.strings.add(name): i + 1 for i, name in enumerate(names)}
-            deps = np.concatenate([doc.to_array(DEP).reshape(-1) for doc in docs if len(doc)] or
-                                  [np.zeros(0, dtype=np.uint64)])
-            kinds, inverse = np.unique(deps, return_inverse=True)
-            groups = np.asarray([table.get(int(d), 0) for d in kinds], dtype=np.int64)
-            relations = groups[inverse.reshape(-1)]
-        return inference.Structure.forest(doc_lengths(docs), heads, order, relations)
-
-    def _frequent_relations(self, get_examples: Callable[[], Iterable[Example]]) -> List[str]:
-        """The relations that get a pair matrix of their own: the most frequent
-        ``n_relations - 1`` in the training data (the rest share matrix 0)."""
-        n_groups = _potentials(self.model).get_dim("nR")
-        if self.cfg["structure"] != "tree" or n_groups <= 1:
-            return []
-        counts: Dict[str, int] = {}
-        for eg in get_examples():
-            if not len(eg.reference):
-                continue
-            values = eg.reference.to_array([HEAD, DEP]).reshape(-1, 2)
-            # a root has no edge to a head, so its relation never selects a matrix
-            for dep in values[(values[:, 0] != 0) & (values[:, 1] != 0), 1]:
-                name = self.vocab.strings[int(dep)]
-                counts[name] = counts.get(name, 0) + 1
-        ranked = sorted(counts, key=lambda name: (-counts[name], name))
-        return ranked[: n_groups - 1]
+    def _structure(self, docs: Sequence[Doc]) -> BatchLayout:
+        """The batch layout of ``docs`` (chains of sentences, the forest of each
+        doc's parse, ...), built by the component's structure."""
+        return self.crf_structure.layout(docs, self)
 
     def _check_dep_target(self) -> None:
         templates = [node.attrs["templates"] for node in self.model.walk()

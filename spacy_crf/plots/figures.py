@@ -60,8 +60,13 @@ def relation_group_names(component: CRFTagger) -> List[str]:
 
 
 def plot_transitions(component: CRFTagger, path: Path) -> str:
-    if component.cfg["structure"] == "tree":
-        return plot_pair_matrices(component, path)
+    """The label-interaction scores, drawn as the component's structure keeps them."""
+    return INTERACTION_PLOTS[component.cfg["structure"]](component, path)
+
+
+def plot_chain_transitions(component: CRFTagger, path: Path) -> str:
+    """Chain models: transitions with the start scores as a row and the end scores
+    as a column."""
     labels = list(component.labels)
     params = potentials_params(component)
     L = len(labels)
@@ -192,3 +197,7 @@ def plot_learning_curve(columns: List[str], rows: List[List[float]], path: Path)
         s = data[:, columns.index("SCORE")]
         best = f", best SCORE {s.max():.2f} at step {int(step[s.argmax()])}"
     return f"{len(rows)} evaluations, steps {int(step[0])}..{int(last[columns.index('#')])}{best}"
+
+
+#: structure name -> the drawing of its label-interaction scores
+INTERACTION_PLOTS = {"chain": plot_chain_transitions, "tree": plot_pair_matrices}

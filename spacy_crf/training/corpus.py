@@ -2,7 +2,7 @@
 
 Features, labels and structure come from the component itself: its model's
 featurize layer, ``_gold`` (the target's gold ids, scheme-breaking span tags
-unannotated, as in ``update``), ``_structure`` and ``_constrain``. So the
+unannotated, as in ``update``), ``_structure`` and ``target.constrain``. So the
 batch trainer sees exactly what ``spacy train`` shows the component.
 
 The hashed table has ``n_buckets`` rows but a corpus uses a fraction of them:
@@ -26,7 +26,7 @@ from ..errors import Errors
 from ..features.doc_arrays import doc_lengths
 from ..models.hashed_linear import BUCKETING, UNSIGNED
 from ..models.potentials import CRFScores
-from .objective import CHAIN_PARAMS, TREE_PARAMS, FeaturizedShard, ParameterLayout
+from .objective import FeaturizedShard, ParameterLayout
 
 FEATURE_CRF = "feature_crf"
 
@@ -48,8 +48,7 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
 def layout_of(pipe) -> ParameterLayout:
     """The parameter layout of ``pipe`` (an initialized ``crf_tagger``), without rows."""
     _, _, potentials = feature_layers(pipe.model)
-    return ParameterLayout(0, len(pipe.labels), pipe.cfg["structure"] == "tree",
-                           potentials.get_dim("nR"))
+    return ParameterLayout(0, len(pipe.labels), pipe.cfg["structure"], potentials.get_dim("nR"))
 
 
 def read_corpus(corpus: Callable[[Language], Iterable[Example]],
@@ -148,7 +147,7 @@ def featurize_corpus(pipe, examples: Sequence[Example],
         constraints = None
         if pipe.target.is_span_target:
             constraints = {name: np.asarray(getattr(scores, name), dtype=np.float64)
-                           for name in CHAIN_PARAMS}
+                           for name in structure.structure.params}
         parts.append((buckets, gold, structure, constraints))
     # compact rows in order of decreasing frequency: the features of most tokens
     # share a few cache lines of the weights and of the gradient
@@ -161,7 +160,7 @@ def featurize_corpus(pipe, examples: Sequence[Example],
     compact = np.full(n_buckets, -1, dtype=np.int64)
     compact[table_rows] = np.arange(table_rows.shape[0])
     base = layout_of(pipe)
-    layout = ParameterLayout(int(table_rows.shape[0]), base.n_labels, base.is_tree,
+    layout = ParameterLayout(int(table_rows.shape[0]), base.n_labels, base.structure,
                              base.n_relations)
     shards = [FeaturizedShard(layout, np.ascontiguousarray(compact[buckets]),
                               np.ascontiguousarray(gold, dtype=np.int64), structure, constraints)
@@ -178,7 +177,7 @@ def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
                        np.zeros((L, L), dtype=np.float32), np.zeros(L, dtype=np.float32),
                        np.zeros(L, dtype=np.float32), np.zeros((R, L, L), dtype=np.float32),
                        np.zeros(L, dtype=np.float32))
-    return pipe._constrain(scores)
+    return pipe.target.constrain(scores)
 
 
 def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,
@@ -198,7 +197,7 @@ def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,
     W[buckets] = params["W"]
     linear.set_param("W", W)
     linear.set_param("b", params["b"].astype(linear.get_param("b").dtype))
-    for name in (TREE_PARAMS if layout.is_tree else CHAIN_PARAMS):
+    for name in layout.params:
         potentials.set_param(name, params[name].astype(potentials.get_param(name).dtype))
 
 

@@ -23,12 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._kernels import lbfgs as vectors
-from .._kernels import objective as kernels
-from ..inference import Structure
-
-CHAIN_PARAMS = ("transitions", "start", "end")
-TREE_PARAMS = ("pair", "root")
-
+from ..structures import BatchLayout, get_structure
 
 @dataclass(frozen=True)
 class ParameterLayout:
@@ -40,27 +35,30 @@ class ParameterLayout:
         Rows of the compact weight table (the hashed rows the corpus uses).
     n_labels : int
         Number of labels ``L``.
-    is_tree : bool
-        Tree structure (``pair``, ``root``) rather than chain (``transitions``,
-        ``start``, ``end``).
+    structure : str
+        The registered structure (``spacy_crf.structures``) whose parameters
+        follow the table and the bias: ``transitions``, ``start``, ``end``
+        for the chain, ``pair``, ``root`` for the tree.
     n_relations : int
         Relation groups ``R`` of the tree's pair scores.
     """
 
     n_rows: int
     n_labels: int
-    is_tree: bool = False
+    structure: str = "chain"
     n_relations: int = 1
+
+    @property
+    def params(self) -> Tuple[str, ...]:
+        """The structure's parameter names."""
+        return get_structure(self.structure).params
 
     @property
     def shapes(self) -> Dict[str, Tuple[int, ...]]:
         """Name -> shape of every parameter, in the order of ``theta``."""
         L = self.n_labels
-        shapes = {"W": (self.n_rows, L), "b": (L,)}
-        if self.is_tree:
-            shapes.update(pair=(self.n_relations, L, L), root=(L,))
-        else:
-            shapes.update(transitions=(L, L), start=(L,), end=(L,))
+        shapes: Dict[str, Tuple[int, ...]] = {"W": (self.n_rows, L), "b": (L,)}
+        shapes.update(get_structure(self.structure).param_shapes(L, self.n_relations))
         return shapes
 
     @property
@@ -92,8 +90,8 @@ class FeaturizedShard:
         (N, K) int64 row of the compact weight table of every token and template.
     gold : numpy.ndarray
         (N,) int64 gold label ids, -1 where unknown (marginalised).
-    structure : Structure
-        Sequence lengths (chain) or the forest (tree), rows relative to the shard.
+    structure : BatchLayout
+        The batch layout (chains, forests, ...), rows relative to the shard.
     constraints : dict, optional
         ``transitions``, ``start``, ``end`` masks of a span scheme: 0 where
         allowed, ``-inf`` where forbidden, added to the parameters.
@@ -102,7 +100,7 @@ class FeaturizedShard:
     layout: ParameterLayout
     rows: np.ndarray
     gold: np.ndarray
-    structure: Structure
+    structure: BatchLayout
     constraints: Optional[Dict[str, np.ndarray]] = None
     # (emissions, d_emissions, nll) kept between calls: fresh arrays of this
     # size would be page-faulted in again at every evaluation
@@ -143,20 +141,10 @@ class FeaturizedShard:
         s = self.structure
         if self._workspace is None:
             self._workspace = (np.empty((N, L)), np.empty((N, L)), np.empty(s.lengths.shape[0]))
-        emissions, d_emissions, nll = self._workspace
-        if self.layout.is_tree:
-            loss = kernels.tree_nll(self.rows, s.lengths, s.heads, s.order, s.relations,
-                                    self.gold, params["W"], params["b"], params["pair"],
-                                    params["root"], emissions, d_emissions, nll, grads["W"],
-                                    grads["b"], grads["pair"], grads["root"])
-        else:
-            chain = {name: params[name] for name in CHAIN_PARAMS}
-            if self.constraints is not None:
-                chain = {name: chain[name] + self.constraints[name] for name in CHAIN_PARAMS}
-            loss = kernels.chain_nll(self.rows, s.lengths, self.gold, params["W"], params["b"],
-                                     chain["transitions"], chain["start"], chain["end"],
-                                     emissions, d_emissions, nll, grads["W"], grads["b"],
-                                     grads["transitions"], grads["start"], grads["end"])
+        if self.constraints is not None:  # a span scheme's forbidden moves
+            params = {name: params[name] + self.constraints[name] if name in self.constraints
+                      else params[name] for name in params}
+        loss = s.structure.shard_nll(self.rows, s, self.gold, params, grads, self._workspace)
         return float(loss), gradient
 
 

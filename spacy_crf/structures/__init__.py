@@ -1,0 +1,12 @@
+"""CRF structures, keyed by the component's ``structure`` setting (see ``base``).
+
+``chain`` (a linear chain per sentence) and ``tree`` (the dependency parse)
+are registered here; a new structure is a new module that subclasses
+:class:`CRFStructure`, decorates it with :func:`register_structure`, and is
+imported below.
+"""
+
+from .base import (BatchLayout, CRFStructure, get_structure, register_structure,  # noqa: F401
+                   structure_names)
+from .chain import ChainLayout, ChainStructure  # noqa: F401
+from .tree import TreeLayout, TreeStructure  # noqa: F401

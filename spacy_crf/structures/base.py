@@ -1,0 +1,210 @@
+"""The structure interface: what every CRF structure (chain, tree, ...) provides.
+
+A structure is a strategy object, one per kind of graph the CRF's labels
+interact over. It owns
+
+* its parameters: which label-interaction scores of
+  :class:`~spacy_crf.models.CRFScores` it reads (``params``) and their shapes;
+* the batch layout built from Docs (:meth:`CRFStructure.layout`): lengths,
+  heads, order, ... computed once per batch and carried with the scores, so
+  the feature windows and the CRF's sequences come from the same Docs;
+* inference over that layout: log Z and token marginals, the negative
+  log-likelihood and its gradient, Viterbi / max-product (all honouring fixed
+  labels: partial gold, forced decoding), n-best and span probabilities where
+  the structure defines them, and the feature counts of a labelling (the
+  gradient of its score, for the perceptron and the hinge loss);
+* the batch trainer's likelihood over a featurized shard.
+
+Structures register under the name the component's ``structure`` setting
+uses (:func:`register_structure`); adding one means adding a module that
+defines and registers it.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
+
+import numpy as np
+
+from ..errors import Errors
+from ..models.potentials import PARAMS, CRFScores
+
+_STRUCTURES: Dict[str, "CRFStructure"] = {}
+
+
+def register_structure(cls: Type["CRFStructure"]) -> Type["CRFStructure"]:
+    """Class decorator: make an instance of ``cls`` the structure ``cls.name``."""
+    _STRUCTURES[cls.name] = cls()
+    return cls
+
+
+def get_structure(name: str) -> "CRFStructure":
+    """The structure registered as ``name``; E012 names the known ones otherwise."""
+    if not isinstance(name, str) or name not in _STRUCTURES:
+        raise ValueError(Errors.E012.format(structure=name, allowed=", ".join(map(repr, _STRUCTURES))))
+    return _STRUCTURES[name]
+
+
+def structure_names() -> Tuple[str, ...]:
+    """The names of the registered structures."""
+    return tuple(_STRUCTURES)
+
+
+@dataclass
+class BatchLayout:
+    """How the tokens of a batch are connected; each structure subclasses it.
+
+    Attributes
+    ----------
+    lengths : numpy.ndarray
+        (S,) int64 tokens of each sequence (a chain's sentence, a tree's doc),
+        summing to the batch's N rows.
+    """
+
+    lengths: np.ndarray
+    #: the registered name of the structure that reads this layout
+    structure_name = ""
+
+    @property
+    def structure(self) -> "CRFStructure":
+        return get_structure(self.structure_name)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.lengths.sum())
+
+    @property
+    def n_sequences(self) -> int:
+        return int(self.lengths.shape[0])
+
+
+class CRFStructure:
+    """Inference and training over one kind of label graph.
+
+    Subclasses set ``name``, ``params`` and ``layout_class`` and implement
+    the methods that raise ``NotImplementedError`` here; ``n_best`` and
+    ``span_log_probabilities`` are optional (they raise a clear error).
+    """
+
+    name: str = ""
+    #: the label-interaction parameters of CRFScores the structure scores with
+    params: Tuple[str, ...] = ()
+    layout_class: Type[BatchLayout] = BatchLayout
+    #: span targets (BIO/BILUO tags, constrained transitions) need adjacent tokens
+    supports_spans: bool = False
+    supports_n_best: bool = False
+
+    # -- building ------------------------------------------------------------
+
+    def prepare_model(self, model, target: str) -> None:
+        """Adjust a component's model for this structure (e.g. add tree features)."""
+
+    def relation_groups(self, pipe, get_examples: Callable) -> List[str]:
+        """Names that get label-interaction scores of their own (cfg ``relations``)."""
+        return []
+
+    def layout(self, docs: Sequence, pipe) -> BatchLayout:
+        """The batch layout of ``docs`` for the component ``pipe``."""
+        raise NotImplementedError
+
+    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
+        """Name -> shape of each of ``params``."""
+        raise NotImplementedError
+
+    # -- inference -----------------------------------------------------------
+
+    def check(self, scores: CRFScores, layout: BatchLayout) -> np.ndarray:
+        """The emissions as C-contiguous float64, after checking they fit the layout."""
+        emissions = as_f64(scores.emissions)
+        if layout.n_tokens != emissions.shape[0]:
+            raise ValueError(Errors.E063.format(n_tokens=layout.n_tokens, n_rows=emissions.shape[0]))
+        return emissions
+
+    def viterbi(self, scores: CRFScores, layout: BatchLayout,
+                fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """Best labelling honouring ``fixed``: (N,) labels, (S,) best scores."""
+        emissions = self.check(scores, layout)
+        labels = np.zeros(emissions.shape[0], dtype=np.int64)
+        best = np.zeros(layout.n_sequences)
+        self._max_pass(emissions, scores, layout, labels_or_free(emissions.shape[0], fixed),
+                       labels, best)
+        return labels, best
+
+    def marginals(self, scores: CRFScores, layout: BatchLayout,
+                  fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """(N, L) token marginals and (S,) log Z, honouring ``fixed``."""
+        emissions = self.check(scores, layout)
+        log_z = np.zeros(layout.n_sequences)
+        out = np.zeros_like(emissions)
+        self._sum_pass(emissions, scores, layout, labels_or_free(emissions.shape[0], fixed),
+                       log_z, out)
+        return out, log_z
+
+    def _max_pass(self, emissions: np.ndarray, scores: CRFScores, layout: BatchLayout,
+                  fixed: np.ndarray, labels: np.ndarray, best: np.ndarray) -> None:
+        """The max-product kernel: fills ``labels`` (N,) and ``best`` (S,)."""
+        raise NotImplementedError
+
+    def _sum_pass(self, emissions: np.ndarray, scores: CRFScores, layout: BatchLayout,
+                  fixed: np.ndarray, log_z: np.ndarray, marginals: np.ndarray) -> None:
+        """The sum-product kernel: fills ``log_z`` (S,) and ``marginals`` (N, L)."""
+        raise NotImplementedError
+
+    def nll_and_gradient(self, scores: CRFScores, layout: BatchLayout,
+                         gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
+        """(S,) negative log-likelihood of ``gold`` (-1 = unannotated) and its gradient."""
+        raise NotImplementedError
+
+    def n_best(self, scores: CRFScores, layout: BatchLayout, k: int,
+               fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``k`` best labellings: (k, N) labels, (S, k) scores, (S,) counts."""
+        raise ValueError(Errors.E065.format(k=k, structure=self.name))
+
+    def span_log_probabilities(self, scores: CRFScores, layout: BatchLayout, labels: np.ndarray,
+                               starts: np.ndarray, ends: np.ndarray, blocked_after: np.ndarray,
+                               fixed: Optional[np.ndarray] = None,
+                               force_log: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+        """Log probability of each labelled span; (M,) and (S,) log Z."""
+        raise ValueError(Errors.E051)
+
+    def labelling_counts(self, layout: BatchLayout, labels: np.ndarray,
+                         weights: np.ndarray, out: CRFScores) -> None:
+        """Add ``weights[s]`` times the interaction counts of each sequence's
+        labelling into ``out`` (the structure's parameters; emissions are done
+        by the caller)."""
+        raise NotImplementedError
+
+    def zero_gradient(self, scores: CRFScores) -> CRFScores:
+        """float64 zeros for the emissions and every parameter the structure
+        reads, ``None`` for the others."""
+        return CRFScores(np.zeros(scores.emissions.shape),
+                         *(np.zeros(np.shape(getattr(scores, name))) if name in self.params
+                           else None for name in PARAMS))
+
+    # -- the batch trainer -----------------------------------------------------
+
+    def shard_nll(self, rows: np.ndarray, layout: BatchLayout, gold: np.ndarray,
+                  params: Dict[str, np.ndarray], grads: Dict[str, np.ndarray],
+                  workspace: Tuple[np.ndarray, np.ndarray, np.ndarray]) -> float:
+        """Summed nll of a featurized shard at ``params`` (``W``, ``b`` and the
+        structure's), its gradient added into ``grads``."""
+        raise NotImplementedError
+
+
+def as_f64(array) -> np.ndarray:
+    return np.ascontiguousarray(array, dtype=np.float64)
+
+
+def labels_or_free(n_tokens: int, fixed: Optional[np.ndarray]) -> np.ndarray:
+    """``fixed`` as int64, or all -1 (every label free)."""
+    if fixed is None:
+        return np.full(n_tokens, -1, dtype=np.int64)
+    return np.ascontiguousarray(fixed, dtype=np.int64)
+
+
+def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRFScores:
+    """A CRFScores gradient in the dtype of ``scores`` from float64 arrays
+    (``emissions`` and the structure's parameters; the rest ``None``)."""
+    dtype = scores.emissions.dtype
+    return CRFScores(gradient["emissions"].astype(dtype),
+                     *(gradient[name].astype(dtype) if name in gradient else None
+                       for name in PARAMS))

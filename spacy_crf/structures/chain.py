@@ -1,0 +1,143 @@
+"""The linear-chain CRF: one chain per sentence (per doc without sentence boundaries).
+
+Parameters: ``transitions[i, j]`` (label ``i`` then ``j``), ``start[j]``,
+``end[j]``. Kernels: ``_kernels/chain.py`` (forward-backward, Viterbi, the
+likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_marginals.py``
+(span probabilities) and ``_kernels/objective.py`` (the batch trainer).
+"""
+
+from dataclasses import dataclass
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+
+from .._kernels import chain, kbest, objective, span_marginals
+from ..errors import Errors
+from ..features.doc_arrays import batch_sequence_lengths
+from ..models.potentials import CRFScores
+from .base import (BatchLayout, CRFStructure, as_f64, gradient_in_dtype, labels_or_free,
+                   register_structure)
+
+_NO_EDGES = np.zeros((1, 1, 1))
+
+
+@dataclass
+class ChainLayout(BatchLayout):
+    """Sequence lengths of a batch of chains."""
+
+    structure_name = "chain"
+
+    def __post_init__(self) -> None:
+        self.lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
+
+
+@register_structure
+class ChainStructure(CRFStructure):
+    """Forward-backward, Viterbi, n-best and span probabilities over chains."""
+
+    name = "chain"
+    params = ("transitions", "start", "end")
+    layout_class = ChainLayout
+    supports_spans = True
+    supports_n_best = True
+
+    def layout(self, docs: Sequence, pipe) -> ChainLayout:
+        return ChainLayout(batch_sequence_lengths(docs))
+
+    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
+        L = n_labels
+        return {"transitions": (L, L), "start": (L,), "end": (L,)}
+
+    @staticmethod
+    def _interactions(scores: CRFScores) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return as_f64(scores.transitions), as_f64(scores.start), as_f64(scores.end)
+
+    def _max_pass(self, emissions, scores, layout, fixed, labels, best):
+        chain.viterbi(emissions, layout.lengths, *self._interactions(scores), fixed, labels, best)
+
+    def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
+        L = emissions.shape[1]
+        chain.forward_backward(emissions, layout.lengths, *self._interactions(scores), fixed,
+                               log_z, marginals, np.zeros((L, L)), np.zeros(L), np.zeros(L),
+                               _NO_EDGES, False, False)
+
+    def nll_and_gradient(self, scores, layout, gold):
+        emissions = self.check(scores, layout)
+        L = emissions.shape[1]
+        nll = np.zeros(layout.n_sequences)
+        grad = {"emissions": np.zeros_like(emissions), "transitions": np.zeros((L, L)),
+                "start": np.zeros(L), "end": np.zeros(L)}
+        chain.nll_gradient(emissions, layout.lengths, *self._interactions(scores),
+                           np.ascontiguousarray(gold, dtype=np.int64), nll, grad["emissions"],
+                           grad["transitions"], grad["start"], grad["end"], False)
+        return nll, gradient_in_dtype(scores, grad)
+
+    def n_best(self, scores, layout, k, fixed=None):
+        if k < 1:
+            raise ValueError(Errors.E065.format(k=k, structure=self.name))
+        emissions = self.check(scores, layout)
+        labels = np.zeros((k, emissions.shape[0]), dtype=np.int64)
+        best = np.zeros((layout.n_sequences, k))
+        counts = np.zeros(layout.n_sequences, dtype=np.int64)
+        kbest.kbest_viterbi(emissions, layout.lengths, *self._interactions(scores),
+                            labels_or_free(emissions.shape[0], fixed), k, labels, best, counts)
+        return labels, best, counts
+
+    def span_log_probabilities(self, scores, layout, labels, starts, ends, blocked_after,
+                               fixed=None, force_log=False):
+        emissions = self.check(scores, layout)
+        L = emissions.shape[1]
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        ends = np.ascontiguousarray(ends, dtype=np.int64)
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        blocked_after = np.ascontiguousarray(blocked_after, dtype=np.bool_)
+        _check_spans(labels, starts, ends, blocked_after, layout.lengths, emissions.shape[0], L)
+        log_p = np.zeros(starts.shape[0])
+        log_z = np.zeros(layout.n_sequences)
+        span_marginals.span_marginals(emissions, layout.lengths, *self._interactions(scores),
+                                      labels_or_free(emissions.shape[0], fixed), labels, starts,
+                                      ends, blocked_after, log_z, log_p, force_log)
+        return log_p, log_z
+
+    def labelling_counts(self, layout, labels, weights, out):
+        lengths = layout.lengths
+        N, L = out.emissions.shape
+        token_weight = np.repeat(weights, lengths)
+        nonempty = lengths > 0
+        first = (np.cumsum(lengths) - lengths)[nonempty]
+        last = first + lengths[nonempty] - 1
+        # d start(y_first) = w, d end(y_last) = w
+        out.start += np.bincount(labels[first], weights=weights[nonempty], minlength=L)
+        out.end += np.bincount(labels[last], weights=weights[nonempty], minlength=L)
+        follows = np.ones(N, dtype=bool)
+        follows[first] = False
+        t = np.flatnonzero(follows)
+        # d T(y_{t-1}, y_t) = w for every t with a predecessor in its sequence
+        out.transitions += np.bincount(labels[t - 1] * L + labels[t], weights=token_weight[t],
+                                       minlength=L * L).reshape(L, L)
+
+    def shard_nll(self, rows, layout, gold, params, grads, workspace):
+        emissions, d_emissions, nll = workspace
+        return objective.chain_nll(rows, layout.lengths, gold, params["W"], params["b"],
+                                   params["transitions"], params["start"], params["end"],
+                                   emissions, d_emissions, nll, grads["W"], grads["b"],
+                                   grads["transitions"], grads["start"], grads["end"])
+
+
+def _check_spans(labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 blocked_after: np.ndarray, lengths: np.ndarray, n_tokens: int,
+                 n_labels: int) -> None:
+    """E050 unless the spans are non-empty, sorted, each inside one sequence, and
+    the labels are label ids: the kernel trusts all that (a span past the end of
+    its sequence would read the next one's rows, or past the arrays)."""
+    ok = (labels.shape == (n_tokens,) and starts.shape == ends.shape
+          and blocked_after.shape == (n_labels, n_labels)
+          and bool(np.all(starts < ends)) and bool(np.all(np.diff(starts) >= 0)))
+    if ok and starts.size:
+        seq_end = np.cumsum(lengths)
+        seq = np.searchsorted(seq_end, starts, side="right")  # the sequence holding each start
+        ok = starts[0] >= 0 and seq[-1] < len(seq_end) and bool(np.all(ends <= seq_end[seq]))
+    if ok and labels.size:
+        ok = 0 <= labels.min() and labels.max() < n_labels
+    if not ok:
+        raise ValueError(Errors.E050.format(n_labels=n_labels))

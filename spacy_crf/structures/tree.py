@@ -1,0 +1,156 @@
+"""The tree-structured CRF over each doc's dependency parse.
+
+Each token's label interacts with its head's label: ``pair[r, c, h]`` scores
+child label ``c`` under head label ``h`` on an edge of relation group ``r``
+(the most frequent relations of the training data get a group of their own,
+``cfg["relations"]``; the rest share group 0), and ``root[j]`` scores label
+``j`` at a root. Kernels: ``_kernels/tree.py`` (sum-product and max-product
+belief propagation, leaves to root and back) and ``_kernels/objective.py``.
+"""
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.attrs import DEP, HEAD
+
+from .._kernels import objective, tree
+from ..errors import Errors
+from ..features.doc_arrays import batch_heads, doc_lengths
+from ..models.featurize import use_tree_templates
+from ..models.potentials import CRFScores
+from .base import BatchLayout, CRFStructure, as_f64, gradient_in_dtype, register_structure
+
+_NO_EDGES = np.zeros((1, 1, 1))
+
+
+@dataclass
+class TreeLayout(BatchLayout):
+    """The forests of a batch: one segment per doc.
+
+    Attributes
+    ----------
+    heads : numpy.ndarray
+        (N,) int64 absolute head row, -1 at roots.
+    order : numpy.ndarray
+        (N,) int64 children-before-heads order.
+    relations : numpy.ndarray, optional
+        (N,) int64 relation group of each token's edge to its head (0 if not given).
+    """
+
+    heads: np.ndarray = None
+    order: np.ndarray = None
+    relations: Optional[np.ndarray] = None
+    structure_name = "tree"
+
+    def __post_init__(self) -> None:
+        self.lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
+        self.heads = np.ascontiguousarray(self.heads, dtype=np.int64)
+        self.order = np.ascontiguousarray(self.order, dtype=np.int64)
+        if self.relations is None:
+            self.relations = np.zeros(self.heads.shape[0], dtype=np.int64)
+        self.relations = np.ascontiguousarray(self.relations, dtype=np.int64)
+
+
+@register_structure
+class TreeStructure(CRFStructure):
+    """Belief propagation over dependency forests (sum-product and max-product)."""
+
+    name = "tree"
+    params = ("pair", "root")
+    layout_class = TreeLayout
+
+    def prepare_model(self, model, target: str) -> None:
+        # the docs have a parse: add the model's tree templates (not those
+        # reading DEP when DEP is what the component predicts)
+        use_tree_templates(model, allow_dep=target != "dep")
+
+    def relation_groups(self, pipe, get_examples: Callable) -> List[str]:
+        """The most frequent ``n_relations - 1`` relations of the training data
+        (each gets a pair matrix of its own; the rest share matrix 0)."""
+        n_groups = pipe.n_relation_groups
+        if n_groups <= 1:
+            return []
+        counts: Dict[str, int] = {}
+        for eg in get_examples():
+            if not len(eg.reference):
+                continue
+            values = eg.reference.to_array([HEAD, DEP]).reshape(-1, 2)
+            # a root has no edge to a head, so its relation never selects a matrix
+            for dep in values[(values[:, 0] != 0) & (values[:, 1] != 0), 1]:
+                name = pipe.vocab.strings[int(dep)]
+                counts[name] = counts.get(name, 0) + 1
+        ranked = sorted(counts, key=lambda name: (-counts[name], name))
+        return ranked[: n_groups - 1]
+
+    def layout(self, docs: Sequence, pipe) -> TreeLayout:
+        try:
+            heads, order = batch_heads(docs)
+        except ValueError as err:
+            if str(err) == "no parse":
+                raise ValueError(Errors.E015.format(name=pipe.name, why="structure = \"tree\"")) from err
+            raise ValueError(Errors.E016.format(why=err)) from err
+        relations = None
+        names = pipe.cfg.get("relations") or []
+        if names:
+            table = {pipe.vocab.strings.add(name): i + 1 for i, name in enumerate(names)}
+            deps = np.concatenate([doc.to_array(DEP).reshape(-1) for doc in docs if len(doc)] or
+                                  [np.zeros(0, dtype=np.uint64)])
+            kinds, inverse = np.unique(deps, return_inverse=True)
+            groups = np.asarray([table.get(int(d), 0) for d in kinds], dtype=np.int64)
+            relations = groups[inverse.reshape(-1)]
+        return TreeLayout(doc_lengths(docs), heads, order, relations)
+
+    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
+        L = n_labels
+        return {"pair": (n_relations, L, L), "root": (L,)}
+
+    def check(self, scores: CRFScores, layout: TreeLayout) -> np.ndarray:
+        emissions = super().check(scores, layout)
+        rel = layout.relations
+        if rel.size and (rel.max() >= scores.pair.shape[0] or rel.min() < 0):
+            raise ValueError(Errors.E064.format(n_groups=scores.pair.shape[0], low=int(rel.min()),
+                                                high=int(rel.max())))
+        return emissions
+
+    def _forest(self, layout: TreeLayout, scores: CRFScores):
+        return (layout.lengths, layout.heads, layout.order, as_f64(scores.pair), layout.relations,
+                as_f64(scores.root))
+
+    def _max_pass(self, emissions, scores, layout, fixed, labels, best):
+        tree.max_product(emissions, *self._forest(layout, scores), fixed, labels, best)
+
+    def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
+        tree.sum_product(emissions, *self._forest(layout, scores), fixed, log_z, marginals,
+                         _NO_EDGES, np.zeros(np.shape(scores.pair)), np.zeros(emissions.shape[1]),
+                         False, False)
+
+    def nll_and_gradient(self, scores, layout, gold):
+        emissions = self.check(scores, layout)
+        L = emissions.shape[1]
+        nll = np.zeros(layout.n_sequences)
+        grad = {"emissions": np.zeros_like(emissions), "pair": np.zeros(np.shape(scores.pair)),
+                "root": np.zeros(L)}
+        tree.nll_gradient(emissions, *self._forest(layout, scores),
+                          np.ascontiguousarray(gold, dtype=np.int64), nll, grad["emissions"],
+                          grad["pair"], grad["root"], False)
+        return nll, gradient_in_dtype(scores, grad)
+
+    def labelling_counts(self, layout, labels, weights, out):
+        L = out.emissions.shape[1]
+        token_weight = np.repeat(weights, layout.lengths)
+        roots = layout.heads < 0
+        # d root(y_t) = w at every root t
+        out.root += np.bincount(labels[roots], weights=token_weight[roots], minlength=L)
+        child = np.flatnonzero(~roots)
+        # d pair[rel[t], y_t, y_head(t)] = w on every edge t -> head(t)
+        cell = (layout.relations[child] * L + labels[child]) * L + labels[layout.heads[child]]
+        out.pair += np.bincount(cell, weights=token_weight[child],
+                                minlength=out.pair.size).reshape(out.pair.shape)
+
+    def shard_nll(self, rows, layout, gold, params, grads, workspace):
+        emissions, d_emissions, nll = workspace
+        return objective.tree_nll(rows, layout.lengths, layout.heads, layout.order,
+                                  layout.relations, gold, params["W"], params["b"],
+                                  params["pair"], params["root"], emissions, d_emissions, nll,
+                                  grads["W"], grads["b"], grads["pair"], grads["root"])
