@@ -239,10 +239,15 @@ def test_scheme_names_and_bad_tags_are_clear_errors():
 # ---------------------------------------------------------------- 2. constrained inference
 
 
+@lru_cache(maxsize=1)
+def _vocab():
+    return spacy.blank("en").vocab
+
+
 def span_target(tags, scheme):
     """An ``ents`` target with these tags as its labels (in this order)."""
     target = make_target("ents", scheme)
-    target.set_labels(tags, spacy.blank("en").vocab)
+    target.set_labels(tags, _vocab())
     return target
 
 
