@@ -136,6 +136,12 @@ class Errors(metaclass=_Codes):
             "The last column must hold O, B-TYPE or I-TYPE.")
 
 class Warnings(metaclass=_Codes):
+    W005 = ("'{name}' reads {attr} (its {why}), but no doc of the batch it was given has "
+            "{attr}: it predicts as a model without that input, and its scores will be "
+            "low. Put a component that sets {attr} before it, or copy {attr} from the "
+            "corpus (the augmenter spacy-crf.copy_attrs.v1 in [corpora], or python -m "
+            "spacy_crf.evaluate MODEL DATA instead of spacy evaluate). Said once per "
+            "component.")
     W004 = ("'{name}' reads {attr} (its {why}), but none of the {n} evaluation docs has "
             "{attr} and no component before it sets it: its scores will be those of a model "
             "without that input. Copy it from the corpus: python -m spacy_crf.evaluate MODEL "

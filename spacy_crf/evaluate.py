@@ -73,7 +73,10 @@ def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] 
     augmenter = create_copy_attrs(copy) if copy else None
     examples = list(Corpus(data, augmenter=augmenter)(nlp))
     warn_missing_inputs(nlp, examples, copy)
-    return nlp.evaluate(examples, batch_size=batch_size)
+    with warnings.catch_warnings():
+        # the components' own W005 says less than the W004 above
+        warnings.filterwarnings("ignore", message=r"\[W005\]")
+        return nlp.evaluate(examples, batch_size=batch_size)
 
 
 def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
@@ -91,7 +94,7 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
     warned = []
     for name, pipe in nlp.pipeline:
         if isinstance(pipe, CRFTagger):
-            for attr, why in _inputs(pipe):
+            for attr, why in pipe.input_attrs():
                 if attr in missing and _ANNOTATIONS[attr] not in assigned:
                     needed = ["HEAD", "DEP"] if attr == "DEP" else [attr]
                     copy = " ".join(dict.fromkeys([*copied, *needed]))
@@ -102,21 +105,6 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
     return warned
 
 
-def _inputs(pipe) -> List[Tuple[str, str]]:
-    """(attribute, why) of the corpus-given inputs a crf_tagger reads."""
-    found: Dict[str, str] = {}
-    if pipe.cfg.get("structure") == "tree":
-        found["DEP"] = 'structure = "tree"'
-    for node in pipe.model.walk():
-        templates = node.attrs.get("templates")
-        if templates is None or not hasattr(templates, "reads"):
-            continue
-        for attr in _ANNOTATIONS:
-            if attr not in found and templates.reads(attr):
-                found[attr] = "feature templates"
-        if "DEP" not in found and getattr(templates, "uses_tree", False):
-            found["DEP"] = "tree feature templates"
-    return list(found.items())
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -574,3 +574,28 @@ def test_empty_training_corpus_is_a_clear_error(tmp_path):
     nlp.config["paths"]["train"] = str(tmp_path / "train.spacy")
     with pytest.raises(ValueError, match=r"\[E020\].*train\.spacy"):
         nlp.initialize(lambda: [])
+
+
+def test_an_input_the_docs_lack_is_named_once():
+    """A model that reads TAG, given docs without tags (spacy evaluate on a corpus
+    whose tags its training copied): W005 names TAG, once per component."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "model": {
+        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "TAG"],
+        "n_buckets": 1024}})
+    words, tags, pos = ["the", "cat", "sat"], ["DT", "NN", "VBD"], ["DET", "NOUN", "VERB"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # training docs carry TAG: no warning
+        examples = [Example(Doc(nlp.vocab, words=words, tags=tags),
+                            Doc(nlp.vocab, words=words, tags=tags, pos=pos))]
+        optimizer = nlp.initialize(lambda: examples)
+        nlp.update(examples, sgd=optimizer)
+        nlp(Doc(nlp.vocab, words=words, tags=tags))
+    fresh = nlp.get_pipe("crf_tagger")
+    fresh._inputs_checked = False  # as a freshly loaded pipeline
+    with pytest.warns(UserWarning, match=r"W005.*'crf_tagger' reads TAG \(its feature templates\)"):
+        nlp("the cat sat")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nlp("the dog sat")  # said once
+    assert fresh.input_attrs() == [("TAG", "feature templates")]

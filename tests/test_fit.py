@@ -388,3 +388,28 @@ def test_tree_structure_fits(sample_corpus, tmp_path):
     meta = json.loads((tmp_path / "out" / "model-last" / "meta.json").read_text())
     assert nlp.get_pipe("crf_tagger").cfg["structure"] == "tree"
     assert meta["performance"]["crf_score"] > 0.8
+
+
+@pytest.mark.parametrize("kind", ["chain", "tree"])
+@pytest.mark.parametrize("partial", [False, True])
+def test_the_generic_shard_likelihood_equals_each_structures_fused_kernel(kind, partial):
+    """CRFStructure.shard_nll (gather, the structure's nll_and_gradient, scatter),
+    which any new structure inherits, against the chain's and the tree's own kernels."""
+    from spacy_crf.structures import CRFStructure
+
+    rng = np.random.default_rng(31)
+    make = random_chain_shard if kind == "chain" else random_tree_shard
+    shard = make(rng, [3, 1, 4], partial=partial)
+    theta = rng.normal(size=shard.layout.size)
+    structure = shard.structure.structure
+    results = []
+    for shard_nll in (structure.shard_nll, lambda *a: CRFStructure.shard_nll(structure, *a)):
+        gradient = np.zeros(shard.layout.size)
+        N, L = shard.n_tokens, shard.layout.n_labels
+        workspace = (np.empty((N, L)), np.empty((N, L)), np.empty(len(shard.structure.lengths)))
+        loss = shard_nll(shard.rows, shard.structure, shard.gold, shard.layout.split(theta),
+                         shard.layout.split(gradient), workspace)
+        results.append((loss, gradient))
+    (fused, g_fused), (generic, g_generic) = results
+    assert generic == pytest.approx(fused, rel=1e-10)
+    np.testing.assert_allclose(g_generic, g_fused, rtol=1e-9, atol=1e-10)

@@ -19,7 +19,7 @@ from .emissions import gather_sum
 
 
 @njit(cache=True)
-def _scatter_sum(d_emissions, rows, d_weights, d_bias):
+def scatter_sum(d_emissions, rows, d_weights, d_bias):
     """The adjoint of ``gather_sum`` over compact rows, added into ``d_weights``, ``d_bias``."""
     L = d_emissions.shape[1]
     # d_weights[rows[t, k], j] += d_emissions[t, j];  d_bias[j] += d_emissions[t, j]
@@ -46,7 +46,7 @@ def chain_nll(rows, lengths, gold, weights, bias, transitions, start, end, emiss
     d_emissions[:] = 0.0
     chain.nll_gradient(emissions, lengths, transitions, start, end, gold, nll, d_emissions,
                        d_transitions, d_start, d_end, False)
-    _scatter_sum(d_emissions, rows, d_weights, d_bias)
+    scatter_sum(d_emissions, rows, d_weights, d_bias)
     return nll.sum()
 
 
@@ -58,5 +58,5 @@ def tree_nll(rows, lengths, heads, order, rel, gold, weights, bias, pair, root, 
     d_emissions[:] = 0.0
     tree.nll_gradient(emissions, lengths, heads, order, pair, rel, root, gold, nll,
                       d_emissions, d_pair, d_root, False)
-    _scatter_sum(d_emissions, rows, d_weights, d_bias)
+    scatter_sum(d_emissions, rows, d_weights, d_bias)
     return nll.sum()

@@ -42,6 +42,10 @@ CONFIDENCE_KEY = ("spacy_crf", "confidence")
 SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
 NBEST_KEY = ("spacy_crf", "n_best")
 
+#: token annotations a crf_tagger's features may read from its docs (as
+#: Doc.has_annotation names them)
+INPUT_ANNOTATIONS = ("TAG", "POS", "MORPH", "LEMMA", "DEP")
+
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-crf.FeatureCRF.v1"
@@ -190,6 +194,7 @@ class CRFTagger(TrainablePipe):
         }
         # labels given with add_label() before initialize(): kept by it
         self._added_labels: List[str] = []
+        self._inputs_checked = False
         register_confidence_extension()
         crf_structure.prepare_model(self.model, target)
         if target == "dep":
@@ -246,6 +251,7 @@ class CRFTagger(TrainablePipe):
         if not int(lengths.sum()):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
+        self._check_inputs(docs)
         structure = self._structure(docs)
         scores = self.target.constrain(self.model.predict(docs))
         self._check_width(scores)
@@ -301,6 +307,7 @@ class CRFTagger(TrainablePipe):
         if not int(doc_lengths(docs).sum()):
             return losses
         self._require_labels()
+        self._check_inputs(docs)
         set_dropout_rate(self.model, drop)
         structure = self._structure(docs)  # a missing parse fails here, before any work
         scores, backprop = self.model.begin_update(docs)
@@ -489,6 +496,34 @@ class CRFTagger(TrainablePipe):
                             for r in range(counts[s])])
             start += n
         return out
+
+    def input_attrs(self) -> List[Tuple[str, str]]:
+        """(attribute, why) of every token annotation the component reads from
+        its docs (``TAG``, ``POS``, ``MORPH``, ``LEMMA``, ``DEP`` for a parse)."""
+        found: Dict[str, str] = {}
+        if self.crf_structure.needs_parse:
+            found["DEP"] = f'structure = "{self.cfg["structure"]}"'
+        for node in self.model.walk():
+            templates = node.attrs.get("templates")
+            if templates is None or not hasattr(templates, "reads"):
+                continue
+            for attr in INPUT_ANNOTATIONS:
+                if attr not in found and templates.reads(attr):
+                    found[attr] = "feature templates"
+            if "DEP" not in found and getattr(templates, "uses_tree", False):
+                found["DEP"] = "tree feature templates"
+        return list(found.items())
+
+    def _check_inputs(self, docs: Sequence[Doc]) -> None:
+        """W005, once per component, for an input no doc of the first batch has
+        (a missing parse is E015 at the structure or the features instead)."""
+        if self._inputs_checked:
+            return
+        self._inputs_checked = True
+        docs = [doc for doc in docs if len(doc)]
+        for attr, why in self.input_attrs():
+            if attr != "DEP" and not any(doc.has_annotation(attr) for doc in docs):
+                warnings.warn(Warnings.W005.format(name=self.name, attr=attr, why=why))
 
     def _structure(self, docs: Sequence[Doc]) -> BatchLayout:
         """The batch layout of ``docs`` (chains of sentences, the forest of each

@@ -25,6 +25,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
+from .._kernels.emissions import gather_sum
+from .._kernels.objective import scatter_sum
 from ..errors import Errors
 from ..models.potentials import PARAMS, CRFScores
 
@@ -92,6 +94,8 @@ class CRFStructure:
     #: span targets (BIO/BILUO tags, constrained transitions) need adjacent tokens
     supports_spans: bool = False
     supports_n_best: bool = False
+    #: whether the layout is built from the docs' dependency parse
+    needs_parse: bool = False
 
     # -- building ------------------------------------------------------------
 
@@ -186,8 +190,22 @@ class CRFStructure:
                   params: Dict[str, np.ndarray], grads: Dict[str, np.ndarray],
                   workspace: Tuple[np.ndarray, np.ndarray, np.ndarray]) -> float:
         """Summed nll of a featurized shard at ``params`` (``W``, ``b`` and the
-        structure's), its gradient added into ``grads``."""
-        raise NotImplementedError
+        structure's), its gradient added into ``grads``.
+
+        This generic version gathers the emissions from the compact table,
+        calls :meth:`nll_and_gradient` and scatters its emission gradient
+        back, so every structure trains with ``spacy_crf.fit``; the chain and
+        the tree override it with one fused numba kernel each.
+        """
+        emissions = workspace[0]
+        gather_sum(params["W"], params["b"], rows, np.float64(1.0), emissions)
+        scores = CRFScores(emissions, *(params.get(name) for name in PARAMS))
+        nll, gradient = self.nll_and_gradient(scores, layout, gold)
+        scatter_sum(np.ascontiguousarray(gradient.emissions, dtype=np.float64), rows,
+                    grads["W"], grads["b"])
+        for name in self.params:
+            grads[name] += getattr(gradient, name)
+        return float(nll.sum())
 
 
 def as_f64(array) -> np.ndarray:

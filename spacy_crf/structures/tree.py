@@ -59,6 +59,7 @@ class TreeStructure(CRFStructure):
     name = "tree"
     params = ("pair", "root")
     layout_class = TreeLayout
+    needs_parse = True
 
     def prepare_model(self, model, target: str) -> None:
         # the docs have a parse: add the model's tree templates (not those
