@@ -69,3 +69,28 @@ def test_summary_lists_every_row(upos_run):
     assert len(summary["rows"]) == 7
     text = trainers.render_summary(summary)
     assert "fit, OWL-QN" in text and "sklearn-crfsuite" in text
+
+
+FIT_LOG = """Fitting 'crf_tagger' (chain, 22 labels) on 10 sequences ...; ready in 2.6 s
+  it           loss     |grad|    active   score   secs   total
+   1    525541.2535  1.218e+05   6362397           0.90     3.5
+  20     26456.9395       1520   6362510  0.9153   0.74     8.0
+  40     16000.0000        900   6362510  0.9350   0.70    12.0
+  60     14000.0000        800   6362000  0.9372   0.70    16.5
+  61     13990.0000        700   6361990           0.20    16.7
+reached max_iterations; 61 iterations, 70 evaluations of the objective, 17.0 s
+Saved a and b
+"""
+
+
+def test_fit_progress_and_time_to_a_score():
+    import trainers
+
+    progress = trainers.fit_progress(FIT_LOG)
+    assert progress == {"nonzero_weights": 6361990, "fit_reported_s": 17.0,
+                        "dev_evaluations": [[20, 0.9153, 8.0], [40, 0.935, 12.0],
+                                            [60, 0.9372, 16.5]]}
+    row = dict(progress, train_s=19.0)  # 2 s of imports and saving outside fit's clock
+    assert trainers.time_to_score(row, 0.9363) == (60, 0.9372, 18.5)
+    assert trainers.time_to_score(row, 0.93) == (40, 0.935, 14.0)
+    assert trainers.time_to_score(row, 0.95) is None
