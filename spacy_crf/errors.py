@@ -125,6 +125,14 @@ class Errors(metaclass=_Codes):
     E069 = ("The pipeline has no crf_tagger (it has {pipes}): the plots show a crf_tagger's "
             "labels and weights; pass --model a pipeline trained with one.")
 
+    E094 = ("order = {order} does not exist for structure = '{structure}'. Available above "
+            "order 1: {available}. Use order = 1 (the default) otherwise.")
+    E095 = ("The component's label pairs (cfg[\"label_pairs\"]) name labels outside its "
+            "{n_labels} labels: the saved cfg and model do not belong together. Retrain, or "
+            "load the model directory as it was saved.")
+    E096 = ("store_confidence on the span target '{target}' needs span probabilities, which "
+            "the structure '{structure}' does not compute yet: use order = 1 for entity "
+            "confidences, or store_confidence = false.")
     E090 = ("Cannot join sentence {i} (sent_id {sid}: {words} ...) to the CoNLL-U file: "
             "{why}. Tried sent_id, the token sequence and the position. Pass the CoNLL-U "
             "split of the same sentences as --conllu.")

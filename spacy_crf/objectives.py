@@ -21,6 +21,7 @@ labelling's score. Averaging (the *averaged* perceptron) is the optimizer's
 A new objective registers itself with :func:`register_objective`.
 """
 
+from dataclasses import fields, replace
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -106,8 +107,7 @@ def hinge(scores: CRFScores, structure: BatchLayout,
     cost = np.ones((annotated.shape[0], emissions.shape[1]))
     cost[np.arange(annotated.shape[0]), gold[annotated]] = 0.0
     emissions[annotated] += cost
-    augmented = CRFScores(emissions, scores.transitions, scores.start, scores.end, scores.pair,
-                          scores.root)
+    augmented = replace(scores, emissions=emissions)
     predicted, best = inference.viterbi(augmented, structure)
     return _margin_objective(scores, structure, gold, predicted, best, update_all=False)
 
@@ -131,8 +131,12 @@ def _margin_objective(scores: CRFScores, structure: BatchLayout, gold: np.ndarra
     labelling_counts(structure, gold_side, -weight, gradient)
     dtype = scores.emissions.dtype
     return loss, CRFScores(*(None if g is None else g.astype(dtype, copy=False)
-                             for g in (gradient.emissions, gradient.transitions, gradient.start,
-                                       gradient.end, gradient.pair, gradient.root)))
+                             for g in astuple_shallow(gradient)))
+
+
+def astuple_shallow(scores: CRFScores) -> tuple:
+    """The arrays of ``scores`` in field order (``dataclasses.astuple`` would copy them)."""
+    return tuple(getattr(scores, f.name) for f in fields(scores))
 
 
 def _zero_gradient(scores: CRFScores, structure: BatchLayout) -> CRFScores:

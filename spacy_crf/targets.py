@@ -15,6 +15,7 @@ the usual way, by an extension registered elsewhere before this one).
 
 import re
 import warnings
+from dataclasses import replace
 from functools import partial
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -382,9 +383,9 @@ class SpanTarget(Target):
         """Add the scheme's -inf scores for forbidden moves."""
         allowed_t, allowed_start, allowed_end = self.constraints()
         penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
-        return CRFScores(scores.emissions, penalty(allowed_t, scores.transitions),
-                         penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
-                         scores.pair, scores.root)
+        return replace(scores, transitions=penalty(allowed_t, scores.transitions),
+                       start=penalty(allowed_start, scores.start),
+                       end=penalty(allowed_end, scores.end))
 
     def repair_gold(self, scores: CRFScores, gold: np.ndarray,
                     layout: BatchLayout) -> Tuple[np.ndarray, int]:

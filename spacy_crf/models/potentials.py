@@ -5,7 +5,9 @@ updates them, parameter averaging covers them and ``to_disk`` saves them:
 
 * chain: ``transitions[i, j]`` (label ``i`` then ``j``), ``start[j]``, ``end[j]``;
 * tree: ``pair[r, c, h]`` (child label ``c`` under head label ``h`` on an edge
-  of relation group ``r``) and ``root[j]``.
+  of relation group ``r``) and ``root[j]``;
+* second-order chain (``order`` dim 2, set by that structure): ``triples[a, b,
+  c]``, label ``c`` after ``a`` then ``b`` (``a = L``: ``b`` starts the sequence).
 
 Both sets exist whatever the component's structure; the optimizer only
 touches the ones that get gradients.
@@ -19,6 +21,8 @@ from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
 PARAMS = ("transitions", "start", "end", "pair", "root")
+#: parameters only some structures allocate (``None`` otherwise)
+OPTIONAL_PARAMS = ("triples",)
 
 
 @dataclass
@@ -31,6 +35,7 @@ class CRFScores:
     end: Floats1d  # (L,)
     pair: Floats3d  # (R, L, L)
     root: Floats1d  # (L,)
+    triples: Optional[Floats3d] = None  # (L + 1, L, L), second order only
 
     @property
     def n_labels(self) -> int:
@@ -51,16 +56,17 @@ def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floa
         "crf_potentials",
         forward,
         init=init,
-        dims={"nO": nO, "nR": n_relations},
-        params={name: None for name in PARAMS},
+        dims={"nO": nO, "nR": n_relations, "order": 1},
+        params={name: None for name in PARAMS + OPTIONAL_PARAMS},
     )
 
 
 def forward(model: Model, emissions: Floats2d, is_train: bool) -> Tuple[CRFScores, Callable]:
-    scores = CRFScores(emissions, *(model.get_param(name) for name in PARAMS))
+    scores = CRFScores(emissions, *(model.get_param(name) for name in PARAMS),
+                       triples=model.get_param("triples") if model.has_param("triples") else None)
 
     def backprop(d_scores: CRFScores) -> Floats2d:
-        for name in PARAMS:
+        for name in PARAMS + OPTIONAL_PARAMS:
             grad = getattr(d_scores, name)
             if grad is not None:
                 model.inc_grad(name, grad.astype(model.get_param(name).dtype, copy=False))
@@ -76,3 +82,5 @@ def init(model: Model, X: Optional[Floats2d] = None, Y=None) -> None:
     model.set_param("end", model.ops.alloc1f(L))
     model.set_param("pair", model.ops.alloc3f(R, L, L))
     model.set_param("root", model.ops.alloc1f(L))
+    if model.get_dim("order") == 2:
+        model.set_param("triples", model.ops.alloc3f(L + 1, L, L))

@@ -34,7 +34,7 @@ from ..models.potentials import CRFScores
 from ..models.sparse_table import step_model, sync_averages
 from ..models.serialize import model_from_bytes, model_to_bytes
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
-from ..structures import BatchLayout, CRFStructure, get_structure
+from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
 from ..targets import Target, make_target
 from .pipe_meta import declare_pipe_meta
 
@@ -66,6 +66,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "model": DEFAULT_MODEL,
         "target": "tag",
         "structure": "chain",
+        "order": 1,
         "scheme": "BILUO",
         "keep_existing": False,
         "store_confidence": False,
@@ -81,6 +82,7 @@ def make_crf_tagger(
     model: Model[List[Doc], CRFScores],
     target: str,
     structure: str,
+    order: int,
     scheme: str,
     keep_existing: bool,
     store_confidence: bool,
@@ -101,6 +103,9 @@ def make_crf_tagger(
         ``chain``: a linear-chain CRF per sentence (per doc without sentence
         boundaries). ``tree``: a CRF over the dependency parse of each doc,
         each token's label interacting with its head's; the docs need a parse.
+    order : int
+        ``1``, or ``2`` with ``structure = "chain"``: a second-order chain, whose
+        label triples are scored too (label pairs pruned to those seen in training).
     scheme : str
         ``BIO`` or ``BILUO``: how ``ents`` / ``spans:KEY`` targets tag spans.
         The scheme's forbidden transitions are enforced in training and
@@ -124,7 +129,7 @@ def make_crf_tagger(
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     """
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
-                          scheme=scheme, keep_existing=keep_existing,
+                          order=order, scheme=scheme, keep_existing=keep_existing,
                           store_confidence=store_confidence, n_best=n_best, loss=loss,
                           scorer=scorer)
     # what this component writes and scores depends on its target: tell
@@ -160,6 +165,7 @@ class CRFTagger(TrainablePipe):
         *,
         target: str = "tag",
         structure: str = "chain",
+        order: int = 1,
         scheme: str = "BILUO",
         keep_existing: bool = False,
         store_confidence: bool = False,
@@ -167,7 +173,8 @@ class CRFTagger(TrainablePipe):
         loss: str = "nll",
         scorer: Optional[Callable] = score_crf,
     ) -> None:
-        crf_structure = get_structure(structure)  # E012 names the known ones
+        # E012 names the known structures, E094 the orders above 1 they have
+        crf_structure = get_structure(structure_key(structure, order))
         get_objective(loss)  # E040 for an unknown name
         schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
@@ -180,11 +187,15 @@ class CRFTagger(TrainablePipe):
         self.target: Target = make_target(target, scheme)
         if self.target.is_span_target and not crf_structure.supports_spans:
             raise ValueError(Errors.E018.format(target=target))
+        if (store_confidence and self.target.is_span_target
+                and not crf_structure.supports_span_probabilities):
+            raise ValueError(Errors.E096.format(target=target, structure=crf_structure.name))
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "target": target,
             "structure": structure,
+            "order": order,
             "scheme": scheme,
             "keep_existing": bool(keep_existing),
             "store_confidence": bool(store_confidence),
@@ -203,7 +214,7 @@ class CRFTagger(TrainablePipe):
     @property
     def crf_structure(self) -> CRFStructure:
         """The structure the CRF runs over (``spacy_crf.structures``), by ``cfg["structure"]``."""
-        return get_structure(self.cfg["structure"])
+        return get_structure(structure_key(self.cfg["structure"], self.cfg.get("order", 1)))
 
     @property
     def n_relation_groups(self) -> int:
@@ -399,7 +410,8 @@ class CRFTagger(TrainablePipe):
         self._set_labels(sorted(found))
         self._added_labels = []
         set_n_labels(self.model, len(self.labels))
-        self.cfg["relations"] = self.crf_structure.relation_groups(self, get_examples)
+        # settings the structure reads from the data (relation groups, kept label pairs)
+        self.cfg.update(self.crf_structure.initialize_cfg(self, get_examples))
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=sample or None)
 
@@ -586,6 +598,7 @@ class CRFTagger(TrainablePipe):
 def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
              scorer: Optional[Callable]) -> CRFTagger:
     pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=cfg["structure"],
+                     order=cfg.get("order", 1),
                      scheme=cfg.get("scheme", "BILUO"),
                      keep_existing=cfg.get("keep_existing", False),
                      store_confidence=cfg.get("store_confidence", False),

@@ -7,6 +7,7 @@ imported below.
 """
 
 from .base import (BatchLayout, CRFStructure, get_structure, register_structure,  # noqa: F401
-                   structure_names)
+                   structure_key, structure_names)
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
+from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401

@@ -21,14 +21,14 @@ defines and registers it.
 """
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
 from .._kernels.emissions import gather_sum
 from .._kernels.objective import scatter_sum
 from ..errors import Errors
-from ..models.potentials import PARAMS, CRFScores
+from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
 
 _STRUCTURES: Dict[str, "CRFStructure"] = {}
 
@@ -49,6 +49,27 @@ def get_structure(name: str) -> "CRFStructure":
 def structure_names() -> Tuple[str, ...]:
     """The names of the registered structures."""
     return tuple(_STRUCTURES)
+
+
+def structure_key(structure: str, order: int = 1) -> str:
+    """The registered name of ``structure`` at ``order``: the name itself at
+    order 1, ``NAME_orderK`` above; E094 where that combination does not exist."""
+    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+        raise ValueError(Errors.E094.format(order=order, structure=structure,
+                                            available=_orders()))
+    if order == 1:
+        return structure
+    key = f"{structure}_order{order}"
+    if key not in _STRUCTURES:
+        get_structure(structure)  # E012 first for an unknown structure
+        raise ValueError(Errors.E094.format(order=order, structure=structure,
+                                            available=_orders()))
+    return key
+
+
+def _orders() -> str:
+    higher = [k.split("_order") for k in _STRUCTURES if "_order" in k]
+    return ", ".join(f"order = {o} with structure = '{s}'" for s, o in higher) or "none"
 
 
 @dataclass
@@ -94,6 +115,7 @@ class CRFStructure:
     #: span targets (BIO/BILUO tags, constrained transitions) need adjacent tokens
     supports_spans: bool = False
     supports_n_best: bool = False
+    supports_span_probabilities: bool = False
     #: whether the layout is built from the docs' dependency parse
     needs_parse: bool = False
 
@@ -102,9 +124,11 @@ class CRFStructure:
     def prepare_model(self, model, target: str) -> None:
         """Adjust a component's model for this structure (e.g. add tree features)."""
 
-    def relation_groups(self, pipe, get_examples: Callable) -> List[str]:
-        """Names that get label-interaction scores of their own (cfg ``relations``)."""
-        return []
+    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+        """Settings read from the training data at ``initialize`` (after the
+        labels), kept in the component's cfg and saved with it: ``relations``,
+        the names that get label-interaction scores of their own."""
+        return {"relations": []}
 
     def layout(self, docs: Sequence, pipe) -> BatchLayout:
         """The batch layout of ``docs`` for the component ``pipe``."""
@@ -182,7 +206,7 @@ class CRFStructure:
         reads, ``None`` for the others."""
         return CRFScores(np.zeros(scores.emissions.shape),
                          *(np.zeros(np.shape(getattr(scores, name))) if name in self.params
-                           else None for name in PARAMS))
+                           else None for name in PARAMS + OPTIONAL_PARAMS))
 
     # -- the batch trainer -----------------------------------------------------
 
@@ -199,7 +223,7 @@ class CRFStructure:
         """
         emissions = workspace[0]
         gather_sum(params["W"], params["b"], rows, np.float64(1.0), emissions)
-        scores = CRFScores(emissions, *(params.get(name) for name in PARAMS))
+        scores = CRFScores(emissions, *(params.get(name) for name in PARAMS + OPTIONAL_PARAMS))
         nll, gradient = self.nll_and_gradient(scores, layout, gold)
         scatter_sum(np.ascontiguousarray(gradient.emissions, dtype=np.float64), rows,
                     grads["W"], grads["b"])
@@ -225,4 +249,4 @@ def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRF
     dtype = scores.emissions.dtype
     return CRFScores(gradient["emissions"].astype(dtype),
                      *(gradient[name].astype(dtype) if name in gradient else None
-                       for name in PARAMS))
+                       for name in PARAMS + OPTIONAL_PARAMS))

@@ -40,6 +40,7 @@ class ChainStructure(CRFStructure):
     layout_class = ChainLayout
     supports_spans = True
     supports_n_best = True
+    supports_span_probabilities = True
 
     def layout(self, docs: Sequence, pipe) -> ChainLayout:
         return ChainLayout(batch_sequence_lengths(docs))

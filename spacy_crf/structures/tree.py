@@ -9,7 +9,7 @@ belief propagation, leaves to root and back) and ``_kernels/objective.py``.
 """
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import DEP, HEAD
@@ -66,9 +66,12 @@ class TreeStructure(CRFStructure):
         # reading DEP when DEP is what the component predicts)
         use_tree_templates(model, allow_dep=target != "dep")
 
-    def relation_groups(self, pipe, get_examples: Callable) -> List[str]:
-        """The most frequent ``n_relations - 1`` relations of the training data
-        (each gets a pair matrix of its own; the rest share matrix 0)."""
+    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+        """``relations``: the most frequent ``n_relations - 1`` relations of the
+        training data (each gets a pair matrix of its own; the rest share matrix 0)."""
+        return {"relations": self._frequent_relations(pipe, get_examples)}
+
+    def _frequent_relations(self, pipe, get_examples: Callable) -> List[str]:
         n_groups = pipe.n_relation_groups
         if n_groups <= 1:
             return []

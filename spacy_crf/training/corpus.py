@@ -48,7 +48,7 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
 def layout_of(pipe) -> ParameterLayout:
     """The parameter layout of ``pipe`` (an initialized ``crf_tagger``), without rows."""
     _, _, potentials = feature_layers(pipe.model)
-    return ParameterLayout(0, len(pipe.labels), pipe.cfg["structure"], potentials.get_dim("nR"))
+    return ParameterLayout(0, len(pipe.labels), pipe.crf_structure.name, potentials.get_dim("nR"))
 
 
 def read_corpus(corpus: Callable[[Language], Iterable[Example]],
@@ -173,10 +173,13 @@ def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
     L = len(pipe.labels)
     _, _, potentials = feature_layers(pipe.model)
     R = potentials.get_dim("nR")
+    shapes = pipe.crf_structure.param_shapes(L, R)
     scores = CRFScores(np.zeros((n_tokens, L), dtype=np.float32),
                        np.zeros((L, L), dtype=np.float32), np.zeros(L, dtype=np.float32),
                        np.zeros(L, dtype=np.float32), np.zeros((R, L, L), dtype=np.float32),
-                       np.zeros(L, dtype=np.float32))
+                       np.zeros(L, dtype=np.float32),
+                       triples=(np.zeros(shapes["triples"], dtype=np.float32)
+                                if "triples" in shapes else None))
     return pipe.target.constrain(scores)
 
 

@@ -1,0 +1,123 @@
+"""First-order against second-order chains (``order = 2``), in one run.
+
+For CoNLL-2000 chunking, UD English EWT r2.9 UPOS and Universal NER English
+EWT (BILUO), the shipped config is trained with ``spacy train`` at
+``--components.crf_tagger.order 1`` and ``2`` (one fresh process each, whole
+process timed, its own peak RSS), then, in a fresh process, scored on test
+(``spacy_crf.evaluate``, inputs copied as training did) and timed decoding the
+test docs with ``nlp.pipe`` (best of three runs after a warm-up).
+
+    python benchmarks/orders.py --data-dir ../shared/data --out benchmarks/results/orders.json
+    python benchmarks/orders.py --quick --tasks chunk    # small slices, a smoke run
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (SHARED_DATA, disk_bytes, environment, log, make_summary,  # noqa: E402
+                    render_summary, run_isolated, summary_row, time_pipe, write_json)
+from trainers import CONFIGS, TASKS, UNER_TRAIN, read_task, timed_process, to_docbin  # noqa: E402
+
+ORDERS = (1, 2)
+
+
+def phase_score_and_decode(task: str, model: str, test_path: str, runs: int) -> Dict[str, Any]:
+    """Test score and decode speed of a saved pipeline (docs read as training read them)."""
+    import spacy
+    from spacy.training import Corpus
+
+    from spacy_crf.augmenters import create_copy_attrs
+    from spacy_crf.evaluate import evaluate
+
+    nlp = spacy.load(model)
+    scores = evaluate(nlp, Path(test_path), TASKS[task]["copy"])
+    copy = TASKS[task]["copy"]
+    augmenter = create_copy_attrs(copy) if copy else None
+    docs = [eg.predicted for eg in Corpus(test_path, augmenter=augmenter)(nlp)]
+    timing = time_pipe(nlp, lambda: [doc.copy() for doc in docs], runs, warmup_docs=200)
+    best_s = min(timing["times"])
+    n_tokens = sum(len(doc) for doc in docs)
+    tagger = nlp.get_pipe("crf_tagger")
+    return {"score": scores["crf_score"], "n_tokens": n_tokens,
+            "decode_s": best_s, "decode_tokens_per_s": n_tokens / best_s,
+            "n_label_pairs": len(tagger.cfg.get("label_pairs") or []),
+            "n_labels": len(tagger.labels)}
+
+
+def run_task(task: str, data_dir: Path, workdir: Path, limit: int, runs: int,
+             uner_train: str = UNER_TRAIN) -> Dict[str, Any]:
+    sents = read_task(task, data_dir, limit, uner_train)
+    corpus = {name: to_docbin(task, s, workdir / f"{task}_{name}.spacy") for name, s in sents.items()}
+    every = ["--training.eval_frequency", "20"] if limit else []
+    rows: Dict[str, Dict[str, Any]] = {}
+    for order in ORDERS:
+        out = workdir / f"{task}_order{order}"
+        cmd = [sys.executable, "-m", "spacy", "train", str(CONFIGS / TASKS[task]["config"]),
+               "--output", str(out), "--paths.train", str(corpus["train"]),
+               "--paths.dev", str(corpus["dev"]), "--components.crf_tagger.order", str(order)]
+        log(f"{task}: order {order}, spacy train")
+        result = timed_process(cmd + every, workdir / f"{out.name}.log")
+        scored = run_isolated(phase_score_and_decode, task, str(out / "model-best"),
+                              str(corpus["test"]), runs)
+        result.update({k: v for k, v in scored.items() if k != "peak_rss_mb"})
+        result["decode_peak_rss_mb"] = scored["peak_rss_mb"]
+        result["model_bytes"] = disk_bytes(out / "model-best")
+        rows[f"order {order}"] = result
+        log(f"  {100 * result['score']:.2f} in {result['train_s']:.1f} s, "
+            f"{result['decode_tokens_per_s']:,.0f} tok/s, {result['n_label_pairs']} label pairs")
+    return {"n_train_sentences": len(sents["train"]), "systems": rows}
+
+
+def orders_summary(report: Dict[str, Any]) -> Dict[str, Any]:
+    rows, notes = [], []
+    for task, result in report["tasks"].items():
+        for name, r in result["systems"].items():
+            note = (f"{r['n_label_pairs']} label pairs of {r['n_labels']} labels"
+                    if r.get("n_label_pairs") else f"{r['n_labels']} labels")
+            rows.append(summary_row(TASKS[task]["title"], name, TASKS[task]["metric"], r["score"],
+                                    r["train_s"], r["decode_tokens_per_s"], r.get("peak_rss_mb"),
+                                    r.get("decode_peak_rss_mb"), r["model_bytes"], note))
+        first, second = result["systems"].get("order 1"), result["systems"].get("order 2")
+        if first and second:
+            notes.append(f"{TASKS[task]['title']}: order 2 {100 * (second['score'] - first['score']):+.2f} "
+                         f"points, {second['train_s'] / first['train_s']:.1f}x the training time, "
+                         f"{first['decode_tokens_per_s'] / second['decode_tokens_per_s']:.1f}x "
+                         f"slower decoding")
+    notes.append("spacy train of the shipped config, the whole process; decoding is nlp.pipe "
+                 "over the test docs in a fresh process")
+    return make_summary("First against second order", report["command"], rows, notes)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/spacy_crf_orders"))
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    parser.add_argument("--uner-train", default=UNER_TRAIN)
+    parser.add_argument("--quick", action="store_true", help="300 sentences per split")
+    args = parser.parse_args(argv)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    command = "python benchmarks/orders.py" + (" --quick" if args.quick else "")
+    if args.tasks != list(TASKS):
+        command += " --tasks " + " ".join(args.tasks)
+    report: Dict[str, Any] = {"benchmark": "orders", "command": command, "quick": args.quick,
+                              "environment": environment(), "tasks": {}}
+    start = time.perf_counter()
+    for task in args.tasks:
+        report["tasks"][task] = run_task(task, args.data_dir, args.workdir,
+                                         300 if args.quick else 0, 3, args.uner_train)
+    report["benchmark_wall_s"] = time.perf_counter() - start
+    report["summary"] = orders_summary(report)
+    print(render_summary(report["summary"]))
+    write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

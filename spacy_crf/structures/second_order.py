@@ -1,0 +1,241 @@
+"""The second-order linear-chain CRF (``structure = "chain"``, ``order = 2``).
+
+A labelling scores as the first-order chain's (emissions, ``transitions``,
+``start``, ``end``) plus ``triples[y_{t-2}, y_{t-1}, y_t]`` for every label
+triple, and ``triples[L, y_0, y_1]`` for the first two labels (index ``L``
+stands for the start of the sequence).
+
+Inference runs on the equivalent first-order chain over *label pairs*: the
+state at token ``t`` is ``(y_{t-1}, y_t)`` (``(START, y_0)`` at the first
+token). The pair states are pruned to those seen in training (the pairs of
+adjacent gold labels, and the first labels after START), as label patterns
+are in Nguyen et al. (2014); every triple between two kept pairs is allowed
+and scored. Inference is exact over the pruned space, and it runs the
+first-order kernels of ``_kernels/chain.py`` (brute-force tested) unchanged:
+
+* pair emissions ``E[t, (a, b)] = e[t, b] + transitions[a, b]`` (no
+  transition into the first token);
+* pair transitions ``T[(a, b), (b, c)] = triples[a, b, c]``, ``-inf`` between
+  pairs that do not share ``b``;
+* pair start ``start[b]`` for ``(START, b)``, ``-inf`` otherwise; pair end ``end[b]``.
+
+Fixed labels (partial gold, forced decoding) become ``-inf`` pair emissions
+for the pairs that disagree with them. A sequence whose gold labelling leaves
+the pruned space (a pair never seen in training) is treated as unannotated.
+Costs grow with the square of the kept pairs per token.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._kernels import chain
+from ..errors import Errors
+from ..features.doc_arrays import batch_sequence_lengths
+from ..models.potentials import CRFScores
+from .base import BatchLayout, CRFStructure, as_f64, gradient_in_dtype, register_structure
+
+_NO_EDGES = np.zeros((1, 1, 1))
+#: cfg key of the kept label pairs: [previous, label], previous -1 for START
+PAIRS_KEY = "label_pairs"
+
+
+@dataclass
+class SecondOrderLayout(BatchLayout):
+    """Chains of a batch and the kept label pairs.
+
+    Attributes
+    ----------
+    pairs : numpy.ndarray
+        (P, 2) int64 kept pairs ``(previous, label)``, previous ``-1`` for START.
+    """
+
+    pairs: np.ndarray = None
+    structure_name = "chain_order2"
+
+    def __post_init__(self) -> None:
+        self.lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
+        self.pairs = np.ascontiguousarray(self.pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def all_pairs(n_labels: int) -> np.ndarray:
+    """Every pair, START pairs included (no pruning)."""
+    prev = np.repeat(np.arange(-1, n_labels), n_labels)
+    return np.stack([prev, np.tile(np.arange(n_labels), n_labels + 1)], axis=1)
+
+
+def seen_pairs(gold: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The distinct ``(previous, label)`` pairs of fully known adjacent gold labels."""
+    if not gold.shape[0]:
+        return np.zeros((0, 2), dtype=np.int64)
+    first = np.zeros(gold.shape[0], dtype=bool)
+    first[(np.cumsum(lengths) - lengths)[lengths > 0]] = True
+    prev = np.concatenate([[-1], gold[:-1]])
+    prev[first] = -1
+    keep = (gold >= 0) & (first | (prev >= 0))
+    return np.unique(np.stack([prev[keep], gold[keep]], axis=1), axis=0)
+
+
+class _Expanded:
+    """The first-order chain over the kept pairs of a layout, for given scores."""
+
+    def __init__(self, scores: CRFScores, layout: SecondOrderLayout, emissions: np.ndarray):
+        L = emissions.shape[1]
+        pairs = layout.pairs
+        if pairs.size and (pairs.max() >= L or pairs.min() < -1):
+            raise ValueError(Errors.E095.format(n_labels=L))
+        self.L, self.prev, self.label = L, pairs[:, 0], pairs[:, 1]
+        starts = self.prev < 0
+        trans, start, end = as_f64(scores.transitions), as_f64(scores.start), as_f64(scores.end)
+        triples = as_f64(scores.triples)
+        prev_index = np.where(starts, L, self.prev)
+        # E[t, (a, b)] = e[t, b] + transitions[a, b] (a START pair has no transition)
+        self.pair_score = np.where(starts, 0.0, trans[np.maximum(self.prev, 0), self.label])
+        self.emissions = np.ascontiguousarray(emissions[:, self.label] + self.pair_score)
+        # T[(a, b), (b', c)] = triples[a, b, c] where b == b'
+        joins = self.label[:, None] == self.prev[None, :]
+        self.joins = joins
+        self.transitions = np.where(
+            joins, triples[prev_index[:, None], self.label[:, None], self.label[None, :]], -np.inf)
+        self.start = np.where(starts, start[self.label], -np.inf)
+        self.end = end[self.label].copy()
+        self.prev_index = prev_index
+
+    def mask(self, layout: SecondOrderLayout, fixed: Optional[np.ndarray]) -> np.ndarray:
+        """The pair emissions with ``-inf`` where a pair disagrees with ``fixed``."""
+        if fixed is None or not (np.asarray(fixed) >= 0).any():
+            return self.emissions
+        fixed = np.asarray(fixed, dtype=np.int64)
+        first = np.zeros(fixed.shape[0], dtype=bool)
+        first[(np.cumsum(layout.lengths) - layout.lengths)[layout.lengths > 0]] = True
+        before = np.concatenate([[-1], fixed[:-1]])
+        before[first] = -1
+        bad = (fixed[:, None] >= 0) & (self.label[None, :] != fixed[:, None])
+        bad |= (before[:, None] >= 0) & (self.prev[None, :] != before[:, None])
+        return np.where(bad, -np.inf, self.emissions)
+
+    def sum_pass(self, emissions: np.ndarray, lengths: np.ndarray, counts: bool):
+        """log Z (S,), pair marginals (N, P) and, if ``counts``, the expected pair
+        transition, start and end counts."""
+        P = emissions.shape[1]
+        log_z = np.zeros(lengths.shape[0])
+        marginals = np.zeros_like(emissions)
+        edges, starts, ends = np.zeros((P, P)), np.zeros(P), np.zeros(P)
+        chain.forward_backward(emissions, lengths, self.transitions, self.start, self.end,
+                               np.full(emissions.shape[0], -1, dtype=np.int64), log_z,
+                               marginals, edges, starts, ends, _NO_EDGES, False, False)
+        return log_z, marginals, edges, starts, ends
+
+    def token_marginals(self, pair_marginals: np.ndarray) -> np.ndarray:
+        out = np.zeros((pair_marginals.shape[0], self.L))
+        np.add.at(out.T, self.label, pair_marginals.T)
+        return out
+
+    def gradient(self, marginals, edges, starts, ends) -> Dict[str, np.ndarray]:
+        """Expected counts of every parameter from pair marginals and counts."""
+        L = self.L
+        d = {"emissions": self.token_marginals(marginals), "transitions": np.zeros((L, L)),
+             "start": np.zeros(L), "end": np.zeros(L), "triples": np.zeros((L + 1, L, L))}
+        inner = self.prev >= 0
+        per_pair = marginals.sum(axis=0)
+        np.add.at(d["transitions"], (self.prev[inner], self.label[inner]), per_pair[inner])
+        np.add.at(d["start"], self.label, starts)
+        np.add.at(d["end"], self.label, ends)
+        src, dst = np.nonzero(self.joins)
+        np.add.at(d["triples"], (self.prev_index[src], self.label[src], self.label[dst]),
+                  edges[src, dst])
+        return d
+
+
+@register_structure
+class SecondOrderChain(CRFStructure):
+    """Forward-backward and Viterbi over label pairs (see the module docstring)."""
+
+    name = "chain_order2"
+    params = ("transitions", "start", "end", "triples")
+    layout_class = SecondOrderLayout
+    supports_spans = True
+
+    def prepare_model(self, model, target: str) -> None:
+        for node in model.walk():
+            if node.name == "crf_potentials":
+                node.set_dim("order", 2, force=True)
+
+    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+        """``label_pairs``: the pairs of adjacent gold labels of the training data."""
+        gold, lengths = [], []
+        for eg in get_examples():
+            if len(eg.predicted):
+                gold.append(pipe.target.gold_ids(eg))
+                lengths.append(batch_sequence_lengths([eg.predicted]))
+        pairs = (seen_pairs(np.concatenate(gold), np.concatenate(lengths)) if gold
+                 else np.zeros((0, 2), dtype=np.int64))
+        return {"relations": [], PAIRS_KEY: pairs.tolist()}
+
+    def layout(self, docs: Sequence, pipe) -> SecondOrderLayout:
+        pairs = pipe.cfg.get(PAIRS_KEY)
+        if not pairs:
+            pairs = all_pairs(len(pipe.labels))
+        return SecondOrderLayout(batch_sequence_lengths(docs), np.asarray(pairs))
+
+    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
+        L = n_labels
+        return {"transitions": (L, L), "start": (L,), "end": (L,), "triples": (L + 1, L, L)}
+
+    def _expand(self, scores: CRFScores, layout: SecondOrderLayout) -> _Expanded:
+        return _Expanded(scores, layout, self.check(scores, layout))
+
+    def viterbi(self, scores, layout, fixed=None):
+        x = self._expand(scores, layout)
+        emissions = x.mask(layout, fixed)
+        states = np.zeros(emissions.shape[0], dtype=np.int64)
+        best = np.zeros(layout.n_sequences)
+        chain.viterbi(emissions, layout.lengths, x.transitions, x.start, x.end,
+                      np.full(emissions.shape[0], -1, dtype=np.int64), states, best)
+        return x.label[states] if len(x.label) else states, best
+
+    def marginals(self, scores, layout, fixed=None):
+        x = self._expand(scores, layout)
+        log_z, pair_marginals, *_ = x.sum_pass(x.mask(layout, fixed), layout.lengths, False)
+        return x.token_marginals(pair_marginals), log_z
+
+    def nll_and_gradient(self, scores, layout, gold):
+        x = self._expand(scores, layout)
+        gold = np.ascontiguousarray(gold, dtype=np.int64)
+        free = x.sum_pass(x.emissions, layout.lengths, True)
+        clamped = x.sum_pass(x.mask(layout, gold), layout.lengths, True)
+        lost = ~np.isfinite(clamped[0]) & np.isfinite(free[0])
+        if lost.any():  # gold outside the kept pairs: those sequences count as unannotated
+            gold = np.where(np.repeat(lost, layout.lengths), -1, gold)
+            clamped = x.sum_pass(x.mask(layout, gold), layout.lengths, True)
+        with np.errstate(invalid="ignore"):
+            nll = free[0] - clamped[0]
+        nll[~np.isfinite(free[0])] = 0.0  # no labelling at all in the kept pairs
+        d_free, d_gold = x.gradient(*free[1:]), x.gradient(*clamped[1:])
+        return nll, gradient_in_dtype(scores, {k: d_free[k] - d_gold[k] for k in d_free})
+
+    def labelling_counts(self, layout, labels, weights, out):
+        get_first_order().labelling_counts(layout, labels, weights, out)
+        lengths = layout.lengths
+        L = out.emissions.shape[1]
+        N = labels.shape[0]
+        first = np.zeros(N, dtype=bool)
+        first[(np.cumsum(lengths) - lengths)[lengths > 0]] = True
+        token_weight = np.repeat(weights, lengths)
+        # the token before and two before, L (START) where the sequence has none
+        before = np.concatenate([[L], labels[:-1]])
+        before[first] = L
+        second = np.zeros(N, dtype=bool)
+        second[1:] = ~first[1:] & first[:-1]
+        two_before = np.concatenate([[L, L], labels[:-2]])[:N]
+        two_before[first | second] = L
+        t = np.flatnonzero(~first)
+        # d triples[y_{t-2}, y_{t-1}, y_t] = w for every t with a predecessor
+        np.add.at(out.triples, (two_before[t], before[t], labels[t]), token_weight[t])
+
+
+def get_first_order() -> CRFStructure:
+    from .base import get_structure
+
+    return get_structure("chain")

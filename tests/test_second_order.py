@@ -1,0 +1,272 @@
+"""The second-order chain (``order = 2``): brute-force enumeration of every labelling
+of tiny chains, with and without pruned label pairs, finite differences, and the
+component through ``nlp.update``, ``to_disk`` and ``spacy train``."""
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spacy
+import srsly
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_crf import inference, objectives
+from spacy_crf.models.potentials import CRFScores
+from spacy_crf.structures import get_structure
+from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = range(6)
+
+
+def logsumexp(x):
+    m = np.max(x) if len(x) else -np.inf
+    return m + np.log(np.exp(x - m).sum()) if np.isfinite(m) else m
+
+
+def problem(seed, L=3, prune=False):
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray([1, 2, 3, 4][: int(rng.integers(1, 5))])
+    rng.shuffle(lengths)
+    N = int(lengths.sum())
+    scores = CRFScores(rng.normal(size=(N, L)) * 2, rng.normal(size=(L, L)), rng.normal(size=L),
+                       rng.normal(size=L), np.zeros((1, L, L)), np.zeros(L),
+                       triples=rng.normal(size=(L + 1, L, L)))
+    pairs = all_pairs(L)
+    if prune:  # keep a random two thirds of the pairs, and at least one start pair
+        keep = rng.random(len(pairs)) < 0.67
+        keep[int(rng.integers(L))] = True  # pairs[:L] are the START pairs
+        pairs = pairs[keep]
+    return scores, SecondOrderLayout(lengths, pairs), rng
+
+
+def labellings(n, L, pairs):
+    """Every labelling of ``n`` tokens whose pairs (START first) are all kept."""
+    kept = {tuple(p) for p in pairs.tolist()}
+    for ys in itertools.product(range(L), repeat=n):
+        if all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(n)):
+            yield ys
+
+
+def path_score(scores, o, ys):
+    L = scores.emissions.shape[1]
+    total = scores.start[ys[0]] + scores.end[ys[-1]]
+    for t, y in enumerate(ys):
+        total += scores.emissions[o + t, y]
+        if t >= 1:
+            total += scores.transitions[ys[t - 1], y]
+            total += scores.triples[ys[t - 2] if t >= 2 else L, ys[t - 1], y]
+    return total
+
+
+def brute(scores, layout, fixed=None):
+    """Per sequence: log Z, token marginals, best score and labelling, agreeing with ``fixed``."""
+    L = scores.emissions.shape[1]
+    out, o = [], 0
+    for n in layout.lengths:
+        seqs = [ys for ys in labellings(int(n), L, layout.pairs)
+                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
+        sc = np.asarray([path_score(scores, o, ys) for ys in seqs])
+        marg = np.zeros((n, L))
+        if len(seqs):
+            p = np.exp(sc - logsumexp(sc))
+            for ys, w in zip(seqs, p):
+                marg[np.arange(n), ys] += w
+        best = seqs[int(np.argmax(sc))] if len(seqs) else None
+        out.append((logsumexp(sc), marg, sc.max() if len(sc) else -np.inf, best))
+        o += n
+    return out
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_log_z_marginals_and_viterbi_match_brute_force(seed, prune):
+    scores, layout, rng = problem(seed, prune=prune)
+    structure = get_structure("chain_order2")
+    probs, log_z = inference.marginals(scores, layout)
+    labels, best = inference.viterbi(scores, layout)
+    o = 0
+    for s, (bz, bm, bb, by) in enumerate(brute(scores, layout)):
+        n = layout.lengths[s]
+        assert log_z[s] == pytest.approx(bz, rel=1e-9, abs=1e-9)
+        if np.isfinite(bz):
+            np.testing.assert_allclose(probs[o:o + n], bm, atol=1e-9)
+            assert best[s] == pytest.approx(bb, rel=1e-9, abs=1e-9)
+            assert tuple(labels[o:o + n]) == tuple(by)
+        o += n
+    assert structure.name == "chain_order2"
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fixed_labels_match_brute_force(seed, prune):
+    scores, layout, rng = problem(seed, prune=prune)
+    N, L = scores.emissions.shape
+    fixed = np.where(rng.random(N) < 0.4, rng.integers(0, L, size=N), -1)
+    probs, log_z = inference.marginals(scores, layout, fixed)
+    labels, best = inference.viterbi(scores, layout, fixed)
+    o = 0
+    for s, (bz, bm, bb, by) in enumerate(brute(scores, layout, fixed)):
+        n = layout.lengths[s]
+        assert log_z[s] == pytest.approx(bz, rel=1e-9, abs=1e-9)
+        assert best[s] == pytest.approx(bb, rel=1e-9, abs=1e-9)
+        if np.isfinite(bz):
+            np.testing.assert_allclose(probs[o:o + n], bm, atol=1e-9)
+            assert tuple(labels[o:o + n]) == tuple(by)
+        o += n
+
+
+def numeric_gradient(f, scores, name, eps=1e-6):
+    base = getattr(scores, name)
+    grad = np.zeros_like(base)
+    for idx in np.ndindex(base.shape):
+        old = base[idx]
+        base[idx] = old + eps
+        up = f()
+        base[idx] = old - eps
+        down = f()
+        base[idx] = old
+        grad[idx] = (up - down) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_nll_matches_brute_force_and_its_gradient_finite_differences(seed, prune):
+    scores, layout, rng = problem(seed, L=2, prune=prune)
+    N, L = scores.emissions.shape
+    # gold inside the kept pairs (a Viterbi labelling), some of it unannotated
+    gold, _ = inference.viterbi(scores, layout)
+    gold = np.where(rng.random(N) < 0.3, -1, gold)
+    nll, gradient = inference.nll_and_gradient(scores, layout, gold)
+    free, clamped = brute(scores, layout), brute(scores, layout, gold)
+    # a sequence with no labelling in the kept pairs has nothing to learn: nll 0
+    expected = [f[0] - c[0] if np.isfinite(f[0]) else 0.0 for f, c in zip(free, clamped)]
+    np.testing.assert_allclose(nll, expected, atol=1e-9)
+    assert gradient.pair is None and gradient.root is None
+    for name in ("emissions", "transitions", "start", "end", "triples"):
+        expected = numeric_gradient(
+            lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(), scores, name)
+        np.testing.assert_allclose(getattr(gradient, name), expected, atol=1e-5, err_msg=name)
+
+
+def test_gold_outside_the_kept_pairs_counts_as_unannotated():
+    scores, _, _ = problem(0, L=2)
+    layout = SecondOrderLayout(np.asarray([2]), np.asarray([[-1, 0], [0, 0]]))
+    scores = CRFScores(scores.emissions[:2], *(getattr(scores, n) for n in
+                                               ("transitions", "start", "end", "pair", "root")),
+                       triples=scores.triples)
+    nll, gradient = inference.nll_and_gradient(scores, layout, np.asarray([0, 1]))
+    assert nll.tolist() == [0.0]
+    assert np.all(gradient.emissions == 0) and np.all(gradient.triples == 0)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_labelling_counts_are_the_gradient_of_the_path_score(seed):
+    scores, layout, rng = problem(seed)
+    N, L = scores.emissions.shape
+    labels = rng.integers(0, L, size=N)
+    weights = rng.normal(size=len(layout.lengths))
+    out = objectives._zero_gradient(scores, layout)
+    objectives.labelling_counts(layout, labels, weights, out)
+    # path scores are linear in the parameters: <counts, params> = sum_s w_s score_s
+    total = sum(float(np.sum(getattr(out, name) * getattr(scores, name)))
+                for name in ("emissions", "transitions", "start", "end", "triples"))
+    o, expected = 0, 0.0
+    for s, n in enumerate(layout.lengths):
+        expected += weights[s] * path_score(scores, o, tuple(labels[o:o + n]))
+        o += n
+    assert total == pytest.approx(expected, rel=1e-9)
+
+
+def test_seen_pairs_are_the_adjacent_known_gold_labels():
+    gold = np.asarray([0, 1, 1, -1, 2, 2, 0])
+    lengths = np.asarray([3, 2, 2])
+    assert seen_pairs(gold, lengths).tolist() == [[-1, 0], [-1, 2], [0, 1], [1, 1], [2, 0]]
+
+
+# ------------------------------------------------------------------ the component
+
+PERIOD = ["A", "A", "B", "B"] * 3  # label two back decides: first order cannot say when to switch
+
+
+def period_examples(nlp):
+    words = ["x"] * len(PERIOD)
+    return [Example.from_dict(nlp.make_doc(" ".join(words)), {"tags": PERIOD})]
+
+
+def trained(order):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "order": order, "model": {
+        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM"], "n_buckets": 64,
+        "learn_rate_scale": 1.0}})
+    examples = period_examples(nlp)
+    from thinc.api import Adam
+
+    optimizer = nlp.initialize(lambda: examples, sgd=Adam(0.1))
+    for _ in range(150):
+        nlp.update(examples, sgd=optimizer)
+    return nlp
+
+
+def test_order_two_learns_what_order_one_cannot(tmp_path):
+    second, first = trained(2), trained(1)
+    text = " ".join(["x"] * len(PERIOD))
+    assert [t.tag_ for t in second(text)] == PERIOD
+    assert [t.tag_ for t in first(text)] != PERIOD
+    tagger = second.get_pipe("crf_tagger")
+    assert tagger.cfg["order"] == 2
+    assert sorted(map(tuple, tagger.cfg["label_pairs"])) == [(-1, 0), (0, 0), (0, 1), (1, 0),
+                                                             (1, 1)]
+    second.to_disk(tmp_path / "model")
+    again = spacy.load(tmp_path / "model")
+    assert again.get_pipe("crf_tagger").crf_structure.name == "chain_order2"
+    assert [t.tag_ for t in again(text)] == PERIOD
+    assert again.get_pipe("crf_tagger").cfg["label_pairs"] == tagger.cfg["label_pairs"]
+
+
+def test_order_two_keeps_span_schemes_and_refuses_what_it_lacks():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "order": 2, "scheme": "BIO"})
+    words = "Ana met Bo in Rome today".split()
+    examples = [Example.from_dict(nlp.make_doc(" ".join(words)),
+                                  {"entities": [(0, 3, "PER"), (8, 10, "PER"), (14, 18, "LOC")]})]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    doc = nlp("Ana met Bo in Rome today")
+    assert [(e.text, e.label_) for e in doc.ents] == [("Ana", "PER"), ("Bo", "PER"), ("Rome", "LOC")]
+    for config, code in (({"order": 2, "structure": "tree"}, "E094"), ({"order": 3}, "E094"),
+                         ({"order": 0}, "E094"), ({"order": 2, "n_best": 2}, "E019"),
+                         ({"order": 2, "target": "ents", "store_confidence": True}, "E096")):
+        with pytest.raises(ValueError, match=code):
+            spacy.blank("en").add_pipe("crf_tagger", config=config)
+
+
+def test_order_two_trains_with_spacy_train(tmp_path):
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    for split in ("train", "dev"):
+        text = (ROOT / "assets" / "ewt_sample" / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
+        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))[:150]
+        DocBin(docs=docs).to_disk(tmp_path / f"{split}.spacy")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "ewt_upos_order2.cfg"),
+         "--output", str(out), "--paths.train", str(tmp_path / "train.spacy"),
+         "--paths.dev", str(tmp_path / "dev.spacy"), "--training.max_epochs", "2",
+         "--training.eval_frequency", "10", "--components.crf_tagger.model.n_buckets", "16384"],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    perf = srsly.read_json(out / "model-best" / "meta.json")["performance"]
+    assert perf["pos_acc"] > 0.5
+    nlp = spacy.load(out / "model-best")
+    tagger = nlp.get_pipe("crf_tagger")
+    assert tagger.cfg["order"] == 2 and len(tagger.cfg["label_pairs"]) > 17
+    doc = nlp("This is a short sentence .")
+    assert all(t.pos_ for t in doc)
