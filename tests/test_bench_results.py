@@ -111,6 +111,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
     import ewt_tree
     import ewt_upos
     import scaling
+    import orders
     import trainers
     import uner
 
@@ -121,6 +122,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
         "ewt_tree": lambda r: ewt_tree.ewt_tree_summary(r, r["systems"]),
         "scaling": scaling.scaling_summary,
         "trainers": trainers.trainers_summary,
+        "orders": orders.orders_summary,
     }
     checked = 0
     for path in committed_reports():

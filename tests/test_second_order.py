@@ -270,3 +270,48 @@ def test_order_two_trains_with_spacy_train(tmp_path):
     assert tagger.cfg["order"] == 2 and len(tagger.cfg["label_pairs"]) > 17
     doc = nlp("This is a short sentence .")
     assert all(t.pos_ for t in doc)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_extreme_scores_go_through_the_exact_path(seed):
+    """Scores far apart (shifted values below the guard) make the scaled edge pass
+    hand the sequence to the log-space kernel: results still match brute force."""
+    scores, layout, rng = problem(seed)
+    scores.emissions[...] *= 150.0
+    probs, log_z = inference.marginals(scores, layout)
+    o = 0
+    for s, (bz, bm, _, _) in enumerate(brute(scores, layout)):
+        n = layout.lengths[s]
+        assert log_z[s] == pytest.approx(bz, rel=1e-9)
+        np.testing.assert_allclose(probs[o:o + n], bm, atol=1e-9)
+        o += n
+
+
+def test_order_two_trains_with_the_batch_trainer(tmp_path):
+    """spacy_crf.fit: the generic shard likelihood over the second-order structure."""
+    import io
+
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    from spacy_crf.fit import fit
+
+    paths = {}
+    for split in ("train", "dev"):
+        text = (ROOT / "assets" / "ewt_sample" / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
+        paths[split] = tmp_path / f"{split}.spacy"
+        DocBin(docs=list(conllu_to_docs(text, n_sents=1, no_print=True))[:200]).to_disk(paths[split])
+    out = tmp_path / "fit"
+    log = io.StringIO()
+    fit(ROOT / "configs" / "ewt_upos_order2.cfg", out, max_iterations=15, eval_frequency=5,
+        stdout=log, overrides={"paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
+                               "components.crf_tagger.model.n_buckets": 16384})
+    losses = [float(line.split()[1]) for line in log.getvalue().splitlines()
+              if line.strip()[:1].isdigit() and len(line.split()) >= 6]
+    assert losses[-1] < losses[0] / 2
+    nlp = spacy.load(out / "model-best")
+    tagger = nlp.get_pipe("crf_tagger")
+    assert tagger.crf_structure.name == "chain_order2"
+    triples = [n for n in tagger.model.walk() if n.name == "crf_potentials"][0].get_param("triples")
+    assert np.abs(triples).max() > 0  # fit wrote the triple scores
+    assert srsly.read_json(out / "model-best" / "meta.json")["performance"]["pos_acc"] > 0.6

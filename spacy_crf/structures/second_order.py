@@ -10,19 +10,22 @@ state at token ``t`` is ``(y_{t-1}, y_t)`` (``(START, y_0)`` at the first
 token). The pair states are pruned to those seen in training (the pairs of
 adjacent gold labels, and the first labels after START), as label patterns
 are in Nguyen et al. (2014); every triple between two kept pairs is allowed
-and scored. Inference is exact over the pruned space, and it runs the
-first-order kernels of ``_kernels/chain.py`` (brute-force tested) unchanged:
+and scored. Inference is exact over the pruned space:
 
 * pair emissions ``E[t, (a, b)] = e[t, b] + transitions[a, b]`` (no
   transition into the first token);
-* pair transitions ``T[(a, b), (b, c)] = triples[a, b, c]``, ``-inf`` between
-  pairs that do not share ``b``;
+* an edge from pair ``(a, b)`` to pair ``(b, c)`` scores ``triples[a, b, c]``
+  (pairs that do not share ``b`` are not connected);
 * pair start ``start[b]`` for ``(START, b)``, ``-inf`` otherwise; pair end ``end[b]``.
+
+``_kernels/second_order.py`` walks the edges (a token costs one
+multiply-add per allowed triple, not per pair of pairs); a sequence that
+scaling cannot represent goes through the first-order chain kernel over the
+dense pair transitions instead, which is exact in log space.
 
 Fixed labels (partial gold, forced decoding) become ``-inf`` pair emissions
 for the pairs that disagree with them. A sequence whose gold labelling leaves
 the pruned space (a pair never seen in training) is treated as unannotated.
-Costs grow with the square of the kept pairs per token.
 """
 
 from dataclasses import dataclass
@@ -31,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .._kernels import chain
+from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
@@ -78,7 +82,8 @@ def seen_pairs(gold: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class _Expanded:
-    """The first-order chain over the kept pairs of a layout, for given scores."""
+    """The first-order chain over the kept pairs of a layout, for given scores: pair
+    emissions, and the edges between joining pairs (``_kernels/second_order.py``)."""
 
     def __init__(self, scores: CRFScores, layout: SecondOrderLayout, emissions: np.ndarray):
         L = emissions.shape[1]
@@ -86,21 +91,24 @@ class _Expanded:
         if pairs.size and (pairs.max() >= L or pairs.min() < -1):
             raise ValueError(Errors.E095.format(n_labels=L))
         self.L, self.prev, self.label = L, pairs[:, 0], pairs[:, 1]
+        P = pairs.shape[0]
         starts = self.prev < 0
         trans, start, end = as_f64(scores.transitions), as_f64(scores.start), as_f64(scores.end)
-        triples = as_f64(scores.triples)
-        prev_index = np.where(starts, L, self.prev)
+        self.prev_index = np.where(starts, L, self.prev)
         # E[t, (a, b)] = e[t, b] + transitions[a, b] (a START pair has no transition)
-        self.pair_score = np.where(starts, 0.0, trans[np.maximum(self.prev, 0), self.label])
-        self.emissions = np.ascontiguousarray(emissions[:, self.label] + self.pair_score)
-        # T[(a, b), (b', c)] = triples[a, b, c] where b == b'
-        joins = self.label[:, None] == self.prev[None, :]
-        self.joins = joins
-        self.transitions = np.where(
-            joins, triples[prev_index[:, None], self.label[:, None], self.label[None, :]], -np.inf)
-        self.start = np.where(starts, start[self.label], -np.inf)
-        self.end = end[self.label].copy()
-        self.prev_index = prev_index
+        pair_score = np.where(starts, 0.0, trans[np.maximum(self.prev, 0), self.label])
+        self.emissions = np.ascontiguousarray(emissions[:, self.label] + pair_score)
+        # edges (a, b) -> (b, c), scored triples[a, b, c]
+        self.src, self.dst = (np.ascontiguousarray(x, dtype=np.int64) for x in
+                              np.nonzero(self.label[:, None] == self.prev[None, :]))
+        self.weight = np.ascontiguousarray(as_f64(scores.triples)[
+            self.prev_index[self.src], self.label[self.src], self.label[self.dst]])
+        self.in_edges = np.argsort(self.dst, kind="stable").astype(np.int64)
+        self.in_ptr = np.searchsorted(self.dst[self.in_edges], np.arange(P + 1)).astype(np.int64)
+        self.out_edges = np.argsort(self.src, kind="stable").astype(np.int64)
+        self.out_ptr = np.searchsorted(self.src[self.out_edges], np.arange(P + 1)).astype(np.int64)
+        self.start = np.ascontiguousarray(np.where(starts, start[self.label], -np.inf))
+        self.end = np.ascontiguousarray(end[self.label])
 
     def mask(self, layout: SecondOrderLayout, fixed: Optional[np.ndarray]) -> np.ndarray:
         """The pair emissions with ``-inf`` where a pair disagrees with ``fixed``."""
@@ -115,17 +123,45 @@ class _Expanded:
         bad |= (before[:, None] >= 0) & (self.prev[None, :] != before[:, None])
         return np.where(bad, -np.inf, self.emissions)
 
-    def sum_pass(self, emissions: np.ndarray, lengths: np.ndarray, counts: bool):
-        """log Z (S,), pair marginals (N, P) and, if ``counts``, the expected pair
-        transition, start and end counts."""
+    def viterbi(self, emissions: np.ndarray, lengths: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        states = np.zeros(emissions.shape[0], dtype=np.int64)
+        best = np.zeros(lengths.shape[0])
+        kernels.viterbi(emissions, lengths, self.src, self.weight, self.in_ptr, self.in_edges,
+                        self.start, self.end, states, best)
+        return states, best
+
+    def sum_pass(self, emissions: np.ndarray, lengths: np.ndarray):
+        """log Z (S,), pair marginals (N, P), expected edge (E,), start and end (P,) counts."""
         P = emissions.shape[1]
         log_z = np.zeros(lengths.shape[0])
         marginals = np.zeros_like(emissions)
-        edges, starts, ends = np.zeros((P, P)), np.zeros(P), np.zeros(P)
-        chain.forward_backward(emissions, lengths, self.transitions, self.start, self.end,
-                               np.full(emissions.shape[0], -1, dtype=np.int64), log_z,
-                               marginals, edges, starts, ends, _NO_EDGES, False, False)
+        edges, starts, ends = np.zeros(self.src.shape[0]), np.zeros(P), np.zeros(P)
+        status = np.zeros(lengths.shape[0], dtype=np.int64)
+        kernels.sum_pass(emissions, lengths, self.src, self.dst, self.weight, self.in_ptr,
+                         self.in_edges, self.out_ptr, self.out_edges, self.start, self.end,
+                         log_z, marginals, edges, starts, ends, status)
+        if status.any():
+            self._exactly(emissions, lengths, status.astype(bool), log_z, marginals, edges,
+                          starts, ends)
         return log_z, marginals, edges, starts, ends
+
+    def _exactly(self, emissions, lengths, redo, log_z, marginals, edges, starts, ends) -> None:
+        """The flagged sequences through the first-order kernel over dense pair
+        transitions (it falls back to log space where scaling cannot hold)."""
+        P = emissions.shape[1]
+        rows = np.repeat(redo, lengths)
+        dense = np.full((P, P), -np.inf)
+        dense[self.src, self.dst] = self.weight
+        sub_z = np.zeros(int(redo.sum()))
+        sub_marginals = np.zeros((int(rows.sum()), P))
+        sub_edges = np.zeros((P, P))
+        chain.forward_backward(np.ascontiguousarray(emissions[rows]), lengths[redo], dense,
+                               self.start, self.end, np.full(int(rows.sum()), -1, dtype=np.int64),
+                               sub_z, sub_marginals, sub_edges, starts, ends, _NO_EDGES, False,
+                               False)
+        log_z[redo] = sub_z
+        marginals[rows] += sub_marginals
+        edges += sub_edges[self.src, self.dst]
 
     def token_marginals(self, pair_marginals: np.ndarray) -> np.ndarray:
         out = np.zeros((pair_marginals.shape[0], self.L))
@@ -142,9 +178,8 @@ class _Expanded:
         np.add.at(d["transitions"], (self.prev[inner], self.label[inner]), per_pair[inner])
         np.add.at(d["start"], self.label, starts)
         np.add.at(d["end"], self.label, ends)
-        src, dst = np.nonzero(self.joins)
-        np.add.at(d["triples"], (self.prev_index[src], self.label[src], self.label[dst]),
-                  edges[src, dst])
+        np.add.at(d["triples"], (self.prev_index[self.src], self.label[self.src],
+                                 self.label[self.dst]), edges)
         return d
 
 
@@ -188,27 +223,23 @@ class SecondOrderChain(CRFStructure):
 
     def viterbi(self, scores, layout, fixed=None):
         x = self._expand(scores, layout)
-        emissions = x.mask(layout, fixed)
-        states = np.zeros(emissions.shape[0], dtype=np.int64)
-        best = np.zeros(layout.n_sequences)
-        chain.viterbi(emissions, layout.lengths, x.transitions, x.start, x.end,
-                      np.full(emissions.shape[0], -1, dtype=np.int64), states, best)
+        states, best = x.viterbi(x.mask(layout, fixed), layout.lengths)
         return x.label[states] if len(x.label) else states, best
 
     def marginals(self, scores, layout, fixed=None):
         x = self._expand(scores, layout)
-        log_z, pair_marginals, *_ = x.sum_pass(x.mask(layout, fixed), layout.lengths, False)
+        log_z, pair_marginals, *_ = x.sum_pass(x.mask(layout, fixed), layout.lengths)
         return x.token_marginals(pair_marginals), log_z
 
     def nll_and_gradient(self, scores, layout, gold):
         x = self._expand(scores, layout)
         gold = np.ascontiguousarray(gold, dtype=np.int64)
-        free = x.sum_pass(x.emissions, layout.lengths, True)
-        clamped = x.sum_pass(x.mask(layout, gold), layout.lengths, True)
+        free = x.sum_pass(x.emissions, layout.lengths)
+        clamped = x.sum_pass(x.mask(layout, gold), layout.lengths)
         lost = ~np.isfinite(clamped[0]) & np.isfinite(free[0])
         if lost.any():  # gold outside the kept pairs: those sequences count as unannotated
             gold = np.where(np.repeat(lost, layout.lengths), -1, gold)
-            clamped = x.sum_pass(x.mask(layout, gold), layout.lengths, True)
+            clamped = x.sum_pass(x.mask(layout, gold), layout.lengths)
         with np.errstate(invalid="ignore"):
             nll = free[0] - clamped[0]
         nll[~np.isfinite(free[0])] = 0.0  # no labelling at all in the kept pairs
