@@ -241,7 +241,7 @@ def test_order_two_keeps_span_schemes_and_refuses_what_it_lacks():
     doc = nlp("Ana met Bo in Rome today")
     assert [(e.text, e.label_) for e in doc.ents] == [("Ana", "PER"), ("Bo", "PER"), ("Rome", "LOC")]
     for config, code in (({"order": 2, "structure": "tree"}, "E094"), ({"order": 3}, "E094"),
-                         ({"order": 0}, "E094"), ({"order": 2, "n_best": 2}, "E019"),
+                         ({"order": 0}, "E094"),
                          ({"order": 2, "target": "ents", "store_confidence": True}, "E096")):
         with pytest.raises(ValueError, match=code):
             spacy.blank("en").add_pipe("crf_tagger", config=config)
@@ -315,3 +315,36 @@ def test_order_two_trains_with_the_batch_trainer(tmp_path):
     triples = [n for n in tagger.model.walk() if n.name == "crf_potentials"][0].get_param("triples")
     assert np.abs(triples).max() > 0  # fit wrote the triple scores
     assert srsly.read_json(out / "model-best" / "meta.json")["performance"]["pos_acc"] > 0.6
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_n_best_matches_brute_force(seed, prune):
+    scores, layout, rng = problem(seed, prune=prune)
+    N, L = scores.emissions.shape
+    fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, size=N), -1)
+    k = 4
+    labels, best, counts = inference.n_best(scores, layout, k, fixed)
+    o = 0
+    for s, n in enumerate(layout.lengths):
+        seqs = [ys for ys in labellings(int(n), L, layout.pairs)
+                if all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
+        sc = sorted((path_score(scores, o, ys) for ys in seqs), reverse=True)[:k]
+        assert counts[s] == len(sc)
+        np.testing.assert_allclose(best[s, :len(sc)], sc, rtol=1e-9, atol=1e-9)
+        for r in range(len(sc)):  # each listed labelling scores what it is listed with
+            ys = tuple(labels[r, o:o + n])
+            assert ys in seqs
+            assert path_score(scores, o, ys) == pytest.approx(best[s, r], rel=1e-9, abs=1e-9)
+        o += n
+
+
+def test_component_n_best_with_order_two():
+    nlp = trained(2)
+    nlp.get_pipe("crf_tagger").cfg["n_best"] = 3
+    doc = nlp(" ".join(["x"] * len(PERIOD)))
+    lists = doc._.crf_nbest
+    assert len(lists) == 1 and len(lists[0]) == 3
+    probability, tags = lists[0][0]
+    assert tags == PERIOD and 0.0 < probability <= 1.0
+    assert sum(p for p, _ in lists[0]) <= 1.0 + 1e-9

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._kernels import chain
+from .._kernels import chain, kbest
 from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
@@ -145,13 +145,19 @@ class _Expanded:
                           starts, ends)
         return log_z, marginals, edges, starts, ends
 
+    def dense_transitions(self) -> np.ndarray:
+        """(P, P) pair transitions: the edge scores, ``-inf`` between pairs that do not join."""
+        P = self.prev.shape[0]
+        dense = np.full((P, P), -np.inf)
+        dense[self.src, self.dst] = self.weight
+        return dense
+
     def _exactly(self, emissions, lengths, redo, log_z, marginals, edges, starts, ends) -> None:
         """The flagged sequences through the first-order kernel over dense pair
         transitions (it falls back to log space where scaling cannot hold)."""
         P = emissions.shape[1]
         rows = np.repeat(redo, lengths)
-        dense = np.full((P, P), -np.inf)
-        dense[self.src, self.dst] = self.weight
+        dense = self.dense_transitions()
         sub_z = np.zeros(int(redo.sum()))
         sub_marginals = np.zeros((int(rows.sum()), P))
         sub_edges = np.zeros((P, P))
@@ -191,6 +197,7 @@ class SecondOrderChain(CRFStructure):
     params = ("transitions", "start", "end", "triples")
     layout_class = SecondOrderLayout
     supports_spans = True
+    supports_n_best = True
 
     def prepare_model(self, model, target: str) -> None:
         for node in model.walk():
@@ -225,6 +232,20 @@ class SecondOrderChain(CRFStructure):
         x = self._expand(scores, layout)
         states, best = x.viterbi(x.mask(layout, fixed), layout.lengths)
         return x.label[states] if len(x.label) else states, best
+
+    def n_best(self, scores, layout, k, fixed=None):
+        """The first-order k-best kernel over the pairs (one pair path per labelling)."""
+        if k < 1:
+            raise ValueError(Errors.E065.format(k=k, structure=self.name))
+        x = self._expand(scores, layout)
+        emissions = np.ascontiguousarray(x.mask(layout, fixed))
+        states = np.zeros((k, emissions.shape[0]), dtype=np.int64)
+        best = np.zeros((layout.n_sequences, k))
+        counts = np.zeros(layout.n_sequences, dtype=np.int64)
+        kbest.kbest_viterbi(emissions, layout.lengths, x.dense_transitions(), x.start, x.end,
+                            np.full(emissions.shape[0], -1, dtype=np.int64), k, states, best,
+                            counts)
+        return (x.label[states] if len(x.label) else states), best, counts
 
     def marginals(self, scores, layout, fixed=None):
         x = self._expand(scores, layout)
