@@ -40,7 +40,6 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
     (P,). ``status[s]`` is 1 where sequence ``s`` must be recomputed in log
     space (nothing is added for it), else 0."""
     P = emissions.shape[1]
-    E = weight.shape[0]
     max_n = 0
     for s in range(lengths.shape[0]):
         max_n = max(max_n, lengths[s])
@@ -113,11 +112,17 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
             o += n
             continue
         log_z[s] = log_scale + np.log(z_hat)
-        # backward: beta_hat[t] such that sum_d alpha_hat[t, d] beta_hat[t, d] = z_hat
+        # backward: beta_hat[t] such that sum_d alpha_hat[t, d] beta_hat[t, d] = z_hat.
+        # Only pairs with alpha > 0 need it (every pair an edge reaches from one has
+        # alpha > 0 too): under fixed labels (the likelihood's clamped pass) that is
+        # one pair per token, and the pass costs next to nothing.
         for d in range(P):
             beta[n - 1, d] = exp_e[d]
         for t in range(n - 2, -1, -1):
             for a in range(P):
+                if alpha[t, a] == 0.0:
+                    beta[t, a] = 0.0
+                    continue
                 acc = 0.0
                 for k in range(out_ptr[a], out_ptr[a + 1]):
                     e = out_edges[k]
@@ -132,9 +137,13 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
             end_sum[d] += alpha[n - 1, d] * exp_e[d] / z_hat
         for t in range(1, n):
             norm = scale[t] * z_hat
-            for e in range(E):
-                b = dst[e]
-                edge_sum[e] += alpha[t - 1, src[e]] * exp_w[e] * ex[t, b] * beta[t, b] / norm
+            for b in range(P):
+                if alpha[t, b] == 0.0:
+                    continue
+                tail = ex[t, b] * beta[t, b] / norm
+                for k in range(in_ptr[b], in_ptr[b + 1]):
+                    e = in_edges[k]
+                    edge_sum[e] += alpha[t - 1, src[e]] * exp_w[e] * tail
         o += n
 
 
