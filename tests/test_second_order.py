@@ -14,6 +14,7 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Example
 
+from finite_differences import central_difference
 from spacy_crf import inference, objectives
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
@@ -121,17 +122,7 @@ def test_fixed_labels_match_brute_force(seed, prune):
 
 
 def numeric_gradient(f, scores, name, eps=1e-6):
-    base = getattr(scores, name)
-    grad = np.zeros_like(base)
-    for idx in np.ndindex(base.shape):
-        old = base[idx]
-        base[idx] = old + eps
-        up = f()
-        base[idx] = old - eps
-        down = f()
-        base[idx] = old
-        grad[idx] = (up - down) / (2 * eps)
-    return grad
+    return central_difference(f, getattr(scores, name), eps)
 
 
 @pytest.mark.parametrize("prune", [False, True])
