@@ -26,25 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import SHARED_DATA, markdown_table, peak_rss_mb, run_isolated, write_json  # noqa: E402
 
+from spacy_crf.convert import read_conllu_upos  # noqa: E402  (also imported from here by trainers.py)
+
 Sentences = List[Tuple[List[str], List[str]]]
-
-
-def read_conllu_upos(path: Path) -> Sentences:
-    """(words, UPOS) per sentence; multiword ranges and empty nodes skipped."""
-    out, words, tags = [], [], []
-    for line in path.read_text(encoding="utf8").splitlines():
-        if not line.strip():
-            if words:
-                out.append((words, tags))
-                words, tags = [], []
-        elif not line.startswith("#"):
-            cols = line.split("\t")
-            if "-" not in cols[0] and "." not in cols[0]:
-                words.append(cols[1])
-                tags.append(cols[3])
-    if words:
-        out.append((words, tags))
-    return out
 
 
 def read_iob2(path: Path) -> Sentences:

@@ -49,7 +49,7 @@ running (``--no-wait`` to skip), so that its timings are clean.
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
     REPO_ROOT, SHARED_DATA, add_run_arguments, environment, log, make_summary, markdown_table,
@@ -59,6 +59,8 @@ from common import (
 from crfsuite_peer import phase_fit_and_decode
 from ewt_tree import EWT_SUBDIR, conllu_files, convert
 from spacy_peer import make_default_config, phase_decode, relabel_docbin, train_fixed_steps
+
+from spacy_crf.convert import read_conllu_upos
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "ewt_upos.cfg"
 COMPONENT = "crf_tagger"
@@ -71,33 +73,7 @@ CRFSUITE_PARAMS = {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.01, "max_iterations"
 QUICK_CRF_TRAINING = {"max_epochs": 15, "eval_frequency": 25, "batcher.size": 500}
 SYSTEM_KEYS = ("spacy_crf", "crfsuite", "spacy_tagger")
 
-Sentence = Tuple[List[str], List[str]]  # words, UPOS
-
-
 # -- data ------------------------------------------------------------------------
-
-def read_conllu(path: Path) -> List[Sentence]:
-    """(words, UPOS) per sentence of a CoNLL-U file.
-
-    The syntactic words, as ``spacy convert -c conllu`` makes the tokens:
-    comment lines, multiword-token ranges (``3-4``) and empty nodes (``8.1``)
-    are skipped.
-    """
-    sentences: List[Sentence] = []
-    for block in Path(path).read_text(encoding="utf8").strip().split("\n\n"):
-        words, tags = [], []
-        for line in block.strip().split("\n"):
-            if not line or line.startswith("#"):
-                continue
-            cols = line.split("\t")
-            if "-" in cols[0] or "." in cols[0]:
-                continue
-            words.append(cols[1])
-            tags.append(cols[3])
-        if words:
-            sentences.append((words, tags))
-    return sentences
-
 
 def check_corpus(files: Dict[str, Path], corpus: Dict[str, Path]) -> Dict[str, Dict[str, Any]]:
     """Sentence / token counts of each split, and whether the converted docs carry
@@ -109,7 +85,7 @@ def check_corpus(files: Dict[str, Path], corpus: Dict[str, Path]) -> Dict[str, D
     vocab = spacy.blank("en").vocab
     stats = {}
     for split, path in files.items():
-        raw = read_conllu(path)
+        raw = read_conllu_upos(path)
         docs = list(DocBin().from_disk(corpus[split]).get_docs(vocab))
         if len(raw) != len(docs):
             raise ValueError(f"{path}: {len(raw)} sentences read but {len(docs)} docs converted")
@@ -232,7 +208,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
         log(f"    {split}: {st['sentences']} sentences, {st['tokens']} tokens"
             + (f", {st['sentences_not_round_tripping']} NOT ROUND-TRIPPING"
                if st["sentences_not_round_tripping"] else ""))
-    test = read_conllu(files["test"])
+    test = read_conllu_upos(files["test"])
     test_words = [words for words, _ in test]
     gold = [tags for _, tags in test]
     systems: Dict[str, Dict[str, Any]] = {}
@@ -255,7 +231,7 @@ def run(args: argparse.Namespace, files: Dict[str, Path], workdir: Path) -> Dict
     # 2. sklearn-crfsuite, same features
     params = dict(CRFSUITE_PARAMS, max_iterations=iterations)
     log(f"[2] sklearn-crfsuite {params}, {args.config.name}'s templates as attributes")
-    sc = run_isolated(phase_fit_and_decode, read_conllu(files["train"]),
+    sc = run_isolated(phase_fit_and_decode, read_conllu_upos(files["train"]),
                       [words for words, _ in test], templates, params,
                       str(workdir / "crfsuite_upos.model"), args.decode_runs)
     sc["scores"] = upos_accuracy(gold, sc.pop("pred"))

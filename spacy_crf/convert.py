@@ -32,7 +32,7 @@ For CoNLL-U use spaCy's converter directly:
 import argparse
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from spacy.attrs import ENT_IOB, ENT_TYPE
 from spacy.tokens import Doc, DocBin
@@ -86,6 +86,22 @@ def read_conllu(text: str) -> List[Tuple[Optional[str], List[List[str]]]]:
         rows = [r for r in rows if r[0].isdigit()]
         sentences.append((_sent_id(lines), rows))
     return sentences
+
+
+def read_conllu_upos(path: Union[str, Path], limit: int = 0) -> List[Tuple[List[str], List[str]]]:
+    """``(words, UPOS tags)`` of every sentence of a CoNLL-U file: its syntactic
+    words, as ``spacy convert -c conllu`` makes the tokens.
+
+    Parameters
+    ----------
+    path
+        The CoNLL-U file.
+    limit
+        Keep only the first ``limit`` sentences (0 keeps all).
+    """
+    pairs = [([r[1] for r in rows], [r[3] for r in rows])
+             for _, rows in read_conllu(Path(path).read_text(encoding="utf8")) if rows]
+    return pairs[:limit] if limit else pairs
 
 
 JOINS = ("sent_id", "token sequence", "position")

@@ -4,7 +4,6 @@
 
 import random
 from pathlib import Path
-from typing import List, Tuple
 
 import pytest
 import spacy
@@ -12,25 +11,9 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import minibatch
 
+from spacy_crf.convert import read_conllu_upos
+
 SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"
-
-
-def read_upos(path: Path, limit: int = 0) -> List[Tuple[List[str], List[str]]]:
-    sentences, words, tags = [], [], []
-    for line in path.read_text(encoding="utf8").splitlines():
-        if not line.strip():
-            if words:
-                sentences.append((words, tags))
-                words, tags = [], []
-            continue
-        if line.startswith("#"):
-            continue
-        cols = line.split("\t")
-        if "-" in cols[0] or "." in cols[0]:
-            continue
-        words.append(cols[1])
-        tags.append(cols[3])
-    return sentences[:limit] if limit else sentences
 
 
 def train_plain_loop(model_overrides: dict, epochs: int = 5) -> float:
@@ -40,9 +23,9 @@ def train_plain_loop(model_overrides: dict, epochs: int = 5) -> float:
         config["model"] = model_overrides
     nlp.add_pipe("crf_tagger", config=config)
     train = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t})
-             for w, t in read_upos(SAMPLE / "en_ewt-train.conllu")]
+             for w, t in read_conllu_upos(SAMPLE / "en_ewt-train.conllu")]
     dev = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t})
-           for w, t in read_upos(SAMPLE / "en_ewt-dev.conllu", limit=200)]
+           for w, t in read_conllu_upos(SAMPLE / "en_ewt-dev.conllu", limit=200)]
     optimizer = nlp.initialize(lambda: train)
     random.seed(0)
     for _ in range(epochs):
@@ -114,7 +97,7 @@ def test_spacys_training_loop_with_accumulated_gradients_and_a_frozen_crf():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", name="crf_pos", config={"target": "pos"})
     nlp.add_pipe("crf_tagger", name="crf_tag", config={"target": "tag"})
-    sents = read_upos(SAMPLE / "en_ewt-train.conllu", limit=200)
+    sents = read_conllu_upos(SAMPLE / "en_ewt-train.conllu", limit=200)
     train = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t, "tags": t}) for w, t in sents]
     optimizer = nlp.initialize(lambda: train)
     frozen = [node.get_param(name).copy() for node in nlp.get_pipe("crf_tag").model.walk()
