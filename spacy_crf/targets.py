@@ -33,6 +33,7 @@ from .errors import Errors, Warnings
 from .models.potentials import CRFScores
 from .span_probabilities import span_probabilities
 from .structures import BatchLayout
+from .structures.base import sequence_ends
 from .util import same_tokens
 
 _EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -400,9 +401,7 @@ class SpanTarget(Target):
         """
         allowed_t, allowed_start, allowed_end = self.constraints()
         lengths = layout.lengths
-        nonempty = lengths > 0
-        first = (np.cumsum(lengths) - lengths)[nonempty]
-        last = first + lengths[nonempty] - 1
+        first, last = sequence_ends(lengths)
         known = gold >= 0
         safe = np.maximum(gold, 0)
         bad = np.zeros(gold.shape[0], dtype=bool)

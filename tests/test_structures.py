@@ -154,3 +154,16 @@ def test_inference_entry_points_delegate_to_the_layouts_structure(independent_to
     nll, gradient = inference.nll_and_gradient(scores, layout, np.array([0, -1, 1, 2, 0]))
     assert gradient.transitions is None and gradient.pair is None
     assert np.all(gradient.emissions[1] == 0)
+
+
+def test_ragged_sequence_helpers_respect_boundaries_and_empty_sequences():
+    from spacy_crf.structures.base import (positions_in_sequence, previous_in_sequence,
+                                           sequence_ends)
+    lengths = np.array([3, 0, 1, 2], dtype=np.int64)
+    values = np.array([10, 11, 12, 13, 14, 15])
+    assert positions_in_sequence(lengths).tolist() == [0, 1, 2, 0, 0, 1]
+    first, last = sequence_ends(lengths)
+    assert first.tolist() == [0, 3, 4] and last.tolist() == [2, 3, 5]
+    assert previous_in_sequence(values, lengths, fill=-1).tolist() == [-1, 10, 11, -1, -1, 14]
+    assert previous_in_sequence(values, lengths, fill=-1, steps=2).tolist() == [-1, -1, 10, -1, -1, -1]
+    assert previous_in_sequence(values[:0], lengths[:0], fill=-1).shape == (0,)

@@ -15,8 +15,8 @@ from .._kernels import chain, kbest, objective, span_marginals
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (BatchLayout, CRFStructure, as_f64, gradient_in_dtype, labels_or_free,
-                   register_structure)
+from .base import (BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+                   labels_or_free, positions_in_sequence, register_structure, sequence_ends)
 
 _NO_EDGES = np.zeros((1, 1, 1))
 
@@ -102,17 +102,13 @@ class ChainStructure(CRFStructure):
 
     def labelling_counts(self, layout, labels, weights, out):
         lengths = layout.lengths
-        N, L = out.emissions.shape
+        L = out.emissions.shape[1]
         token_weight = np.repeat(weights, lengths)
-        nonempty = lengths > 0
-        first = (np.cumsum(lengths) - lengths)[nonempty]
-        last = first + lengths[nonempty] - 1
+        first, last = sequence_ends(lengths)
         # d start(y_first) = w, d end(y_last) = w
-        out.start += np.bincount(labels[first], weights=weights[nonempty], minlength=L)
-        out.end += np.bincount(labels[last], weights=weights[nonempty], minlength=L)
-        follows = np.ones(N, dtype=bool)
-        follows[first] = False
-        t = np.flatnonzero(follows)
+        out.start += np.bincount(labels[first], weights=weights[lengths > 0], minlength=L)
+        out.end += np.bincount(labels[last], weights=weights[lengths > 0], minlength=L)
+        t = np.flatnonzero(positions_in_sequence(lengths) > 0)
         # d T(y_{t-1}, y_t) = w for every t with a predecessor in its sequence
         out.transitions += np.bincount(labels[t - 1] * L + labels[t], weights=token_weight[t],
                                        minlength=L * L).reshape(L, L)

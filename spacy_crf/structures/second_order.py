@@ -38,7 +38,8 @@ from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import BatchLayout, CRFStructure, as_f64, gradient_in_dtype, register_structure
+from .base import (BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+                   positions_in_sequence, previous_in_sequence, register_structure)
 
 _NO_EDGES = np.zeros((1, 1, 1))
 #: cfg key of the kept label pairs: [previous, label], previous -1 for START
@@ -73,10 +74,8 @@ def seen_pairs(gold: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The distinct ``(previous, label)`` pairs of fully known adjacent gold labels."""
     if not gold.shape[0]:
         return np.zeros((0, 2), dtype=np.int64)
-    first = np.zeros(gold.shape[0], dtype=bool)
-    first[(np.cumsum(lengths) - lengths)[lengths > 0]] = True
-    prev = np.concatenate([[-1], gold[:-1]])
-    prev[first] = -1
+    first = positions_in_sequence(lengths) == 0
+    prev = previous_in_sequence(gold, lengths, fill=-1)
     keep = (gold >= 0) & (first | (prev >= 0))
     return np.unique(np.stack([prev[keep], gold[keep]], axis=1), axis=0)
 
@@ -115,10 +114,7 @@ class _Expanded:
         if fixed is None or not (np.asarray(fixed) >= 0).any():
             return self.emissions
         fixed = np.asarray(fixed, dtype=np.int64)
-        first = np.zeros(fixed.shape[0], dtype=bool)
-        first[(np.cumsum(layout.lengths) - layout.lengths)[layout.lengths > 0]] = True
-        before = np.concatenate([[-1], fixed[:-1]])
-        before[first] = -1
+        before = previous_in_sequence(fixed, layout.lengths, fill=-1)
         bad = (fixed[:, None] >= 0) & (self.label[None, :] != fixed[:, None])
         bad |= (before[:, None] >= 0) & (self.prev[None, :] != before[:, None])
         return np.where(bad, -np.inf, self.emissions)
@@ -271,18 +267,11 @@ class SecondOrderChain(CRFStructure):
         get_first_order().labelling_counts(layout, labels, weights, out)
         lengths = layout.lengths
         L = out.emissions.shape[1]
-        N = labels.shape[0]
-        first = np.zeros(N, dtype=bool)
-        first[(np.cumsum(lengths) - lengths)[lengths > 0]] = True
         token_weight = np.repeat(weights, lengths)
         # the token before and two before, L (START) where the sequence has none
-        before = np.concatenate([[L], labels[:-1]])
-        before[first] = L
-        second = np.zeros(N, dtype=bool)
-        second[1:] = ~first[1:] & first[:-1]
-        two_before = np.concatenate([[L, L], labels[:-2]])[:N]
-        two_before[first | second] = L
-        t = np.flatnonzero(~first)
+        before = previous_in_sequence(labels, lengths, fill=L)
+        two_before = previous_in_sequence(labels, lengths, fill=L, steps=2)
+        t = np.flatnonzero(positions_in_sequence(lengths) > 0)
         # d triples[y_{t-2}, y_{t-1}, y_t] = w for every t with a predecessor
         np.add.at(out.triples, (two_before[t], before[t], labels[t]), token_weight[t])
 
