@@ -252,6 +252,11 @@ def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRF
                        for name in PARAMS + OPTIONAL_PARAMS))
 
 
+# A placeholder for the kernels' optional pair-marginal output when it is not wanted
+# (numba needs an array of the right rank, not None).
+NO_EDGES = np.zeros((1, 1, 1))
+
+
 def positions_in_sequence(lengths: np.ndarray) -> np.ndarray:
     """Each token's position within its sequence, for a ragged batch of ``lengths``."""
     lengths = np.asarray(lengths, dtype=np.int64)

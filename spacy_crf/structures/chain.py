@@ -15,10 +15,8 @@ from .._kernels import chain, kbest, objective, span_marginals
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, register_structure, sequence_ends)
-
-_NO_EDGES = np.zeros((1, 1, 1))
 
 
 @dataclass
@@ -60,7 +58,7 @@ class ChainStructure(CRFStructure):
         L = emissions.shape[1]
         chain.forward_backward(emissions, layout.lengths, *self._interactions(scores), fixed,
                                log_z, marginals, np.zeros((L, L)), np.zeros(L), np.zeros(L),
-                               _NO_EDGES, False, False)
+                               NO_EDGES, False, False)
 
     def nll_and_gradient(self, scores, layout, gold):
         emissions = self.check(scores, layout)

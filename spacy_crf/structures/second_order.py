@@ -38,10 +38,9 @@ from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
                    positions_in_sequence, previous_in_sequence, register_structure)
 
-_NO_EDGES = np.zeros((1, 1, 1))
 #: cfg key of the kept label pairs: [previous, label], previous -1 for START
 PAIRS_KEY = "label_pairs"
 
@@ -159,7 +158,7 @@ class _Expanded:
         sub_edges = np.zeros((P, P))
         chain.forward_backward(np.ascontiguousarray(emissions[rows]), lengths[redo], dense,
                                self.start, self.end, np.full(int(rows.sum()), -1, dtype=np.int64),
-                               sub_z, sub_marginals, sub_edges, starts, ends, _NO_EDGES, False,
+                               sub_z, sub_marginals, sub_edges, starts, ends, NO_EDGES, False,
                                False)
         log_z[redo] = sub_z
         marginals[rows] += sub_marginals

@@ -19,9 +19,8 @@ from ..errors import Errors
 from ..features.doc_arrays import batch_heads, doc_lengths
 from ..models.featurize import use_tree_templates
 from ..models.potentials import CRFScores
-from .base import BatchLayout, CRFStructure, as_f64, gradient_in_dtype, register_structure
-
-_NO_EDGES = np.zeros((1, 1, 1))
+from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+                   register_structure)
 
 
 @dataclass
@@ -126,7 +125,7 @@ class TreeStructure(CRFStructure):
 
     def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
         tree.sum_product(emissions, *self._forest(layout, scores), fixed, log_z, marginals,
-                         _NO_EDGES, np.zeros(np.shape(scores.pair)), np.zeros(emissions.shape[1]),
+                         NO_EDGES, np.zeros(np.shape(scores.pair)), np.zeros(emissions.shape[1]),
                          False, False)
 
     def nll_and_gradient(self, scores, layout, gold):
