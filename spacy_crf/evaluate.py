@@ -28,12 +28,6 @@ from .augmenters import create_copy_attrs
 from .errors import Warnings
 
 COPY_AUGMENTER = "spacy-crf.copy_attrs.v1"
-# the inputs a corpus can carry, as Doc.has_annotation names them, and as
-# spaCy's pipe meta names what a component assigns
-_ANNOTATIONS = {"TAG": "token.tag", "POS": "token.pos", "MORPH": "token.morph",
-                "LEMMA": "token.lemma", "DEP": "token.dep"}
-
-
 def training_copy(nlp: Language) -> Optional[List[str]]:
     """The attributes the pipeline's training config copied onto its inputs.
 
@@ -86,16 +80,16 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
     ``copied`` are the attributes already copied from the corpus (the fix the
     warning gives adds to them). Returns the pairs it warned about.
     """
-    from .pipeline.crf_tagger import CRFTagger
+    from .pipeline.crf_tagger import INPUT_ANNOTATIONS, CRFTagger
 
     docs = [eg.predicted for eg in examples]
-    missing = {attr for attr in _ANNOTATIONS if not any(d.has_annotation(attr) for d in docs)}
+    missing = {attr for attr in INPUT_ANNOTATIONS if not any(d.has_annotation(attr) for d in docs)}
     assigned: set = set()
     warned = []
     for name, pipe in nlp.pipeline:
         if isinstance(pipe, CRFTagger):
             for attr, why in pipe.input_attrs():
-                if attr in missing and _ANNOTATIONS[attr] not in assigned:
+                if attr in missing and INPUT_ANNOTATIONS[attr] not in assigned:
                     needed = ["HEAD", "DEP"] if attr == "DEP" else [attr]
                     copy = " ".join(dict.fromkeys([*copied, *needed]))
                     warnings.warn(Warnings.W004.format(name=name, attr=attr, why=why,
@@ -103,8 +97,6 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
                     warned.append((name, attr))
         assigned.update(nlp.get_pipe_meta(name).assigns)
     return warned
-
-
 
 
 def main(argv: Optional[List[str]] = None) -> int:

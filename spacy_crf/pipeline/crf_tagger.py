@@ -42,9 +42,11 @@ CONFIDENCE_KEY = ("spacy_crf", "confidence")
 SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
 NBEST_KEY = ("spacy_crf", "n_best")
 
-#: token annotations a crf_tagger's features may read from its docs (as
-#: Doc.has_annotation names them)
-INPUT_ANNOTATIONS = ("TAG", "POS", "MORPH", "LEMMA", "DEP")
+#: token annotations a crf_tagger's features may read from its docs, as
+#: Doc.has_annotation names them, each with the name spaCy's pipe meta gives a
+#: component that assigns it (``Language.get_pipe_meta(name).assigns``)
+INPUT_ANNOTATIONS = {"TAG": "token.tag", "POS": "token.pos", "MORPH": "token.morph",
+                     "LEMMA": "token.lemma", "DEP": "token.dep"}
 
 DEFAULT_MODEL_CONFIG = """
 [model]
