@@ -142,6 +142,21 @@ class Errors(metaclass=_Codes):
             "Leave out --pos-as-tag for WORD TAG files.")
     E093 = ("The tags of the sentence '{words} ...' are not IOB tags ({err}). "
             "The last column must hold O, B-TYPE or I-TYPE.")
+    E097 = ("Cannot read documents from '{path}': {why}. INPUT is a directory of shards, "
+            ".jsonl or .parquet files with one row per document holding 'id' and 'text'.")
+    E098 = ("Cannot load the pipeline '{path}' to annotate with: {why}. MODEL is a directory "
+            "written by nlp.to_disk or spacy train (e.g. training/model-best).")
+    E099 = ("The pipeline '{path}' has no crf_tagger{named} (it has {pipes}). Pass "
+            "--component with one of its crf_taggers, or a pipeline trained with one.")
+    E100 = ("Cannot start or join the Dask cluster ({why}). Without --address a local "
+            "cluster of --n-workers processes is started; with it, ADDR is a running "
+            "scheduler's address (tcp://HOST:8786). Install the engine with "
+            "pip install \"spacy-crf[distributed]\".")
+    E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
+            "apart from INPUT.")
+    E102 = ("OUTPUT '{output}' holds shards annotated with another pipeline ({then}), not "
+            "'{model}': finished shards are skipped, so the output would mix the two. Pass "
+            "--overwrite to annotate everything again with this one, or a new OUTPUT.")
 
 class Warnings(metaclass=_Codes):
     W005 = ("'{name}' reads {attr} (its {why}), but no doc of the batch it was given has "

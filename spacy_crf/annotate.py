@@ -1,0 +1,459 @@
+"""Annotate a corpus of document shards with a trained pipeline, on a Dask cluster.
+
+``python -m spacy_crf.annotate MODEL INPUT OUTPUT [--n-workers N] [--address ADDR]
+[--batch-size B] [--component NAME]``
+
+INPUT is a directory of shards, ``.jsonl`` or ``.parquet`` files with one row
+per document holding ``id`` and ``text``. OUTPUT gets one file per input
+shard, with the same name (so the same stem and format), whose rows are::
+
+    {"id": ..., "tokens": [{"text", "label", "confidence"}, ...],
+     "spans": [{"start", "end", "label", "confidence"}, ...]}   # span targets
+
+``label`` is the crf_tagger's label of each token (``B-PER``, ``NOUN``...),
+``spans`` its entities or spans in token offsets (``end`` exclusive), and
+``confidence`` the CRF's marginal probability of the token's label or of the
+span (null where the structure has none, e.g. spans under ``order = 2``).
+
+One shard is one task. Each worker process loads the pipeline once and keeps
+it. A shard's output is written to a temporary file and renamed, so OUTPUT
+never holds part of a shard: a killed run started again skips the finished
+shards and redoes the rest, a lost worker's shards are retried on the others,
+and a run over finished output does nothing and changes nothing.
+
+Bad rows (not a JSON object, no ``id``, an ``id`` seen before in the shard,
+a missing or non-string ``text``) are left out of the output and listed in
+``OUTPUT/_errors.jsonl`` with their shard and 1-based line; the run goes on
+and exits with status 1. A shard that fails as a whole (unreadable) is listed
+there too, with no line, and has no output, so the next run retries it.
+
+OUTPUT remembers the pipeline that wrote it: a run with another pipeline stops
+(E102) rather than mix the two, unless ``--overwrite`` is given, which
+annotates every shard again. Exit status: 0 all good, 1 bad rows or failed
+shards, 2 a usage, input or model error (nothing annotated).
+"""
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+
+import srsly
+
+from .errors import Errors
+from .shard_io import (list_shards, output_schema, parquet_id_type, read_rows,
+                       remove_stale_temp_files, write_rows)
+
+ERRORS_FILE = "_errors.jsonl"
+#: which pipeline wrote the finished shards (a run with another one stops: E102)
+MODEL_FILE = ".model.json"
+#: per-shard lists of bad rows, kept beside the output until merged into ERRORS_FILE
+ERRORS_DIR = ".errors"
+
+# pipelines loaded in this process: each worker loads its pipeline once and keeps it
+_PIPELINES: Dict[Tuple[str, Optional[str]], Tuple[Any, Any]] = {}
+
+
+@dataclass
+class AnnotateReport:
+    """What a run did: counts over the shards it annotated (not those it skipped).
+
+    Attributes
+    ----------
+    shards, skipped : int
+        Shards annotated in this run, and shards already finished before it.
+    documents, tokens : int
+        Documents and tokens written in this run.
+    bad_rows : int
+        Rows listed in ``_errors.jsonl`` (every finished shard's, this run's or not).
+    failed_shards : list of str
+        Shards that failed as a whole in this run (no output; retried next run).
+    seconds, startup_seconds : float
+        Wall time of the whole run, and of starting the cluster and loading the
+        pipeline on every worker.
+    worker_memory_mb : dict
+        Resident memory of each worker at the end.
+    """
+
+    shards: int = 0
+    skipped: int = 0
+    documents: int = 0
+    tokens: int = 0
+    bad_rows: int = 0
+    failed_shards: List[str] = field(default_factory=list)
+    seconds: float = 0.0
+    startup_seconds: float = 0.0
+    worker_memory_mb: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.bad_rows and not self.failed_shards
+
+
+def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int = 2,
+             address: Optional[str] = None, batch_size: int = 256,
+             component: Optional[str] = None, overwrite: bool = False,
+             log: Optional[IO] = None,
+             client: Any = None, on_shard_done: Optional[Callable[[str], None]] = None
+             ) -> AnnotateReport:
+    """Annotate every unfinished shard of ``input_dir`` into ``output_dir``.
+
+    Parameters
+    ----------
+    model : Path
+        A pipeline directory with a crf_tagger (``nlp.to_disk``, ``spacy train``).
+    input_dir, output_dir : Path
+        The shards to read, and where their annotated copies go.
+    n_workers : int
+        Processes of the local cluster (without ``address`` or ``client``).
+    address : str, optional
+        A running Dask scheduler to use instead of a local cluster.
+    batch_size : int
+        Documents per ``nlp.pipe`` batch on the workers.
+    component : str, optional
+        The crf_tagger whose labels are written (default: the last one).
+    overwrite : bool
+        Delete the shards of an earlier run first and annotate everything again
+        (needed when they were annotated with another pipeline).
+    log : file, optional
+        Where progress and the summary go (default ``sys.stderr``).
+    client : distributed.Client, optional
+        A client to use as it is (the caller closes it).
+    on_shard_done : callable, optional
+        Called with each shard's name as it finishes (tests lose a worker here).
+
+    Returns
+    -------
+    AnnotateReport
+    """
+    begin = time.perf_counter()
+    log = log or sys.stderr
+    model, input_dir, output_dir = Path(model), Path(input_dir), Path(output_dir)
+    shards = list_shards(input_dir)
+    _check_dirs(model, input_dir, output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / ERRORS_DIR).mkdir(exist_ok=True)
+    _claim_output(output_dir, model, component, shards, overwrite)
+    remove_stale_temp_files(output_dir)
+    remove_stale_temp_files(output_dir / ERRORS_DIR)
+    todo = [s for s in shards if not (output_dir / s.name).exists()]
+    report = AnnotateReport(skipped=len(shards) - len(todo))
+    failures: List[Dict[str, Any]] = []
+    if todo:
+        if client is not None:
+            _run(client, model, component, todo, output_dir, batch_size, report, failures,
+                 log, on_shard_done, begin)
+        else:
+            from .cluster import dask_client
+
+            with dask_client(n_workers=n_workers, address=address) as own:
+                _run(own, model, component, todo, output_dir, batch_size, report, failures,
+                     log, on_shard_done, begin)
+    report.bad_rows = _merge_errors(output_dir, shards, failures)
+    report.seconds = time.perf_counter() - begin
+    _say(log, _summary(report, len(shards)))
+    return report
+
+
+def annotate_shard(model: str, component: Optional[str], shard: str, output: str,
+                   batch_size: int) -> Dict[str, Any]:
+    """Annotate one shard (runs on a worker): write its output and its bad rows.
+
+    Returns the shard's counts: ``documents``, ``tokens``, ``bad_rows``, ``seconds``.
+    """
+    begin = time.perf_counter()
+    nlp, pipe = _pipeline(model, component)
+    shard_path, output_path = Path(shard), Path(output)
+    rows, bad = _valid_rows(shard_path)
+    records = []
+    n_tokens = 0
+    texts = (text for _, text in rows)
+    for (doc_id, _), doc in zip(rows, nlp.pipe(texts, batch_size=batch_size)):
+        records.append(doc_record(pipe, doc, doc_id))
+        n_tokens += len(doc)
+    errors_path = output_path.parent / ERRORS_DIR / (output_path.name + ".jsonl")
+    if bad:
+        write_rows(errors_path, bad)
+    elif errors_path.exists():
+        errors_path.unlink()
+    schema = (output_schema(pipe.target.is_span_target, parquet_id_type(shard_path))
+              if shard_path.suffix == ".parquet" else None)
+    # the rename of the output is what marks the shard finished: its errors first
+    write_rows(output_path, records, schema)
+    return {"shard": shard_path.name, "documents": len(records), "tokens": n_tokens,
+            "bad_rows": len(bad), "seconds": time.perf_counter() - begin}
+
+
+def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
+    """The output row of an annotated doc: its tokens with ``pipe``'s labels and
+    confidences, and for a span target its spans."""
+    target = pipe.target
+    ids = target.ids_of_keys(target.reference_keys(doc))
+    labels = pipe.labels
+    confidence = doc.user_data.get(("spacy_crf", "confidence")) or [None] * len(doc)
+    tokens = [{"text": token.text, "label": labels[i] if i >= 0 else None,
+               "confidence": None if c is None else float(c)}
+              for token, i, c in zip(doc, ids.tolist(), confidence)]
+    record = {"id": doc_id, "tokens": tokens}
+    if target.is_span_target:
+        record["spans"] = [{"start": span.start, "end": span.end, "label": span.label_,
+                            "confidence": span._.crf_confidence}
+                           for span in target.spans_of(doc) or []]
+    return record
+
+
+def _valid_rows(path: Path) -> Tuple[List[Tuple[Any, str]], List[Dict[str, Any]]]:
+    """``(id, text)`` of the good rows of a shard, and an error row for each bad one."""
+    good: List[Tuple[Any, str]] = []
+    bad: List[Dict[str, Any]] = []
+    first_line: Dict[Any, int] = {}
+
+    def reject(line: int, doc_id: Any, why: str) -> None:
+        bad.append({"shard": path.name, "line": line, "id": doc_id, "error": why})
+
+    for line, row, problem in read_rows(path):
+        if row is None:
+            reject(line, None, problem)
+            continue
+        doc_id = row.get("id")
+        if doc_id is None or isinstance(doc_id, (bool, float, list, dict)):
+            reject(line, None, "no 'id' (a string or an integer)" if doc_id is None
+                   else f"'id' is a {type(doc_id).__name__}, not a string or an integer")
+            continue
+        if doc_id in first_line:
+            reject(line, doc_id, f"duplicate id: line {first_line[doc_id]} has it too "
+                                 "(the first is kept)")
+            continue
+        first_line[doc_id] = line
+        text = row.get("text")
+        if not isinstance(text, str):
+            reject(line, doc_id, "no 'text'" if text is None
+                   else f"'text' is a {type(text).__name__}, not a string")
+            continue
+        good.append((doc_id, text))
+    return good, bad
+
+
+def _pipeline(model: str, component: Optional[str]) -> Tuple[Any, Any]:
+    """This process's copy of the pipeline and its crf_tagger, loaded on first use.
+
+    Raises
+    ------
+    ValueError
+        E098 when the pipeline does not load, E099 when it has no such crf_tagger.
+    """
+    key = (str(model), component)
+    if key not in _PIPELINES:
+        import spacy
+
+        from .pipeline.crf_tagger import CRFTagger
+
+        try:
+            nlp = spacy.load(model)
+        except Exception as err:  # noqa: BLE001 -- any load failure is the model's
+            raise ValueError(Errors.E098.format(path=model, why=f"{type(err).__name__}: {err}"))
+        taggers = [(name, pipe) for name, pipe in nlp.pipeline if isinstance(pipe, CRFTagger)
+                   and (component is None or name == component)]
+        if not taggers:
+            raise ValueError(Errors.E099.format(path=model, pipes=nlp.pipe_names,
+                                                named=f" named '{component}'" if component else ""))
+        pipe = taggers[-1][1]
+        _enable_confidence(pipe)
+        _PIPELINES[key] = (nlp, pipe)
+    return _PIPELINES[key]
+
+
+def _enable_confidence(pipe: Any) -> None:
+    """Have the crf_tagger store marginals, where its structure computes them for its
+    target (a span target needs span probabilities)."""
+    if not pipe.target.is_span_target or pipe.crf_structure.supports_span_probabilities:
+        pipe.cfg["store_confidence"] = True
+
+
+def load_on_workers(client: Any, model: str, component: Optional[str]) -> None:
+    """Load the pipeline in every worker now: start-up cost paid once, load errors
+    reported before any shard is given out."""
+    client.run(_load_here, model, component)
+
+
+def _load_here(model: str, component: Optional[str]) -> None:
+    _pipeline(model, component)  # returns nothing: the pipeline stays in the worker
+
+
+def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
+         output_dir: Path, batch_size: int, report: AnnotateReport,
+         failures: List[Dict[str, Any]], log: IO, on_shard_done: Optional[Callable],
+         begin: float) -> None:
+    from distributed import as_completed
+
+    from .cluster import worker_memory_mb
+
+    model_path = str(model.resolve())
+    load_on_workers(client, model_path, component)
+    report.startup_seconds = time.perf_counter() - begin
+    _say(log, f"{len(client.scheduler_info()['workers'])} worker(s) ready in "
+              f"{report.startup_seconds:.1f} s; {len(todo)} shard(s) to annotate")
+    futures = {client.submit(annotate_shard, model_path, component, str(shard.resolve()),
+                             str((output_dir / shard.name).resolve()), batch_size,
+                             key=f"annotate-{shard.name}-{time.time_ns()}", pure=False,
+                             retries=1): shard for shard in todo}
+    progress = _Progress(log, len(todo))
+    for future in as_completed(futures):
+        shard = futures[future]
+        try:
+            done = future.result()
+        except Exception as err:  # noqa: BLE001 -- one shard's failure must not stop the rest
+            failures.append({"shard": shard.name, "line": None, "id": None,
+                             "error": f"the shard failed: {type(err).__name__}: {err}"})
+            report.failed_shards.append(shard.name)
+            progress.update(shard.name, None)
+            continue
+        report.shards += 1
+        report.documents += done["documents"]
+        report.tokens += done["tokens"]
+        progress.update(shard.name, done)
+        if on_shard_done is not None:
+            on_shard_done(shard.name)
+    progress.close()
+    report.worker_memory_mb = worker_memory_mb(client)
+
+
+def _merge_errors(output_dir: Path, shards: List[Path], failures: List[Dict[str, Any]]) -> int:
+    """Write ``_errors.jsonl``: the bad rows of every finished shard, then this run's
+    failed shards; rewritten only when it changes. Returns the number of bad rows."""
+    rows: List[Dict[str, Any]] = []
+    for shard in shards:
+        listed = output_dir / ERRORS_DIR / (shard.name + ".jsonl")
+        if (output_dir / shard.name).exists() and listed.exists():
+            rows.extend(srsly.read_jsonl(listed))
+    n_bad = len(rows)
+    rows.extend(failures)
+    path = output_dir / ERRORS_FILE
+    if not rows:
+        if path.exists():
+            path.unlink()
+        return 0
+    text = "".join(srsly.json_dumps(row) + "\n" for row in rows)
+    if not path.exists() or path.read_text(encoding="utf8") != text:
+        write_rows(path, rows)
+    return n_bad
+
+
+def _fingerprint(model: Path, component: Optional[str]) -> Dict[str, Any]:
+    """What identifies a pipeline directory: its path, the component, and the
+    size and modification time of each of its files."""
+    files = sorted(p for p in model.rglob("*") if p.is_file())
+    return {"model": str(model.resolve()), "component": component,
+            "files": {str(p.relative_to(model)): [p.stat().st_size, p.stat().st_mtime_ns]
+                      for p in files}}
+
+
+def _claim_output(output_dir: Path, model: Path, component: Optional[str],
+                  shards: List[Path], overwrite: bool) -> None:
+    """Record which pipeline annotates into ``output_dir``; E102 if finished shards
+    came from another one (``overwrite`` deletes them instead)."""
+    path = output_dir / MODEL_FILE
+    mine = _fingerprint(model, component)
+    then = srsly.read_json(path) if path.exists() else None
+    if overwrite:
+        for shard in shards:
+            for old in (output_dir / shard.name, output_dir / ERRORS_DIR / (shard.name + ".jsonl")):
+                if old.exists():
+                    old.unlink()
+    elif then is not None and then != mine and any((output_dir / s.name).exists() for s in shards):
+        raise ValueError(Errors.E102.format(output=output_dir, model=model,
+                                            then=then.get("model")))
+    if then != mine:
+        srsly.write_json(path, mine)
+
+
+def _check_dirs(model: Path, input_dir: Path, output_dir: Path) -> None:
+    if not (model / "config.cfg").exists():
+        raise ValueError(Errors.E098.format(
+            path=model, why="it is not a pipeline directory (no config.cfg)"))
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(Errors.E101.format(output=output_dir, why="a file, not a directory"))
+    if output_dir.resolve() == input_dir.resolve():
+        raise ValueError(Errors.E101.format(output=output_dir, why="the INPUT directory"))
+
+
+class _Progress:
+    """A tqdm bar on a terminal; otherwise one log line per shard."""
+
+    def __init__(self, log: IO, total: int) -> None:
+        self.log, self.total, self.n = log, total, 0
+        self.bar = None
+        if getattr(log, "isatty", lambda: False)():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="shard", file=log)
+
+    def update(self, name: str, done: Optional[Dict[str, Any]]) -> None:
+        self.n += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            return
+        what = ("FAILED (listed in _errors.jsonl)" if done is None else
+                f"{done['documents']} docs, {done['tokens']} tokens, {done['bad_rows']} bad rows, "
+                f"{done['seconds']:.1f} s")
+        _say(self.log, f"[{self.n}/{self.total}] {name}: {what}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _summary(report: AnnotateReport, n_shards: int) -> str:
+    if not report.shards and not report.failed_shards:
+        head = f"Nothing to do: all {n_shards} shard(s) are annotated already."
+    else:
+        head = (f"Annotated {report.shards} shard(s) ({report.skipped} already done): "
+                f"{report.documents} documents, {report.tokens} tokens in "
+                f"{report.seconds:.1f} s, {report.tokens_per_second:,.0f} tokens/s "
+                f"(start-up {report.startup_seconds:.1f} s).")
+    failures = (f" Failures: {report.bad_rows} bad row(s), {len(report.failed_shards)} failed "
+                f"shard(s), listed in {ERRORS_FILE}." if not report.ok else " Failures: none.")
+    return head + failures
+
+
+def _say(log: IO, line: str) -> None:
+    log.write(line + "\n")
+    log.flush()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spacy_crf.annotate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", type=Path, help="pipeline directory with a crf_tagger")
+    parser.add_argument("input", type=Path, help="directory of .jsonl / .parquet shards")
+    parser.add_argument("output", type=Path, help="directory for the annotated shards")
+    parser.add_argument("--n-workers", type=int, default=2,
+                        help="worker processes of the local cluster (default 2)")
+    parser.add_argument("--address", default=None,
+                        help="a running Dask scheduler to use (tcp://HOST:8786)")
+    parser.add_argument("--batch-size", type=int, default=256, help="docs per nlp.pipe batch")
+    parser.add_argument("--component", default=None,
+                        help="the crf_tagger whose labels are written (default: the last)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="annotate every shard again, finished or not")
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be >= 1, not {args.batch_size}")
+    try:
+        report = annotate(args.model, args.input, args.output, n_workers=args.n_workers,
+                          address=args.address, batch_size=args.batch_size,
+                          component=args.component, overwrite=args.overwrite)
+    except (ValueError, RuntimeError) as err:
+        print(err, file=sys.stderr)
+        return 2
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Dask glue: a client on a local cluster or on a running scheduler.
+
+We run on Dask's distributed scheduler rather than a scheduler of our own.
+Both users of a cluster (``spacy_crf.annotate`` and the data-parallel
+``spacy_crf.fit``) get their client from :func:`dask_client`:
+
+* without an address, a :class:`distributed.LocalCluster` of ``n_workers``
+  processes with one thread each (the CRF kernels and spaCy run one thread per
+  process; processes side-step the GIL), no dashboard, quiet logs;
+* with an address (``tcp://HOST:8786``), a client of that running cluster,
+  whose workers must be able to import spacy_crf and read the paths they are
+  given (a shared file system).
+
+Dask is an optional dependency: ``pip install "spacy-crf[distributed]"``.
+"""
+
+import logging
+import os
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional
+
+from .errors import Errors
+
+
+@contextmanager
+def dask_client(n_workers: int = 2, address: Optional[str] = None,
+                timeout: float = 60.0) -> Iterator[Any]:
+    """A ``distributed.Client``, closed (with its local cluster) on exit.
+
+    Parameters
+    ----------
+    n_workers : int
+        Worker processes of the local cluster (ignored with ``address``).
+    address : str, optional
+        A running scheduler to join instead of starting a local cluster.
+    timeout : float
+        Seconds to wait for the scheduler or the workers.
+
+    Raises
+    ------
+    RuntimeError
+        E100 when Dask is not installed or the cluster cannot be started or joined.
+    """
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as err:
+        raise RuntimeError(Errors.E100.format(why=f"dask.distributed is not installed: {err}"))
+    cluster = None
+    try:
+        if address:
+            client = Client(address, timeout=timeout)
+        else:
+            if n_workers < 1:
+                raise RuntimeError(Errors.E100.format(why=f"--n-workers is {n_workers}, not >= 1"))
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR,
+                                   # a worker that dies is restarted by its nanny
+                                   env={"OMP_NUM_THREADS": "1"})
+            client = Client(cluster, timeout=timeout)
+            client.wait_for_workers(n_workers, timeout=timeout)
+    except (OSError, TimeoutError) as err:
+        if cluster is not None:
+            cluster.close()
+        raise RuntimeError(Errors.E100.format(why=f"{type(err).__name__}: {err}")) from err
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def worker_memory_mb(client: Any) -> Dict[str, float]:
+    """Resident memory (MB) of every worker process of ``client``'s cluster."""
+    return {address: rss / 2**20 for address, rss in client.run(_rss).items()}
+
+
+def worker_pids(client: Any) -> Dict[str, int]:
+    """The process id of every worker (what a test kills to lose a worker)."""
+    return client.run(os.getpid)
+
+
+def _rss() -> int:
+    import psutil  # a dependency of distributed
+
+    return psutil.Process().memory_info().rss

@@ -1,0 +1,164 @@
+"""Reading and writing the document shards of ``spacy_crf.annotate``.
+
+A shard is one file of documents, JSON lines (``.jsonl``) or Parquet
+(``.parquet``), one row per document. Rows are read with their 1-based line
+(JSONL) or row (Parquet) number, so that a bad row can be reported where it
+is. Output shards are written whole to a hidden temporary file beside their
+final name and renamed into place: a reader (or a restarted run) sees either
+the finished shard or nothing, never part of one.
+
+Parquet needs pyarrow (``pip install "spacy-crf[distributed]"``); JSON lines
+need nothing beyond srsly.
+"""
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import srsly
+
+from .errors import Errors
+
+FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
+#: temporary files start with this (and are never taken for shards)
+TEMP_PREFIX = ".tmp-"
+
+Row = Dict[str, Any]
+
+
+def list_shards(directory: Path) -> List[Path]:
+    """The shard files of ``directory`` (JSONL and Parquet), sorted by name.
+
+    Raises
+    ------
+    ValueError
+        E097 when ``directory`` is not a directory or holds no shard.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ValueError(Errors.E097.format(path=directory, why="it is not a directory"))
+    shards = sorted(p for p in directory.iterdir()
+                    if p.is_file() and p.suffix in FORMATS and not p.name.startswith("."))
+    if not shards:
+        raise ValueError(Errors.E097.format(path=directory, why="it has no .jsonl or .parquet file"))
+    return shards
+
+
+def read_rows(path: Path) -> Iterator[Tuple[int, Optional[Row], Optional[str]]]:
+    """``(line, row, problem)`` for every row of a shard: ``row`` is None and
+    ``problem`` says why where a JSONL line is not a JSON object."""
+    if FORMATS[path.suffix] == "parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
+            yield i, row, None
+        return
+    with path.open("r", encoding="utf8") as lines:
+        for i, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = srsly.json_loads(line)
+            except ValueError as err:
+                yield i, None, f"not valid JSON ({err})"
+                continue
+            if not isinstance(row, dict):
+                yield i, None, f"a JSON {type(row).__name__}, not an object"
+                continue
+            yield i, row, None
+
+
+def write_rows(path: Path, rows: Sequence[Row], schema: Optional[Any] = None) -> None:
+    """Write ``rows`` as the shard ``path`` (its suffix gives the format), atomically.
+
+    Parameters
+    ----------
+    path : Path
+        The final file name.
+    rows : sequence of dict
+        The rows.
+    schema : pyarrow.Schema, optional
+        Parquet only: the columns (:func:`output_schema` for annotate's output;
+        by default inferred from the rows, or ``id`` and ``text`` without rows).
+    """
+    temp = path.with_name(f"{TEMP_PREFIX}{uuid.uuid4().hex}-{path.name}")
+    try:
+        if FORMATS[path.suffix] == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            if schema is None and not rows:
+                schema = pa.schema([("id", pa.string()), ("text", pa.string())])
+            pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), temp)
+        else:
+            srsly.write_jsonl(temp, rows)
+        os.replace(temp, path)  # atomic within a file system
+    finally:
+        if temp.exists():
+            temp.unlink()
+
+
+def remove_stale_temp_files(directory: Path) -> int:
+    """Delete the temporary files a killed run left in ``directory``; how many."""
+    stale = [p for p in Path(directory).glob(f"{TEMP_PREFIX}*") if p.is_file()]
+    for p in stale:
+        p.unlink()
+    return len(stale)
+
+
+def output_schema(with_spans: bool, id_type: Optional[Any] = None):
+    """The Parquet schema of annotate's output rows: ``id`` (of ``id_type``, the
+    input's; string by default), ``tokens`` and, with ``with_spans``, ``spans``."""
+    import pyarrow as pa
+
+    token = pa.struct([("text", pa.string()), ("label", pa.string()),
+                       ("confidence", pa.float64())])
+    fields = [("id", id_type or pa.string()), ("tokens", pa.list_(token))]
+    if with_spans:
+        span = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("label", pa.string()),
+                          ("confidence", pa.float64())])
+        fields.append(("spans", pa.list_(span)))
+    return pa.schema(fields)
+
+
+def parquet_id_type(path: Path):
+    """The pyarrow type of a Parquet shard's ``id`` column (None if it has none)."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(path)
+    return schema.field("id").type if "id" in schema.names else None
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.shard_io CORPUS.spacy OUTPUT_DIR [--n-shards N] [--format F]``:
+    the texts of a ``.spacy`` corpus as annotate's input shards (``id`` is
+    ``STEM-INDEX``), e.g. to try annotate on the shipped sample."""
+    import argparse
+
+    import spacy
+    from spacy.tokens import DocBin
+
+    parser = argparse.ArgumentParser(prog="python -m spacy_crf.shard_io", description=main.__doc__)
+    parser.add_argument("corpus", type=Path, help="a .spacy file")
+    parser.add_argument("output", type=Path, help="directory for the shards")
+    parser.add_argument("--n-shards", type=int, default=4)
+    parser.add_argument("--format", choices=sorted(set(FORMATS.values())), default="jsonl")
+    args = parser.parse_args(argv)
+    if args.n_shards < 1:
+        parser.error(f"--n-shards must be >= 1, not {args.n_shards}")
+    docs = DocBin().from_disk(args.corpus).get_docs(spacy.blank("xx").vocab)
+    rows = [{"id": f"{args.corpus.stem}-{i}", "text": doc.text} for i, doc in enumerate(docs)]
+    args.output.mkdir(parents=True, exist_ok=True)
+    size = -(-len(rows) // args.n_shards)
+    suffix = {v: k for k, v in FORMATS.items()}[args.format]
+    for k in range(args.n_shards):
+        write_rows(args.output / f"{args.corpus.stem}-{k:03d}{suffix}", rows[k * size:(k + 1) * size])
+    print(f"{len(rows)} documents in {args.n_shards} shard(s) in {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
