@@ -12,14 +12,21 @@ It prints one line per iteration, evaluates dev with ``nlp.evaluate`` every
 ``--eval-frequency`` iterations and at the end, and writes ``DIR/model-best``
 and ``DIR/model-last`` with the dev scores in ``meta.json``, as ``spacy train``
 does. The ``[training]`` optimizer, batcher and epochs are not used.
+
+``--n-workers N`` evaluates the objective on a local Dask cluster of N
+processes instead of threads, one corpus shard each; ``--address ADDR`` on a
+running cluster (one shard per worker). The driver featurizes, scatters the
+shards once and runs the optimizer; the weights equal the threaded fit's with
+as many shards.
 """
 
 import argparse
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from spacy.language import Language
@@ -35,6 +42,7 @@ from .errors import Errors
 from .pipeline.crf_tagger import CRFTagger
 from .training.corpus import (FEATURE_CRF, check_emissions, featurize_corpus, read_corpus,
                               release_memory, write_weights)
+from .training.distributed import DaskObjective
 from .training.objective import ShardedObjective
 from .training.optimize import OPTIMIZERS, StoppingRule, minimize
 from .training.owlqn import Iteration
@@ -56,6 +64,8 @@ def fit(
     eval_frequency: int = 20,
     component: Optional[str] = None,
     n_threads: Optional[int] = None,
+    n_workers: Optional[int] = None,
+    address: Optional[str] = None,
     optimizer: str = "lbfgs",
     stdout: Optional[IO] = None,
 ) -> Language:
@@ -93,6 +103,14 @@ def fit(
     n_threads : int, optional
         Threads (and corpus shards) for the objective; default: the CPUs this
         process may use.
+    n_workers : int, optional
+        Evaluate the objective on a local Dask cluster of this many worker
+        processes instead, one corpus shard each (data-parallel; needs the
+        ``distributed`` extra). The weights equal the threaded fit's with as
+        many shards.
+    address : str, optional
+        Use the running Dask cluster at this scheduler address instead (one
+        shard per worker it has).
     optimizer : str
         ``lbfgs``: our L-BFGS (OWL-QN when ``c1 > 0``), CRFsuite's algorithm
         with a backtracking line search. ``scipy``: scipy's L-BFGS-B (``c1 =
@@ -107,7 +125,7 @@ def fit(
         The pipeline with the weights of the last iteration (``model-last``).
     """
     _check_options(c1=c1, c2=c2, max_iterations=max_iterations, period=period, delta=delta,
-                   eval_frequency=eval_frequency, n_threads=n_threads)
+                   eval_frequency=eval_frequency, n_threads=n_threads, n_workers=n_workers)
     if optimizer not in OPTIMIZERS or (optimizer == "scipy" and c1 > 0):
         raise ValueError(Errors.E032.format(name="optimizer", value=optimizer,
                                             what=f"one of {OPTIMIZERS} ('scipy' with c1 = 0)"))
@@ -123,32 +141,37 @@ def fit(
     train_examples = read_corpus(train_corpus, nlp)
     _initialize(nlp, T, train_examples)
     _annotate(nlp, pipe, T, train_examples)
-    shards, buckets = featurize_corpus(pipe, train_examples, n_threads)
-    check_emissions(pipe, train_examples, shards[0], buckets)
-    # the shards hold all the optimizer needs: give the corpus's memory back
-    # before the optimizer's vectors take theirs (CoNLL-2000: about 190 MB)
-    del train_examples
-    release_memory()
-    layout = shards[0].layout
-    dev_examples = read_corpus(dev_corpus, nlp)
-    evaluate = create_evaluation_callback(nlp, lambda _: dev_examples, T["score_weights"])
-    n_tokens = sum(shard.n_tokens for shard in shards)
-    n_seqs = sum(int(shard.structure.lengths.shape[0]) for shard in shards)
-    _say(out, f"Fitting '{pipe.name}' ({pipe.cfg['structure']}, {layout.n_labels} labels) on "
-              f"{n_seqs} sequences, {n_tokens} tokens: {layout.n_rows} feature rows, "
-              f"{layout.size} weights, {len(shards)} shard(s); "
-              f"{'OWL-QN' if c1 > 0 else 'L-BFGS'} ({optimizer}) c1={c1:g} c2={c2:g}; "
-              f"ready in {time.perf_counter() - begin:.1f} s")
-    objective = ShardedObjective(shards, c2=c2, n_threads=n_threads)
-    progress = _Progress(out, pipe, layout, buckets, evaluate, eval_frequency, begin)
-    try:
-        theta, n_iterations, message = minimize(
-            objective, np.zeros(layout.size), c1=c1, max_iterations=max_iterations,
-            rule=StoppingRule(period=period, delta=delta), report=progress,
-            optimizer=optimizer)
-    finally:
-        objective.close()
-    final = progress.finish(theta, n_iterations, objective)
+    with _engine(n_workers, address) as client:
+        # one shard per thread, or per Dask worker
+        n_shards = n_threads if client is None else len(client.scheduler_info()["workers"])
+        shards, buckets = featurize_corpus(pipe, train_examples, n_shards)
+        check_emissions(pipe, train_examples, shards[0], buckets)
+        # the shards hold all the optimizer needs: give the corpus's memory back
+        # before the optimizer's vectors take theirs (CoNLL-2000: about 190 MB)
+        del train_examples
+        release_memory()
+        layout = shards[0].layout
+        dev_examples = read_corpus(dev_corpus, nlp)
+        evaluate = create_evaluation_callback(nlp, lambda _: dev_examples, T["score_weights"])
+        n_tokens = sum(shard.n_tokens for shard in shards)
+        n_seqs = sum(int(shard.structure.lengths.shape[0]) for shard in shards)
+        where = "" if client is None else f" on {n_shards} Dask worker(s)"
+        _say(out, f"Fitting '{pipe.name}' ({pipe.cfg['structure']}, {layout.n_labels} labels) on "
+                  f"{n_seqs} sequences, {n_tokens} tokens: {layout.n_rows} feature rows, "
+                  f"{layout.size} weights, {len(shards)} shard(s){where}; "
+                  f"{'OWL-QN' if c1 > 0 else 'L-BFGS'} ({optimizer}) c1={c1:g} c2={c2:g}; "
+                  f"ready in {time.perf_counter() - begin:.1f} s")
+        objective = (ShardedObjective(shards, c2=c2, n_threads=n_threads) if client is None
+                     else DaskObjective(shards, client, c2=c2))
+        progress = _Progress(out, pipe, layout, buckets, evaluate, eval_frequency, begin)
+        try:
+            theta, n_iterations, message = minimize(
+                objective, np.zeros(layout.size), c1=c1, max_iterations=max_iterations,
+                rule=StoppingRule(period=period, delta=delta), report=progress,
+                optimizer=optimizer)
+            final = progress.finish(theta, n_iterations, objective)
+        finally:
+            objective.close()
     _say(out, f"{message}; {n_iterations} iterations, {objective.n_evaluations} evaluations "
               f"of the objective, {time.perf_counter() - begin:.1f} s")
     if output_dir is not None:
@@ -209,17 +232,29 @@ class _Progress:
 
 
 def _check_options(**values: Any) -> None:
-    """E032 for an option out of range (``n_threads`` may be None)."""
+    """E032 for an option out of range (``n_threads``, ``n_workers`` may be None)."""
     least = {"c1": 0, "c2": 0, "delta": 0, "max_iterations": 0, "period": 0,
-             "eval_frequency": 1, "n_threads": 1}
+             "eval_frequency": 1, "n_threads": 1, "n_workers": 1}
     for name, value in values.items():
-        if name == "n_threads" and value is None:
+        if name in ("n_threads", "n_workers") and value is None:
             continue
         whole = isinstance(least[name], int) and name not in ("c1", "c2", "delta")
         kinds = (int,) if whole else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds) or not value >= least[name]:
             what = f"a {'whole number' if whole else 'number'} >= {least[name]}"
             raise ValueError(Errors.E032.format(name=name, what=what, value=value))
+
+
+@contextmanager
+def _engine(n_workers: Optional[int], address: Optional[str]) -> Iterator[Any]:
+    """A Dask client when the fit is distributed, else None (threads)."""
+    if n_workers is None and address is None:
+        yield None
+        return
+    from .cluster import dask_client
+
+    with dask_client(n_workers=n_workers or 2, address=address) as client:
+        yield client
 
 
 def _load(config) -> Tuple[Language, Dict[str, Any], Callable, Callable]:
@@ -334,6 +369,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="evaluate dev every N iterations (and at the end)")
     parser.add_argument("--component", default=None, help="the crf_tagger to train")
     parser.add_argument("--threads", type=int, default=None, help="threads for the objective")
+    parser.add_argument("--n-workers", type=int, default=None,
+                        help="evaluate the objective on a local Dask cluster of N workers")
+    parser.add_argument("--address", default=None,
+                        help="evaluate the objective on the running Dask cluster at ADDR")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs",
                         help="lbfgs: ours (OWL-QN if c1 > 0); scipy: L-BFGS-B (c1 = 0)")
     args, rest = parser.parse_known_args(argv)
@@ -344,7 +383,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         fit(args.config, args.output, overrides=overrides, c1=args.c1, c2=args.c2,
             max_iterations=args.max_iterations, period=args.period, delta=args.delta,
             eval_frequency=args.eval_frequency, component=args.component,
-            n_threads=args.threads, optimizer=args.optimizer)
+            n_threads=args.threads, n_workers=args.n_workers, address=args.address,
+            optimizer=args.optimizer)
     return 0
 
 

@@ -11,9 +11,9 @@ the CRF lives in one flat float64 vector ``theta`` whose layout is a
 ``shard.loss_and_gradient(theta)`` is the summed negative log-likelihood of
 its sequences and its gradient, nothing else: the objective of the corpus is
 the sum over shards plus the penalty. Shards pickle and hold no numba object,
-so the same call runs on other workers (a Dask or Ray map, then a sum);
-:class:`ShardedObjective` runs them on a thread pool (the kernels release the
-GIL) and adds CRFsuite's L2 term.
+so the same call runs on other workers; :class:`ShardedObjective` runs them on
+a thread pool (the kernels release the GIL) and adds CRFsuite's L2 term, and
+``training.distributed.DaskObjective`` runs them on Dask workers.
 """
 
 from concurrent.futures import ThreadPoolExecutor
