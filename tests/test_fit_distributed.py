@@ -65,3 +65,21 @@ def test_fit_on_two_workers_trains_the_single_process_weights(sample_corpus, tmp
     for a, b in zip(crf_weights(one), crf_weights(two), strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-12)
     assert any(np.abs(w).max() > 0 for w in crf_weights(two))
+
+
+def test_a_shard_of_read_only_buffers_is_copied_on_purpose():
+    """What a zero-copy object store hands a worker: read-only arrays."""
+    from spacy_crf.training.distributed import shard_loss_and_gradient
+
+    rng = np.random.default_rng(5)
+    lengths = [2, 4, 1]
+    shard = random_chain_shard(rng, lengths, partial=True)
+    theta = rng.normal(size=shard.layout.size)
+    expected = FeaturizedShard(shard.layout, shard.rows.copy(), shard.gold.copy(),
+                               Structure.chain(np.asarray(lengths))).loss_and_gradient(theta)
+    for array in (shard.rows, shard.gold, shard.structure.lengths, theta):
+        array.setflags(write=False)
+    loss, gradient = shard_loss_and_gradient(shard, theta)
+    assert loss == expected[0]
+    np.testing.assert_array_equal(gradient, expected[1])
+    assert shard.rows.flags.writeable and shard.structure.lengths.flags.writeable
