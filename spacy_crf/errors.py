@@ -154,6 +154,11 @@ class Errors(metaclass=_Codes):
             "pip install \"spacy-crf[distributed]\".")
     E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
             "apart from INPUT.")
+    E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure = "
+            "'{structure}'{order}. Use structure = \"chain\" and order = 1 with it, or a "
+            "FeatureCRF / NeuralCRF model.")
+    E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
+            "count), got {value!r}.")
     E102 = ("OUTPUT '{output}' holds shards annotated with another pipeline ({then}), not "
             "'{model}': finished shards are skipped, so the output would mix the two. Pass "
             "--overwrite to annotate everything again with this one, or a new OUTPUT.")

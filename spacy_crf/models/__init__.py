@@ -1,4 +1,4 @@
-from .architectures import FeatureCRF, NeuralCRF
+from .architectures import HMM, FeatureCRF, NeuralCRF
 from .potentials import CRFScores
 
-__all__ = ["FeatureCRF", "NeuralCRF", "CRFScores"]
+__all__ = ["FeatureCRF", "NeuralCRF", "HMM", "CRFScores"]

@@ -10,6 +10,7 @@ from thinc.types import Floats2d
 from ..errors import Errors
 from .featurize import featurize
 from .hashed_linear import hashed_linear
+from .hmm import hmm
 from .potentials import CRFScores, crf_potentials
 from .sparse_table import ATTR as SPARSE_TABLE, LR_SCALE
 from .sum_emissions import sum_emissions
@@ -153,4 +154,31 @@ def NeuralCRF(
     model = chain(emissions, potentials)
     model.name = "neural_crf"
     model.set_ref("tok2vec", tok2vec)
+    return model
+
+
+@registry.architectures("spacy-crf.HMM.v1")
+def HMM(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
+        ) -> Model[List[Doc], CRFScores]:
+    """A first-order hidden Markov model: the generative baseline, decoded by
+    the chain kernel (see ``spacy_crf.models.hmm``).
+
+    It learns from counts when the component is initialized (``spacy train``
+    and ``nlp.initialize`` hand it the whole training corpus); updates leave it
+    as it is. Chain structure, first order only.
+
+    Parameters
+    ----------
+    n_buckets : int
+        Rows of the hashed count tables (words, and suffixes with capitalisation).
+    smoothing : float
+        Added to every count (transitions and word-tag counts), > 0.
+    nO : int, optional
+        Number of tags, usually inferred from the component's labels.
+    """
+    _check_positive("n_buckets", n_buckets)
+    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not smoothing > 0:
+        raise ValueError(Errors.E104.format(value=smoothing))
+    model = hmm(n_buckets, float(smoothing), nO=nO)
+    _label_sized(model)
     return model

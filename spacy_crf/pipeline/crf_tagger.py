@@ -30,6 +30,7 @@ from ..objectives import get_objective
 from ..errors import Errors, Warnings
 from ..features.doc_arrays import doc_lengths, sentence_lengths
 from ..models.architectures import set_n_labels
+from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
 from ..models.sparse_table import step_model, sync_averages
 from ..models.serialize import model_from_bytes, model_to_bytes
@@ -183,6 +184,11 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E019.format(value=n_best))
         if n_best and not crf_structure.supports_n_best:
             raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
+        scorable = model.attrs.get(STRUCTURES)
+        if scorable is not None and crf_structure.name not in scorable:
+            raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
+                                                structure=structure,
+                                                order=f", order = {order}" if order != 1 else ""))
         self.vocab = vocab
         self.model = model
         self.name = name
@@ -220,8 +226,10 @@ class CRFTagger(TrainablePipe):
 
     @property
     def n_relation_groups(self) -> int:
-        """Relation groups of the model's label-interaction scores (its ``n_relations``)."""
-        return _potentials(self.model).get_dim("nR")
+        """Relation groups of the model's label-interaction scores (its ``n_relations``;
+        1 for a model without a ``crf_potentials`` layer, such as the HMM)."""
+        potentials = _find_potentials(self.model)
+        return 1 if potentials is None else potentials.get_dim("nR")
 
     @property
     def labels(self) -> tuple:
@@ -416,6 +424,12 @@ class CRFTagger(TrainablePipe):
         self.cfg.update(self.crf_structure.initialize_cfg(self, get_examples))
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=sample or None)
+        fit_counts = self.model.attrs.get(FIT_COUNTS)
+        if fit_counts is not None:  # a generative model (the HMM) learns its counts here
+            examples = [eg for eg in get_examples() if len(eg.predicted)]
+            docs = [eg.predicted for eg in examples]
+            gold = np.concatenate([self.target.gold_ids(eg) for eg in examples])
+            fit_counts(self.model, docs, gold, self._structure(docs).lengths)
 
     def add_label(self, label: str) -> int:
         """Add a label before ``initialize``; returns 1 if it was new, else 0."""
@@ -548,7 +562,7 @@ class CRFTagger(TrainablePipe):
         templates = [node.attrs["templates"] for node in self.model.walk()
                      if "templates" in node.attrs]
         reading = [t.names for t in templates if t.reads("DEP")]
-        if reading or _potentials(self.model).get_dim("nR") != 1:
+        if reading or self.n_relation_groups != 1:
             raise ValueError(Errors.E017.format(templates=reading))
 
     def _load(self, cfg: Dict[str, Any], model_bytes: bytes, where: str) -> "CRFTagger":
@@ -579,8 +593,9 @@ class CRFTagger(TrainablePipe):
         self.target.set_labels(self.cfg["labels"], self.vocab)
 
     def _initialized(self) -> bool:
-        return any(node.name == "crf_potentials" and node.has_param("transitions")
-                   and node.get_param("transitions") is not None for node in self.model.walk())
+        # the layer with the transition scores (crf_potentials, the HMM) has them allocated
+        return any(node.has_param("transitions") and node.get_param("transitions") is not None
+                   for node in self.model.walk())
 
     def _require_labels(self) -> None:
         if not self.labels or not self._initialized():
@@ -610,11 +625,18 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
     return pipe
 
 
-def _potentials(model: Model) -> Model:
+def _find_potentials(model: Model) -> Optional[Model]:
     for node in model.walk():
         if node.name == "crf_potentials":
             return node
-    raise ValueError(Errors.E066)
+    return None
+
+
+def _potentials(model: Model) -> Model:
+    potentials = _find_potentials(model)
+    if potentials is None:
+        raise ValueError(Errors.E066)
+    return potentials
 
 
 def _token_confidence(token: Token) -> Optional[float]:
