@@ -131,8 +131,8 @@ class Errors(metaclass=_Codes):
             "{n_labels} labels: the saved cfg and model do not belong together. Retrain, or "
             "load the model directory as it was saved.")
     E096 = ("store_confidence on the span target '{target}' needs span probabilities, which "
-            "the structure '{structure}' does not compute yet: use order = 1 for entity "
-            "confidences, or store_confidence = false.")
+            "the structure '{structure}' does not compute: use store_confidence = false, or "
+            "a chain (order 1 or 2).")
     E090 = ("Cannot join sentence {i} (sent_id {sid}: {words} ...) to the CoNLL-U file: "
             "{why}. Tried sent_id, the token sequence and the position. Pass the CoNLL-U "
             "split of the same sentences as --conllu.")

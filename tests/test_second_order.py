@@ -232,8 +232,7 @@ def test_order_two_keeps_span_schemes_and_refuses_what_it_lacks():
     doc = nlp("Ana met Bo in Rome today")
     assert [(e.text, e.label_) for e in doc.ents] == [("Ana", "PER"), ("Bo", "PER"), ("Rome", "LOC")]
     for config, code in (({"order": 2, "structure": "tree"}, "E094"), ({"order": 3}, "E094"),
-                         ({"order": 0}, "E094"),
-                         ({"order": 2, "target": "ents", "store_confidence": True}, "E096")):
+                         ({"order": 0}, "E094")):
         with pytest.raises(ValueError, match=code):
             spacy.blank("en").add_pipe("crf_tagger", config=config)
 
@@ -339,3 +338,69 @@ def test_component_n_best_with_order_two():
     probability, tags = lists[0][0]
     assert tags == PERIOD and 0.0 < probability <= 1.0
     assert sum(p for p, _ in lists[0]) <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("seed", SEEDS[:5])
+def test_span_probabilities_match_brute_force(seed, prune):
+    """P(labels[s:e] on the span's tokens, and no blocked label right after it)."""
+    scores, layout, rng = problem(seed, prune=prune)
+    L = scores.emissions.shape[1]
+    structure = get_structure("chain_order2")
+    N = int(layout.lengths.sum())
+    labels = rng.integers(0, L, size=N)
+    seq_start = np.cumsum(layout.lengths) - layout.lengths
+    spans = []
+    for o, n in zip(seq_start, layout.lengths):
+        a = int(rng.integers(0, n))
+        spans.append((o + a, o + int(rng.integers(a + 1, n + 1))))
+    starts, ends = (np.asarray(x) for x in zip(*spans))
+    blocked = rng.random((L, L)) < 0.3  # [last label of the span, next label]
+    fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, size=N), -1)
+    log_p, log_z = structure.span_log_probabilities(scores, layout, labels, starts, ends,
+                                                    blocked, fixed)
+    for q, ((s, e), o, n) in enumerate(zip(spans, seq_start, layout.lengths)):
+        seqs = [ys for ys in labellings(int(n), L, layout.pairs)
+                if all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
+        sc = np.asarray([path_score(scores, o, ys) for ys in seqs])
+        assert log_z[q] == pytest.approx(logsumexp(sc), abs=1e-8)
+        inside = [all(ys[t - o] == labels[t] for t in range(s, e))
+                  and (e == o + n or not blocked[labels[e - 1], ys[e - o]]) for ys in seqs]
+        expected = logsumexp(sc[np.asarray(inside, dtype=bool)]) - logsumexp(sc)
+        if np.isfinite(expected):
+            assert log_p[q] == pytest.approx(expected, abs=1e-8)
+        else:
+            assert log_p[q] == -np.inf or not np.isfinite(log_p[q])
+
+
+def test_entity_confidences_with_order_two():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "order": 2, "store_confidence": True})
+    examples = [Example.from_dict(nlp.make_doc("Ana met Bo in Rome today"),
+                                  {"entities": [(0, 3, "PER"), (8, 10, "PER"), (14, 18, "LOC")]})]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    doc = nlp("Ana met Bo in Rome today")
+    assert [e.label_ for e in doc.ents] == ["PER", "PER", "LOC"]
+    for ent in doc.ents:
+        assert 0.5 < ent._.crf_confidence <= 1.0
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_span_probabilities_without_triples_are_the_first_order_chains(seed):
+    scores, layout, rng = problem(seed)
+    scores.triples[...] = 0.0
+    L = scores.emissions.shape[1]
+    N = int(layout.lengths.sum())
+    labels = rng.integers(0, L, size=N)
+    seq_start = np.cumsum(layout.lengths) - layout.lengths
+    starts = seq_start
+    ends = seq_start + np.maximum(layout.lengths // 2, 1)
+    blocked = rng.random((L, L)) < 0.3
+    got, _ = get_structure("chain_order2").span_log_probabilities(
+        scores, layout, labels, starts, ends, blocked)
+    chain_layout = inference.Structure.chain(layout.lengths)
+    expected, _ = get_structure("chain").span_log_probabilities(
+        scores, chain_layout, labels, starts, ends, blocked)
+    np.testing.assert_allclose(got, expected, atol=1e-8)

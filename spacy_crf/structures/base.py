@@ -281,3 +281,22 @@ def previous_in_sequence(values: np.ndarray, lengths: np.ndarray, fill: int,
     has = np.flatnonzero(positions_in_sequence(lengths) >= steps)
     out[has] = values[has - steps]
     return out
+
+
+def check_spans(labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 blocked_after: np.ndarray, lengths: np.ndarray, n_tokens: int,
+                 n_labels: int) -> None:
+    """E050 unless the spans are non-empty, sorted, each inside one sequence, and
+    the labels are label ids: the kernel trusts all that (a span past the end of
+    its sequence would read the next one's rows, or past the arrays)."""
+    ok = (labels.shape == (n_tokens,) and starts.shape == ends.shape
+          and blocked_after.shape == (n_labels, n_labels)
+          and bool(np.all(starts < ends)) and bool(np.all(np.diff(starts) >= 0)))
+    if ok and starts.size:
+        seq_end = np.cumsum(lengths)
+        seq = np.searchsorted(seq_end, starts, side="right")  # the sequence holding each start
+        ok = starts[0] >= 0 and seq[-1] < len(seq_end) and bool(np.all(ends <= seq_end[seq]))
+    if ok and labels.size:
+        ok = 0 <= labels.min() and labels.max() < n_labels
+    if not ok:
+        raise ValueError(Errors.E050.format(n_labels=n_labels))

@@ -16,7 +16,8 @@ from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
 from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
-                   labels_or_free, positions_in_sequence, register_structure, sequence_ends)
+                   check_spans, labels_or_free, positions_in_sequence, register_structure,
+                   sequence_ends)
 
 
 @dataclass
@@ -90,7 +91,7 @@ class ChainStructure(CRFStructure):
         ends = np.ascontiguousarray(ends, dtype=np.int64)
         labels = np.ascontiguousarray(labels, dtype=np.int64)
         blocked_after = np.ascontiguousarray(blocked_after, dtype=np.bool_)
-        _check_spans(labels, starts, ends, blocked_after, layout.lengths, emissions.shape[0], L)
+        check_spans(labels, starts, ends, blocked_after, layout.lengths, emissions.shape[0], L)
         log_p = np.zeros(starts.shape[0])
         log_z = np.zeros(layout.n_sequences)
         span_marginals.span_marginals(emissions, layout.lengths, *self._interactions(scores),
@@ -117,22 +118,3 @@ class ChainStructure(CRFStructure):
                                    params["transitions"], params["start"], params["end"],
                                    emissions, d_emissions, nll, grads["W"], grads["b"],
                                    grads["transitions"], grads["start"], grads["end"])
-
-
-def _check_spans(labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                 blocked_after: np.ndarray, lengths: np.ndarray, n_tokens: int,
-                 n_labels: int) -> None:
-    """E050 unless the spans are non-empty, sorted, each inside one sequence, and
-    the labels are label ids: the kernel trusts all that (a span past the end of
-    its sequence would read the next one's rows, or past the arrays)."""
-    ok = (labels.shape == (n_tokens,) and starts.shape == ends.shape
-          and blocked_after.shape == (n_labels, n_labels)
-          and bool(np.all(starts < ends)) and bool(np.all(np.diff(starts) >= 0)))
-    if ok and starts.size:
-        seq_end = np.cumsum(lengths)
-        seq = np.searchsorted(seq_end, starts, side="right")  # the sequence holding each start
-        ok = starts[0] >= 0 and seq[-1] < len(seq_end) and bool(np.all(ends <= seq_end[seq]))
-    if ok and labels.size:
-        ok = 0 <= labels.min() and labels.max() < n_labels
-    if not ok:
-        raise ValueError(Errors.E050.format(n_labels=n_labels))

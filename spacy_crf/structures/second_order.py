@@ -28,7 +28,7 @@ for the pairs that disagree with them. A sequence whose gold labelling leaves
 the pruned space (a pair never seen in training) is treated as unannotated.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -38,8 +38,9 @@ from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
-                   positions_in_sequence, previous_in_sequence, register_structure)
+from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans,
+                   gradient_in_dtype, labels_or_free, positions_in_sequence, previous_in_sequence,
+                   register_structure)
 
 #: cfg key of the kept label pairs: [previous, label], previous -1 for START
 PAIRS_KEY = "label_pairs"
@@ -193,6 +194,7 @@ class SecondOrderChain(CRFStructure):
     layout_class = SecondOrderLayout
     supports_spans = True
     supports_n_best = True
+    supports_span_probabilities = True
 
     def prepare_model(self, model, target: str) -> None:
         for node in model.walk():
@@ -241,6 +243,49 @@ class SecondOrderChain(CRFStructure):
                             np.full(emissions.shape[0], -1, dtype=np.int64), k, states, best,
                             counts)
         return (x.label[states] if len(x.label) else states), best, counts
+
+    def span_log_probabilities(self, scores, layout, labels, starts, ends, blocked_after,
+                               fixed=None, force_log=False):
+        """By clamping: every span's sequence once more, its tokens fixed to the
+        span's labels and the token after it kept off the labels that would
+        continue it (``blocked_after[last label of the span, next label]``);
+        ``log P(span) = log Z(clamped copy) - log Z``. One sum pass
+        over the batch and one over the copies (a sequence per span)."""
+        emissions = self.check(scores, layout)
+        lengths = layout.lengths
+        starts, ends, labels = (np.ascontiguousarray(a, dtype=np.int64)
+                                for a in (starts, ends, labels))
+        blocked_after = np.asarray(blocked_after, dtype=bool)  # [last label, next label]
+        check_spans(labels, starts, ends, blocked_after, lengths, emissions.shape[0],
+                    emissions.shape[1])
+        fixed = labels_or_free(emissions.shape[0], fixed)
+        x = self._expand(scores, layout)
+        log_z = x.sum_pass(x.mask(layout, fixed), lengths)[0]
+        if not starts.shape[0]:
+            return np.zeros(0), log_z
+        seq_end = np.cumsum(lengths)
+        seq = np.searchsorted(seq_end, starts, side="right")  # the sequence of each span
+        copy_lengths = lengths[seq]
+        span_of_row = np.repeat(np.arange(starts.shape[0]), copy_lengths)
+        rows = np.repeat(seq_end[seq] - copy_lengths, copy_lengths) + positions_in_sequence(
+            copy_lengths)
+        in_span = (rows >= starts[span_of_row]) & (rows < ends[span_of_row])
+        copy_fixed = fixed[rows]
+        # a span against a forced label has no labelling: probability 0
+        conflict = in_span & (copy_fixed >= 0) & (copy_fixed != labels[rows])
+        impossible = np.bincount(span_of_row[conflict], minlength=starts.shape[0]) > 0
+        copy_fixed[in_span] = labels[rows[in_span]]
+        copy_emissions = emissions[rows]
+        after = np.flatnonzero(rows == ends[span_of_row])
+        blocked = blocked_after[labels[ends - 1]][span_of_row[after]]
+        copy_emissions[after] = np.where(blocked, -np.inf, copy_emissions[after])
+        copy_layout = SecondOrderLayout(copy_lengths, layout.pairs)
+        copy = self._expand(replace(scores, emissions=copy_emissions), copy_layout)
+        clamped = copy.sum_pass(copy.mask(copy_layout, copy_fixed), copy_lengths)[0]
+        with np.errstate(invalid="ignore"):
+            log_p = clamped - log_z[seq]
+        log_p[impossible] = -np.inf
+        return log_p, log_z
 
     def marginals(self, scores, layout, fixed=None):
         x = self._expand(scores, layout)
