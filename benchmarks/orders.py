@@ -1,4 +1,6 @@
-"""First-order against second-order chains (``order = 2``), in one run.
+"""First-order against second-order chains (``order = 2``), and for CoNLL-2000
+the first-order chain with input-dependent transitions (``transition_templates``,
+``configs/conll2000_chunking_transitions.cfg``), in one run.
 
 For CoNLL-2000 chunking, UD English EWT r2.9 UPOS and Universal NER English
 EWT (BILUO), the shipped config is trained with ``spacy train`` at
@@ -22,8 +24,9 @@ report at ``--out`` (keeping the tasks there).
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -32,6 +35,8 @@ from common import (SHARED_DATA, disk_bytes, environment, log, make_summary,  # 
 from trainers import CONFIGS, TASKS, UNER_TRAIN, read_task, timed_process, to_docbin  # noqa: E402
 
 ORDERS = (1, 2)
+#: configs with input-dependent transitions (transition_templates), first order only
+TRANSITION_CONFIGS = {"chunk": "conll2000_chunking_transitions.cfg"}
 KERNEL_LABELS = (5, 10, 23, 50)
 KERNEL_TOKENS, KERNEL_LENGTH = 20000, 20
 
@@ -43,6 +48,7 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
 
     from spacy_crf import inference
     from spacy_crf.models.potentials import CRFScores
+    from spacy_crf.structures.input_chain import InputChainLayout
     from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
 
     rng = np.random.default_rng(seed + n_labels)
@@ -55,18 +61,21 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
     pairs = all_pairs(L)
     keep = rng.random(len(pairs)) < 0.3
     keep[:L] = True  # every start pair, so every sequence has labellings
-    layouts = {"order 1": inference.Structure.chain(lengths),
-               "order 2, all pairs": SecondOrderLayout(lengths, pairs),
-               "order 2, 30% of pairs": SecondOrderLayout(lengths, pairs[keep])}
+    layouts = {"order 1": (inference.Structure.chain(lengths), scores),
+               "order 2, all pairs": (SecondOrderLayout(lengths, pairs), scores),
+               "order 2, 30% of pairs": (SecondOrderLayout(lengths, pairs[keep]), scores)}
+    if L <= 23:  # (N, L, L) token transitions: 85 MB at 23 labels, 400 MB at 50
+        layouts["order 1, transition templates"] = (
+            InputChainLayout(lengths), replace(scores, token_transitions=rng.standard_normal((N, L, L))))
     out: Dict[str, Any] = {"labels": L, "tokens": N}
-    for name, layout in layouts.items():
+    for name, (layout, given) in layouts.items():
         row = {}
         for what, fn in (("viterbi", inference.viterbi), ("marginals", inference.marginals)):
-            fn(scores, layout)  # warm up: load the numba cache
+            fn(given, layout)  # warm up: load the numba cache
             times = []
             for _ in range(runs):
                 start = time.perf_counter()
-                fn(scores, layout)
+                fn(given, layout)
                 times.append(time.perf_counter() - start)
             row[what] = round(1e6 * min(times) / N, 3)
         out[name] = row
@@ -98,25 +107,34 @@ def phase_score_and_decode(task: str, model: str, test_path: str, runs: int) -> 
             "n_labels": len(tagger.labels)}
 
 
+def systems(task: str) -> List[Tuple[str, str, int]]:
+    """(name, config, order) of every system of a task: the shipped config at
+    each order, and for CoNLL-2000 its variant with transition templates."""
+    rows = [(f"order {order}", TASKS[task]["config"], order) for order in ORDERS]
+    if task in TRANSITION_CONFIGS:
+        rows.insert(1, ("order 1, transition templates", TRANSITION_CONFIGS[task], 1))
+    return rows
+
+
 def run_task(task: str, data_dir: Path, workdir: Path, limit: int, runs: int,
              uner_train: str = UNER_TRAIN) -> Dict[str, Any]:
     sents = read_task(task, data_dir, limit, uner_train)
     corpus = {name: to_docbin(task, s, workdir / f"{task}_{name}.spacy") for name, s in sents.items()}
     every = ["--training.eval_frequency", "20"] if limit else []
     rows: Dict[str, Dict[str, Any]] = {}
-    for order in ORDERS:
-        out = workdir / f"{task}_order{order}"
-        cmd = [sys.executable, "-m", "spacy", "train", str(CONFIGS / TASKS[task]["config"]),
+    for name, config, order in systems(task):
+        out = workdir / f"{task}_{name.replace(' ', '_').replace(',', '')}"
+        cmd = [sys.executable, "-m", "spacy", "train", str(CONFIGS / config),
                "--output", str(out), "--paths.train", str(corpus["train"]),
                "--paths.dev", str(corpus["dev"]), "--components.crf_tagger.order", str(order)]
-        log(f"{task}: order {order}, spacy train")
+        log(f"{task}: {name}, spacy train")
         result = timed_process(cmd + every, workdir / f"{out.name}.log")
         scored = run_isolated(phase_score_and_decode, task, str(out / "model-best"),
                               str(corpus["test"]), runs)
         result.update({k: v for k, v in scored.items() if k != "peak_rss_mb"})
         result["decode_peak_rss_mb"] = scored["peak_rss_mb"]
         result["model_bytes"] = disk_bytes(out / "model-best")
-        rows[f"order {order}"] = result
+        rows[name] = result
         log(f"  {100 * result['score']:.2f} in {result['train_s']:.1f} s, "
             f"{result['decode_tokens_per_s']:,.0f} tok/s, {result['n_label_pairs']} label pairs")
     return {"n_train_sentences": len(sents["train"]), "systems": rows}
@@ -132,6 +150,13 @@ def orders_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                                     r["train_s"], r["decode_tokens_per_s"], r.get("peak_rss_mb"),
                                     r.get("decode_peak_rss_mb"), r["model_bytes"], note))
         first, second = result["systems"].get("order 1"), result["systems"].get("order 2")
+        inputs = result["systems"].get("order 1, transition templates")
+        if first and inputs:
+            notes.append(f"{TASKS[task]['title']}: transition templates "
+                         f"{100 * (inputs['score'] - first['score']):+.2f} points, "
+                         f"{inputs['train_s'] / first['train_s']:.1f}x the training time, "
+                         f"{first['decode_tokens_per_s'] / inputs['decode_tokens_per_s']:.1f}x "
+                         f"slower decoding")
         if first and second:
             notes.append(f"{TASKS[task]['title']}: order 2 {100 * (second['score'] - first['score']):+.2f} "
                          f"points, {second['train_s'] / first['train_s']:.1f}x the training time, "
@@ -142,14 +167,14 @@ def orders_summary(report: Dict[str, Any]) -> Dict[str, Any]:
     tables = []
     kernels = report.get("kernels")
     if kernels:
-        names = [k for k in kernels[0] if k not in ("labels", "tokens")]
+        names = list(dict.fromkeys(n for k in kernels for n in k if n not in ("labels", "tokens")))
         tables.append({
             "caption": f"Kernels alone, microseconds per token (Viterbi / forward-backward), "
                        f"random scores, {kernels[0]['tokens']:,} tokens in sentences of "
                        f"{KERNEL_LENGTH} (`{report.get('kernels_command', report['command'])}`):",
             "headers": ["labels", *names],
-            "rows": [[str(k["labels"]), *(f"{k[n]['viterbi']} / {k[n]['marginals']}"
-                                          for n in names)] for k in kernels]})
+            "rows": [[str(k["labels"]), *(f"{k[n]['viterbi']} / {k[n]['marginals']}" if n in k
+                                          else "" for n in names)] for k in kernels]})
     return make_summary("First against second order", report["command"], rows, notes, tables)
 
 

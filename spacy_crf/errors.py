@@ -159,6 +159,11 @@ class Errors(metaclass=_Codes):
             "FeatureCRF / NeuralCRF model.")
     E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
             "count), got {value!r}.")
+    E105 = ("transition_templates (input-dependent transitions) work with structure = "
+            "\"chain\" and order = 1; this component has structure = '{structure}', order = "
+            "{order}. Remove transition_templates from the model, or use a first-order chain.")
+    E106 = ("python -m spacy_crf.fit does not train transition_templates yet: train this "
+            "config with python -m spacy train, or remove transition_templates.")
     E102 = ("OUTPUT '{output}' holds shards annotated with another pipeline ({then}), not "
             "'{model}': finished shards are skipped, so the output would mix the two. Pass "
             "--overwrite to annotate everything again with this one, or a new OUTPUT.")

@@ -14,6 +14,7 @@ from .hmm import hmm
 from .potentials import CRFScores, crf_potentials
 from .sparse_table import ATTR as SPARSE_TABLE, LR_SCALE
 from .sum_emissions import sum_emissions
+from .token_transitions import LABEL_PAIR_SIZED, with_token_transitions
 
 
 LABEL_SIZED = "crf_label_sized"
@@ -30,19 +31,24 @@ def set_n_labels(model: Model, n_labels: int) -> None:
     row-sparse gradient.
     """
     for node in model.walk():
-        if not _outputs_labels(node):
-            continue
-        if node.has_dim("nO") and node.get_dim("nO") != n_labels:
-            for name in node.param_names:
-                if node.has_param(name):
-                    node.set_param(name, None)
-                # a gradient left from the old size would be added to the new
-                # one; thinc's ParamServer has no public way to drop it
-                node._params._grads.pop((node.id, name), None)
-            node.attrs.pop(SPARSE_TABLE, None)
-            node.set_dim("nO", n_labels, force=True)
-        elif node.has_dim("nO") is None:
-            node.set_dim("nO", n_labels)
+        if node.attrs.get(LABEL_PAIR_SIZED):  # one column per label pair
+            _set_width(node, n_labels * n_labels)
+        elif _outputs_labels(node):
+            _set_width(node, n_labels)
+
+
+def _set_width(node: Model, width: int) -> None:
+    if node.has_dim("nO") and node.get_dim("nO") != width:
+        for name in node.param_names:
+            if node.has_param(name):
+                node.set_param(name, None)
+            # a gradient left from the old size would be added to the new
+            # one; thinc's ParamServer has no public way to drop it
+            node._params._grads.pop((node.id, name), None)
+        node.attrs.pop(SPARSE_TABLE, None)
+        node.set_dim("nO", width, force=True)
+    elif node.has_dim("nO") is None:
+        node.set_dim("nO", width)
 
 
 def _outputs_labels(node: Model) -> bool:
@@ -77,6 +83,8 @@ def FeatureCRF(
     n_relations: int = 1,
     learn_rate_scale: float = SPARSE_LR_SCALE,
     tree_templates: Optional[List[str]] = None,
+    transition_templates: Optional[List[str]] = None,
+    transition_buckets: int = 2**16,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over hashed sparse features of feature templates.
@@ -99,6 +107,14 @@ def FeatureCRF(
         Templates added to ``templates`` when the component's structure is
         ``"tree"`` (its docs then have a parse), e.g. ``["head:NORM",
         "HEAD_DIST"]``; those reading DEP are left out for a ``dep`` target.
+    transition_templates : list of str, optional
+        Input-dependent transitions (CRF++'s ``B`` templates with ``%x``):
+        templates evaluated at each token (e.g. ``"NORM[-1]|NORM[0]"``, the
+        word pair the move crosses) whose hashed weights score every label
+        pair, added to the transitions into that token. Chain structure,
+        order 1; trained by ``spacy train`` and ``nlp.update``.
+    transition_buckets : int
+        Rows of their hashed table (each row holds a weight per label pair).
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
@@ -108,9 +124,24 @@ def FeatureCRF(
     potentials = crf_potentials(nO=nO, n_relations=n_relations)
     _label_sized(linear, potentials)
     _scale_learn_rate(learn_rate_scale, linear, potentials)
-    model = chain(featurize(templates, tree_templates or ()), linear, potentials)
+    features = featurize(templates, tree_templates or ())
+    if not transition_templates:
+        model = chain(features, linear, potentials)
+    else:
+        _check_positive("transition_buckets", transition_buckets)
+        pair_linear = hashed_linear(transition_buckets)
+        pair_linear.attrs[LABEL_PAIR_SIZED] = True
+        _scale_learn_rate(learn_rate_scale, pair_linear)
+        scores = with_token_transitions(chain(features, linear),
+                                        chain(featurize(transition_templates), pair_linear))
+        model = chain(scores, potentials)
     model.name = "feature_crf"
     return model
+
+
+def has_token_transitions(model: Model) -> bool:
+    """Whether ``model`` scores input-dependent transitions (``transition_templates``)."""
+    return model is not None and any(node.attrs.get(LABEL_PAIR_SIZED) for node in model.walk())
 
 
 @registry.architectures("spacy-crf.NeuralCRF.v1")

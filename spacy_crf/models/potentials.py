@@ -36,6 +36,9 @@ class CRFScores:
     pair: Floats3d  # (R, L, L)
     root: Floats1d  # (L,)
     triples: Optional[Floats3d] = None  # (L + 1, L, L), second order only
+    # (N, L, L): score of label i at token t - 1 then j at t, added to the
+    # transitions at row t (input-dependent transitions; row 0 of a sequence unused)
+    token_transitions: Optional[Floats3d] = None
 
     @property
     def n_labels(self) -> int:
@@ -61,16 +64,27 @@ def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floa
     )
 
 
-def forward(model: Model, emissions: Floats2d, is_train: bool) -> Tuple[CRFScores, Callable]:
+def forward(model: Model, inputs, is_train: bool) -> Tuple[CRFScores, Callable]:
+    # (emissions, (N, L * L) token transition scores) from a model with
+    # transition templates, else the emissions alone
+    emissions, token_transitions = inputs if isinstance(inputs, tuple) else (inputs, None)
+    L = emissions.shape[1]
     scores = CRFScores(emissions, *(model.get_param(name) for name in PARAMS),
-                       triples=model.get_param("triples") if model.has_param("triples") else None)
+                       triples=model.get_param("triples") if model.has_param("triples") else None,
+                       token_transitions=(None if token_transitions is None
+                                          else token_transitions.reshape(-1, L, L)))
 
-    def backprop(d_scores: CRFScores) -> Floats2d:
+    def backprop(d_scores: CRFScores):
         for name in PARAMS + OPTIONAL_PARAMS:
             grad = getattr(d_scores, name)
             if grad is not None:
                 model.inc_grad(name, grad.astype(model.get_param(name).dtype, copy=False))
-        return d_scores.emissions
+        if token_transitions is None:
+            return d_scores.emissions
+        d_token = d_scores.token_transitions
+        d_token = (np.zeros_like(token_transitions) if d_token is None
+                   else d_token.reshape(-1, L * L).astype(token_transitions.dtype, copy=False))
+        return d_scores.emissions, d_token
 
     return scores, backprop
 

@@ -29,7 +29,7 @@ from .. import schemes
 from ..objectives import get_objective
 from ..errors import Errors, Warnings
 from ..features.doc_arrays import doc_lengths, sentence_lengths
-from ..models.architectures import set_n_labels
+from ..models.architectures import has_token_transitions, set_n_labels
 from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
 from ..models.sparse_table import step_model, sync_averages
@@ -177,14 +177,15 @@ class CRFTagger(TrainablePipe):
         scorer: Optional[Callable] = score_crf,
     ) -> None:
         # E012 names the known structures, E094 the orders above 1 they have
-        crf_structure = get_structure(structure_key(structure, order))
+        # E105 for transition templates on anything but a first-order chain
+        crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
         get_objective(loss)  # E040 for an unknown name
         schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
             raise ValueError(Errors.E019.format(value=n_best))
         if n_best and not crf_structure.supports_n_best:
             raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
-        scorable = model.attrs.get(STRUCTURES)
+        scorable = model.attrs.get(STRUCTURES) if model is not None else None
         if scorable is not None and crf_structure.name not in scorable:
             raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
                                                 structure=structure,
@@ -222,7 +223,8 @@ class CRFTagger(TrainablePipe):
     @property
     def crf_structure(self) -> CRFStructure:
         """The structure the CRF runs over (``spacy_crf.structures``), by ``cfg["structure"]``."""
-        return get_structure(structure_key(self.cfg["structure"], self.cfg.get("order", 1)))
+        return get_structure(structure_key(self.cfg["structure"], self.cfg.get("order", 1),
+                                           has_token_transitions(self.model)))
 
     @property
     def n_relation_groups(self) -> int:

@@ -11,3 +11,4 @@ from .base import (BatchLayout, CRFStructure, get_structure, register_structure,
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
 from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401
+from .input_chain import InputChainLayout, InputTransitionChain  # noqa: F401

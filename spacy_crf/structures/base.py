@@ -51,9 +51,16 @@ def structure_names() -> Tuple[str, ...]:
     return tuple(_STRUCTURES)
 
 
-def structure_key(structure: str, order: int = 1) -> str:
+def structure_key(structure: str, order: int = 1, token_transitions: bool = False) -> str:
     """The registered name of ``structure`` at ``order``: the name itself at
-    order 1, ``NAME_orderK`` above; E094 where that combination does not exist."""
+    order 1, ``NAME_orderK`` above; E094 where that combination does not exist.
+    With ``token_transitions`` (a model with transition templates) the chain
+    of order 1 becomes ``chain_input``; E105 for any other combination."""
+    if token_transitions:
+        key = structure_key(structure, order)
+        if key != "chain":
+            raise ValueError(Errors.E105.format(structure=structure, order=order))
+        return "chain_input"
     if isinstance(order, bool) or not isinstance(order, int) or order < 1:
         raise ValueError(Errors.E094.format(order=order, structure=structure,
                                             available=_orders()))
@@ -247,9 +254,11 @@ def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRF
     """A CRFScores gradient in the dtype of ``scores`` from float64 arrays
     (``emissions`` and the structure's parameters; the rest ``None``)."""
     dtype = scores.emissions.dtype
+    token = gradient.get("token_transitions")
     return CRFScores(gradient["emissions"].astype(dtype),
                      *(gradient[name].astype(dtype) if name in gradient else None
-                       for name in PARAMS + OPTIONAL_PARAMS))
+                       for name in PARAMS + OPTIONAL_PARAMS),
+                     token_transitions=None if token is None else token.astype(dtype))
 
 
 # A placeholder for the kernels' optional pair-marginal output when it is not wanted

@@ -41,6 +41,8 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
     """
     if model.name != FEATURE_CRF:
         raise ValueError(Errors.E031.format(model=model.name))
+    if len(model.layers) != 3:  # transition templates add a branch
+        raise ValueError(Errors.E106)
     featurize, linear, potentials = model.layers
     return featurize, linear, potentials
 

@@ -1,0 +1,116 @@
+"""The linear chain with input-dependent transitions (``transition_templates``).
+
+The move from label ``i`` at token ``t - 1`` to ``j`` at ``t`` scores
+``transitions[i, j] + token_transitions[t, i, j]``, the second from hashed
+features of the tokens (``CRFScores.token_transitions``). A chain whose
+every edge has a pair matrix of its own is a tree whose heads are the
+previous tokens and whose relation groups are the edges themselves, so this
+structure runs on the tree kernels (``_kernels/tree.py``: belief propagation
+up and down a path is forward-backward; max-product is Viterbi), with
+
+* ``pair[t, c, h] = transitions[h, c] + token_transitions[t, h, c]``,
+  relation group ``t`` for the edge into token ``t``;
+* ``root = start``, and ``end`` added to the emissions of each last token.
+
+The component selects it for a chain of order 1 whose model has transition
+templates (``structure_key(..., token_transitions=True)``). n-best lists and
+span probabilities are not defined here yet (E019 / E096 name that).
+"""
+
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+
+from .._kernels import tree
+from ..features.doc_arrays import batch_sequence_lengths
+from ..models.potentials import CRFScores
+from .base import (NO_EDGES, CRFStructure, as_f64, get_structure, gradient_in_dtype,
+                   positions_in_sequence, register_structure, sequence_ends)
+from .chain import ChainLayout
+
+
+class InputChainLayout(ChainLayout):
+    """Sequence lengths of a batch of chains with input-dependent transitions."""
+
+    structure_name = "chain_input"
+
+
+@register_structure
+class InputTransitionChain(CRFStructure):
+    """A first-order chain whose transitions also depend on the tokens."""
+
+    name = "chain_input"
+    params = ("transitions", "start", "end")
+    layout_class = InputChainLayout
+    supports_spans = True
+
+    def layout(self, docs: Sequence, pipe) -> InputChainLayout:
+        return InputChainLayout(batch_sequence_lengths(docs))
+
+    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
+        return get_structure("chain").param_shapes(n_labels, n_relations)
+
+    def check(self, scores: CRFScores, layout) -> np.ndarray:
+        emissions = super().check(scores, layout)
+        token = scores.token_transitions
+        L = emissions.shape[1]
+        if token is None or np.shape(token) != (emissions.shape[0], L, L):
+            raise ValueError(f"structure 'chain_input' needs token_transitions of shape "
+                             f"{(emissions.shape[0], L, L)}, got "
+                             f"{None if token is None else np.shape(token)}")
+        return emissions
+
+    def _path(self, emissions: np.ndarray, scores: CRFScores, layout) -> tuple:
+        """The chain as tree-kernel arguments: emissions (with ``end``), lengths,
+        heads, order, per-edge pair scores, relation groups, root scores."""
+        lengths = layout.lengths
+        N = emissions.shape[0]
+        first = positions_in_sequence(lengths) == 0
+        heads = np.where(first, -1, np.arange(N) - 1)
+        order = np.zeros(N, dtype=np.int64)
+        tree.check_forest(heads, lengths, order)
+        pair = as_f64(np.swapaxes(as_f64(scores.transitions)[None] + as_f64(scores.token_transitions),
+                                  1, 2))
+        _, last = sequence_ends(lengths)
+        with_end = emissions.copy()
+        with_end[last] += as_f64(scores.end)
+        return (with_end, lengths, heads, order, pair, np.arange(N, dtype=np.int64),
+                as_f64(scores.start))
+
+    def _max_pass(self, emissions, scores, layout, fixed, labels, best):
+        tree.max_product(*self._path(emissions, scores, layout), fixed, labels, best)
+
+    def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
+        args = self._path(emissions, scores, layout)
+        tree.sum_product(*args, fixed, log_z, marginals, NO_EDGES, np.zeros(args[4].shape),
+                         np.zeros(emissions.shape[1]), False, False)
+
+    def nll_and_gradient(self, scores, layout, gold):
+        emissions = self.check(scores, layout)
+        args = self._path(emissions, scores, layout)
+        lengths, pair = args[1], args[4]
+        nll = np.zeros(layout.n_sequences)
+        d_emissions = np.zeros_like(emissions)
+        d_pair = np.zeros(pair.shape)
+        d_start = np.zeros(emissions.shape[1])
+        tree.nll_gradient(*args, np.ascontiguousarray(gold, dtype=np.int64), nll, d_emissions,
+                          d_pair, d_start, False)
+        d_token = np.swapaxes(d_pair, 1, 2)  # [t, head label, child label] = [t, i, j]
+        d_token[positions_in_sequence(lengths) == 0] = 0.0  # no edge into a first token
+        _, last = sequence_ends(lengths)
+        gradient = {"emissions": d_emissions, "transitions": d_token.sum(axis=0),
+                    "start": d_start, "end": d_emissions[last].sum(axis=0),
+                    "token_transitions": np.ascontiguousarray(d_token)}
+        return nll, gradient_in_dtype(scores, gradient)
+
+    def zero_gradient(self, scores: CRFScores) -> CRFScores:
+        out = super().zero_gradient(scores)
+        out.token_transitions = np.zeros(np.shape(scores.token_transitions))
+        return out
+
+    def labelling_counts(self, layout, labels, weights, out):
+        get_structure("chain").labelling_counts(layout, labels, weights, out)
+        t = np.flatnonzero(positions_in_sequence(layout.lengths) > 0)
+        token_weight = np.repeat(weights, layout.lengths)
+        # d token_transitions[t, y_{t-1}, y_t] = w for every t with a predecessor
+        out.token_transitions[t, labels[t - 1], labels[t]] += token_weight[t]

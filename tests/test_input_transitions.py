@@ -1,0 +1,220 @@
+"""Input-dependent transitions (``transition_templates``, structure ``chain_input``):
+log Z, marginals, Viterbi, fixed labels and the likelihood against enumeration,
+gradients against finite differences, and the component end to end."""
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Doc, DocBin
+from spacy.training import Example
+
+from finite_differences import central_difference
+from spacy_crf import inference
+from spacy_crf.models.potentials import CRFScores
+from spacy_crf.structures import get_structure
+from spacy_crf.structures.input_chain import InputChainLayout
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = list(range(8))
+TRANSITION_TEMPLATES = ["NORM[-1]|NORM[0]", "SHAPE[-1]|SHAPE[0]"]
+
+
+def logsumexp(x):
+    m = np.max(x) if len(x) else -np.inf
+    return m + np.log(np.exp(x - m).sum()) if np.isfinite(m) else m
+
+
+def problem(seed, L=3):
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray([1, 2, 3, 4][: int(rng.integers(1, 5))])
+    rng.shuffle(lengths)
+    N = int(lengths.sum())
+    scores = CRFScores(rng.normal(size=(N, L)), rng.normal(size=(L, L)), rng.normal(size=L),
+                       rng.normal(size=L), np.zeros((1, L, L)), np.zeros(L),
+                       token_transitions=rng.normal(size=(N, L, L)))
+    return scores, InputChainLayout(lengths), rng
+
+
+def path_score(scores, o, ys):
+    total = scores.start[ys[0]] + scores.end[ys[-1]]
+    for t, y in enumerate(ys):
+        total += scores.emissions[o + t, y]
+        if t:
+            total += scores.transitions[ys[t - 1], y] + scores.token_transitions[o + t, ys[t - 1], y]
+    return total
+
+
+def brute(scores, layout, fixed=None):
+    L = scores.emissions.shape[1]
+    out, o = [], 0
+    for n in layout.lengths:
+        seqs = [ys for ys in itertools.product(range(L), repeat=int(n))
+                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
+        sc = np.asarray([path_score(scores, o, ys) for ys in seqs])
+        marg = np.zeros((n, L))
+        p = np.exp(sc - logsumexp(sc))
+        for ys, w in zip(seqs, p):
+            marg[np.arange(n), ys] += w
+        out.append((logsumexp(sc), marg, sc.max(), seqs[int(np.argmax(sc))]))
+        o += n
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_log_z_marginals_and_viterbi_match_brute_force(seed):
+    scores, layout, rng = problem(seed)
+    fixed = np.where(rng.random(layout.n_tokens) < 0.3,
+                     rng.integers(0, 3, size=layout.n_tokens), -1)
+    for f in (None, fixed):
+        expected = brute(scores, layout, f)
+        marginals, log_z = inference.marginals(scores, layout, f)
+        labels, best = inference.viterbi(scores, layout, f)
+        np.testing.assert_allclose(log_z, [e[0] for e in expected], atol=1e-9)
+        np.testing.assert_allclose(marginals, np.concatenate([e[1] for e in expected]), atol=1e-9)
+        np.testing.assert_allclose(best, [e[2] for e in expected], atol=1e-9)
+        assert labels.tolist() == [y for e in expected for y in e[3]]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:5])
+def test_nll_matches_brute_force_and_its_gradient_finite_differences(seed):
+    scores, layout, rng = problem(seed, L=2)
+    gold, _ = inference.viterbi(scores, layout)
+    gold = np.where(rng.random(layout.n_tokens) < 0.3, -1, rng.integers(0, 2, layout.n_tokens))
+    nll, gradient = inference.nll_and_gradient(scores, layout, gold)
+    expected = [f[0] - c[0] for f, c in zip(brute(scores, layout), brute(scores, layout, gold))]
+    np.testing.assert_allclose(nll, expected, atol=1e-9)
+    for name in ("emissions", "transitions", "start", "end", "token_transitions"):
+        numeric = central_difference(
+            lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(),
+            getattr(scores, name))
+        np.testing.assert_allclose(getattr(gradient, name), numeric, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_zero_token_transitions_are_the_plain_chain(seed):
+    scores, layout, rng = problem(seed)
+    scores.token_transitions[...] = 0.0
+    chain_layout = inference.Structure.chain(layout.lengths)
+    fixed = np.where(rng.random(layout.n_tokens) < 0.3, 1, -1)
+    for got, want in zip(inference.marginals(scores, layout, fixed),
+                         inference.marginals(scores, chain_layout, fixed)):
+        np.testing.assert_allclose(got, want, atol=1e-9)
+    assert (inference.viterbi(scores, layout)[0] == inference.viterbi(scores, chain_layout)[0]).all()
+
+
+def test_labelling_counts_are_the_gradient_of_the_path_score():
+    scores, layout, rng = problem(11)
+    structure = get_structure("chain_input")
+    labels = rng.integers(0, 3, size=layout.n_tokens)
+    out = structure.zero_gradient(scores)
+    weights = rng.random(layout.n_sequences)
+    structure.labelling_counts(layout, labels, weights, out)
+    total = lambda: sum(w * path_score(scores, start, labels[start:start + n])  # noqa: E731
+                        for w, start, n in zip(weights, np.cumsum(layout.lengths) - layout.lengths,
+                                               layout.lengths))
+    for name in ("transitions", "start", "end", "token_transitions"):
+        np.testing.assert_allclose(getattr(out, name), central_difference(total, getattr(scores, name)),
+                                   atol=1e-6, err_msg=name)
+
+
+# -- the component --------------------------------------------------------------
+
+def model(**extra):
+    return {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "SHAPE"],
+            "n_buckets": 4096, "transition_templates": TRANSITION_TEMPLATES,
+            "transition_buckets": 1024, **extra}
+
+
+def alternation_examples(nlp):
+    """"x" takes A after "to" and B after "of", and "to" and "of" share the label
+    P: the label pair (P, A or B) depends on the word before, which a label
+    bigram cannot see, nor emissions that read the token alone (as here)."""
+    rows = [("to x of x".split(), ["P", "A", "P", "B"]), ("of x to x".split(), ["P", "B", "P", "A"]),
+            ("to x".split(), ["P", "A"]), ("of x".split(), ["P", "B"])]
+    return [Example.from_dict(Doc(nlp.vocab, words=w), {"tags": t}) for w, t in rows]
+
+
+def test_transition_templates_learn_what_token_features_cannot(tmp_path):
+    results = {}
+    for name, extra in (("plain", {"transition_templates": None}), ("input", {})):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(**extra)})
+        examples = alternation_examples(nlp)
+        optimizer = nlp.initialize(lambda: examples)
+        for _ in range(60):
+            nlp.update(examples, sgd=optimizer)
+        doc = nlp(Doc(nlp.vocab, words="of x to x of x".split()))
+        results[name] = [t.tag_ for t in doc]
+        if name == "input":
+            assert nlp.get_pipe("crf_tagger").crf_structure.name == "chain_input"
+            nlp.to_disk(tmp_path / "m")
+            loaded = spacy.load(tmp_path / "m")
+            assert [t.tag_ for t in loaded(Doc(loaded.vocab, words="of x to x".split()))] == \
+                ["P", "B", "P", "A"]
+    assert results["input"] == ["P", "B", "P", "A", "P", "B"]
+    # without them every "x" gets the same tag, so one of the three is wrong
+    assert results["plain"][1] == results["plain"][3] == results["plain"][5]
+
+
+def test_gradient_reaches_the_transition_table():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model()})
+    examples = alternation_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    pair_layer = [node for node in nlp.get_pipe("crf_tagger").model.walk()
+                  if node.attrs.get("crf_label_pair_sized")][0]
+    L = len(nlp.get_pipe("crf_tagger").labels)
+    assert pair_layer.get_dim("nO") == L * L
+    nlp.update(examples, sgd=optimizer)
+    assert np.abs(pair_layer.get_param("W")).sum() > 0
+
+
+@pytest.mark.parametrize("loss", ["perceptron", "hinge"])
+def test_margin_losses_train_with_transition_templates(loss):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(), "loss": loss})
+    examples = alternation_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    assert [t.tag_ for t in nlp(Doc(nlp.vocab, words="to x of x".split()))] == ["P", "A", "P", "B"]
+
+
+@pytest.mark.parametrize("config, code", [
+    ({"structure": "tree"}, "E105"),
+    ({"order": 2}, "E105"),
+    ({"n_best": 2}, "E019"),
+    ({"target": "ents", "store_confidence": True}, "E096"),
+])
+def test_combinations_that_do_not_exist_are_named(config, code):
+    with pytest.raises(ValueError, match=code):
+        spacy.blank("en").add_pipe("crf_tagger", config={"target": "tag", "model": model(),
+                                                         **config})
+
+
+def test_spacy_train_and_the_batch_trainer(tmp_path):
+    from spacy.training.converters import conllu_to_docs
+
+    for split in ("train", "dev"):
+        text = (ROOT / "assets" / "ewt_sample" / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
+        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))[:150]
+        DocBin(docs=docs).to_disk(tmp_path / f"{split}.spacy")
+    config = ROOT / "configs" / "conll2000_chunking_transitions.cfg"
+    paths = ["--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy")]
+    run = subprocess.run([sys.executable, "-m", "spacy", "train", str(config), "--output",
+                          str(tmp_path / "out"), *paths, "--components.crf_tagger.target", "pos",
+                          "--training.max_epochs", "2", "--training.eval_frequency", "10",
+                          "--components.crf_tagger.model.n_buckets", "65536"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    nlp = spacy.load(tmp_path / "out" / "model-best")
+    assert nlp.get_pipe("crf_tagger").crf_structure.name == "chain_input"
+    assert nlp.meta["performance"]["crf_score"] > 0.5  # the UPOS accuracy here
+    fit = subprocess.run([sys.executable, "-m", "spacy_crf.fit", str(config), *paths,
+                          "--components.crf_tagger.target", "pos"], capture_output=True, text=True)
+    assert fit.returncode != 0 and "E106" in fit.stderr + fit.stdout
