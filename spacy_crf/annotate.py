@@ -277,13 +277,16 @@ def _enable_confidence(pipe: Any) -> None:
 
 
 def load_on_workers(client: Any, model: str, component: Optional[str]) -> None:
-    """Load the pipeline in every worker now: start-up cost paid once, load errors
-    reported before any shard is given out."""
+    """Load the pipeline in every worker now and run it once: start-up cost paid
+    once, load errors reported before any shard is given out."""
     client.run(_load_here, model, component)
 
 
 def _load_here(model: str, component: Optional[str]) -> None:
-    _pipeline(model, component)  # returns nothing: the pipeline stays in the worker
+    nlp, _ = _pipeline(model, component)  # returns nothing: the pipeline stays in the worker
+    # one short text through every component: the first call loads the numba
+    # kernels from their cache (about 2 s), part of start-up, not of the first shard
+    nlp("Warm up the pipeline .")
 
 
 def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
