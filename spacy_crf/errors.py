@@ -164,6 +164,9 @@ class Errors(metaclass=_Codes):
             "{order}. Remove transition_templates from the model, or use a first-order chain.")
     E106 = ("python -m spacy_crf.fit does not train transition_templates yet: train this "
             "config with python -m spacy train, or remove transition_templates.")
+    E107 = ("The scores given to structure 'chain_input' have no token transitions of shape "
+            "{expected} (got {got}): it scores a model with transition_templates. Build the "
+            "scores with such a model, or use structure 'chain'.")
     E102 = ("OUTPUT '{output}' holds shards annotated with another pipeline ({then}), not "
             "'{model}': finished shards are skipped, so the output would mix the two. Pass "
             "--overwrite to annotate everything again with this one, or a new OUTPUT.")

@@ -218,3 +218,10 @@ def test_spacy_train_and_the_batch_trainer(tmp_path):
     fit = subprocess.run([sys.executable, "-m", "spacy_crf.fit", str(config), *paths,
                           "--components.crf_tagger.target", "pos"], capture_output=True, text=True)
     assert fit.returncode != 0 and "E106" in fit.stderr + fit.stdout
+
+
+def test_scores_without_token_transitions_are_named():
+    scores, layout, _ = problem(1)
+    scores.token_transitions = None
+    with pytest.raises(ValueError, match="E107"):
+        inference.marginals(scores, layout)

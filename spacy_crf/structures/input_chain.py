@@ -22,6 +22,7 @@ from typing import Dict, Sequence, Tuple
 import numpy as np
 
 from .._kernels import tree
+from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
 from .base import (NO_EDGES, CRFStructure, as_f64, get_structure, gradient_in_dtype,
@@ -55,9 +56,8 @@ class InputTransitionChain(CRFStructure):
         token = scores.token_transitions
         L = emissions.shape[1]
         if token is None or np.shape(token) != (emissions.shape[0], L, L):
-            raise ValueError(f"structure 'chain_input' needs token_transitions of shape "
-                             f"{(emissions.shape[0], L, L)}, got "
-                             f"{None if token is None else np.shape(token)}")
+            raise ValueError(Errors.E107.format(expected=(emissions.shape[0], L, L),
+                                                got=None if token is None else np.shape(token)))
         return emissions
 
     def _path(self, emissions: np.ndarray, scores: CRFScores, layout) -> tuple:
