@@ -964,3 +964,24 @@ def test_uner_training_model_best_loads_and_scores(uner_trained, uner_corpus):
     for doc in predicted:
         iob = [f"{t.ent_iob_}-{t.ent_type_}" if t.ent_type_ else "O" for t in doc]
         assert well_formed(iob, "BIO")
+
+
+@pytest.mark.parametrize("scheme", ["BIO", "BILUO"])
+def test_a_sentence_boundary_inside_a_name_keeps_predictions_well_formed(scheme):
+    """An upstream parser or senter that splits a name: each sentence is its own
+    chain, so no predicted entity crosses the boundary, every one is well formed
+    and has a confidence, and the tokens around the split are still labelled."""
+    nlp = make_nlp(scheme=scheme, store_confidence=True)
+    examples = ner_examples(nlp)
+    train(nlp, examples)
+    text = TOY_NER[2][0].split()  # "Carol Smith visited New York City yesterday ."
+    a = 3
+    starts = [False] * len(text)
+    starts[0] = starts[a + 1] = True  # a boundary before "York"
+    doc = nlp(Doc(nlp.vocab, words=text, sent_starts=starts))
+    boundaries = {sent.start for sent in doc.sents}
+    assert a + 1 in boundaries
+    for ent in doc.ents:
+        assert not any(ent.start < k < ent.end for k in boundaries)
+        assert 0.0 < ent._.crf_confidence <= 1.0
+    assert all(t.ent_iob_ in ("B", "I", "O") for t in doc)
