@@ -687,3 +687,26 @@ def test_spacy_crf_evaluate_copies_nothing_for_a_model_that_reads_only_text(ewt_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "pos_acc" in evaluate(nlp, test)
+
+
+def test_a_tree_crf_behind_a_frozen_parser_initializes_on_its_parses():
+    """spacy train initializes with frozen components disabled and hands every
+    component the raw examples: the CRF runs the sourced parser over its sample
+    itself, instead of meeting docs with no parse (E015)."""
+    v = spacy.blank("en").vocab
+    parser_nlp = spacy.blank("en", vocab=v)
+    parser_nlp.add_pipe("parser")
+    parsed = [Example(Doc(v, words=read_tree(line)[0]), parsed_doc(v, line, pos=True))
+              for line in TREE_TEXT]
+    parser_nlp.initialize(lambda: parsed)  # untrained: its parses are poor, but parses
+    nlp = spacy.blank("en", vocab=v)
+    nlp.add_pipe("parser", source=parser_nlp)
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "tree",
+                                       "model": tree_model(templates=ALL_TREE_TEMPLATES)})
+    raw = unparsed_examples(v)
+    with nlp.select_pipes(disable=["parser"]):  # as spacy train does for frozen components
+        optimizer = nlp.initialize(lambda: raw)
+    for _ in range(10):
+        nlp.update(raw, sgd=optimizer, annotates=["parser"], exclude=["parser"])
+    doc = nlp(" ".join(read_tree(TREE_TEXT[0])[0]))
+    assert doc.has_annotation("DEP") and all(t.pos_ for t in doc)

@@ -425,13 +425,34 @@ class CRFTagger(TrainablePipe):
         # settings the structure reads from the data (relation groups, kept label pairs)
         self.cfg.update(self.crf_structure.initialize_cfg(self, get_examples))
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
-        self.model.initialize(X=sample or None)
+        self.model.initialize(X=self._upstream_annotated(sample, nlp) or None)
         fit_counts = self.model.attrs.get(FIT_COUNTS)
         if fit_counts is not None:  # a generative model (the HMM) learns its counts here
             examples = [eg for eg in get_examples() if len(eg.predicted)]
             docs = [eg.predicted for eg in examples]
             gold = np.concatenate([self.target.gold_ids(eg) for eg in examples])
             fit_counts(self.model, docs, gold, self._structure(docs).lengths)
+
+    def _upstream_annotated(self, docs: List[Doc], nlp: Optional[Language]) -> List[Doc]:
+        """Copies of ``docs`` run through the components before this one (a parser
+        that annotates in training gives the trees the tree features read), where
+        ``docs`` lack an input this component reads; else ``docs``.
+
+        spaCy initializes the components in pipeline order but hands each the raw
+        examples, so without this a tree CRF behind a parser would meet docs with
+        no parse here (E015) though every training batch will have one.
+        """
+        needed = {attr for attr, _ in self.input_attrs()}
+        if nlp is None or not docs or all(d.has_annotation(a) for d in docs for a in needed):
+            return docs
+        docs = [doc.copy() for doc in docs]
+        # components, not pipeline: spacy train disables frozen components while
+        # it initializes, and a parser it sources is frozen
+        for name, proc in nlp.components:
+            if name == self.name:
+                break
+            docs = list(proc.pipe(docs)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+        return docs
 
     def add_label(self, label: str) -> int:
         """Add a label before ``initialize``; returns 1 if it was new, else 0."""
