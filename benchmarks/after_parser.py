@@ -1,0 +1,144 @@
+"""EWT UPOS: the chain and the tree CRF after a trained spaCy parser, against gold trees.
+
+A user's trees come from a parser, not from the treebank. Given a parser
+trained with ``spacy train`` (spaCy's default parser config), this trains,
+each with ``spacy train`` in a fresh process on UD English EWT r2.9 train
+(dev for model selection) and scores on test with ``spacy_crf.evaluate``:
+
+* the chain CRF with no parser (``configs/ewt_upos.cfg``);
+* the chain CRF after the parser (``[parser, crf_tagger]``, the parser
+  frozen and annotating, so the CRF trains on its sentence boundaries);
+* the tree CRF after the parser (``configs/ewt_upos_tree.cfg`` over the
+  parser's predicted trees, in training and at test);
+* the tree CRF over gold trees copied from the treebank (the oracle).
+
+It also scores the parser itself on test (UAS, LAS).
+
+    python -m spacy convert .../en_ewt-ud-{train,dev,test}.conllu corpus/ewt -c conllu -n 1
+    python -m spacy init config parser.cfg --lang en --pipeline parser --optimize efficiency
+    python -m spacy train parser.cfg --output training/parser --paths.train ... --paths.dev ...
+    python benchmarks/after_parser.py --parser training/parser/model-best --corpus corpus/ewt \\
+        --out benchmarks/results/after_parser.json
+"""
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import REPO_ROOT, environment, log, make_summary, summary_row, write_json  # noqa: E402
+
+CONFIGS = REPO_ROOT / "configs"
+
+
+def after_parser_config(base: Path, parser: Path, out: Path) -> Path:
+    """``base`` with the parser's pipeline (its tok2vec and parser) sourced in front
+    of the crf_tagger, frozen and annotating, and no gold trees copied from the corpus."""
+    from spacy.util import load_config
+
+    config = load_config(base, interpolate=False)
+    upstream = load_config(parser / "config.cfg", interpolate=False)["nlp"]["pipeline"]  # tok2vec, parser
+    config["nlp"]["pipeline"] = [*upstream, "crf_tagger"]
+    for name in upstream:
+        config["components"][name] = {"source": str(parser.resolve())}
+    for split in ("train", "dev"):
+        config["corpora"][split]["augmenter"] = None
+    config["training"]["frozen_components"] = list(upstream)
+    config["training"]["annotating_components"] = list(upstream)
+    config.to_disk(out)
+    return out
+
+
+def train_and_score(name: str, config: Path, corpus: Path, workdir: Path) -> Dict[str, Any]:
+    """spacy train (whole process timed), then spacy_crf.evaluate on test."""
+    out = workdir / name.replace(" ", "_")
+    paths = ["--paths.train", str(corpus / "en_ewt-ud-train.spacy"),
+             "--paths.dev", str(corpus / "en_ewt-ud-dev.spacy")]
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-m", "spacy", "train", str(config), "--output", str(out),
+                          *paths], capture_output=True, text=True)
+    train_s = time.perf_counter() - start
+    if run.returncode:
+        raise SystemExit(f"{name}: spacy train failed\n{run.stderr[-3000:]}")
+    scores = workdir / f"{out.name}.json"
+    run = subprocess.run([sys.executable, "-m", "spacy_crf.evaluate", str(out / "model-best"),
+                          str(corpus / "en_ewt-ud-test.spacy"), "--output", str(scores)],
+                         capture_output=True, text=True)
+    if run.returncode:
+        raise SystemExit(f"{name}: evaluate failed\n{run.stderr[-3000:]}")
+    import srsly
+
+    result = srsly.read_json(scores)
+    return {"score": result["crf_score"], "train_s": train_s, "evaluate": result}
+
+
+def parser_scores(parser: Path, corpus: Path) -> Dict[str, float]:
+    """UAS / LAS / sentence F of the parser on test (spaCy's own scorer)."""
+    import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    nlp = spacy.load(parser)
+    docs = DocBin().from_disk(corpus / "en_ewt-ud-test.spacy").get_docs(nlp.vocab)
+    examples = [Example(nlp.make_doc(doc.text), doc) for doc in docs]
+    scores = nlp.evaluate(examples)
+    return {"uas": scores["dep_uas"], "las": scores["dep_las"], "sents_f": scores["sents_f"]}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parser", type=Path, required=True, help="a trained spaCy parser")
+    parser.add_argument("--corpus", type=Path, required=True,
+                        help="directory with en_ewt-ud-{train,dev,test}.spacy")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="after_parser_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    systems = {
+        "chain, no parser": CONFIGS / "ewt_upos.cfg",
+        "chain after the parser": after_parser_config(CONFIGS / "ewt_upos.cfg", args.parser,
+                                                      workdir / "chain_after_parser.cfg"),
+        "tree over the parser's predicted trees": after_parser_config(
+            CONFIGS / "ewt_upos_tree.cfg", args.parser, workdir / "tree_after_parser.cfg"),
+        "tree over gold trees (oracle)": CONFIGS / "ewt_upos_tree.cfg",
+    }
+    results: Dict[str, Dict[str, Any]] = {}
+    for name, config in systems.items():
+        log(name)
+        results[name] = train_and_score(name, config, args.corpus, workdir)
+        log(f"  {100 * results[name]['score']:.2f} in {results[name]['train_s']:.1f} s")
+    parsed = parser_scores(args.parser, args.corpus)
+    log(f"parser on test: {parsed}")
+    rows = [summary_row("UD English EWT UPOS", name, "acc", r["score"], r["train_s"], None, None,
+                        None, None) for name, r in results.items()]
+    notes = [f"The parser: spaCy's default parser config (--optimize efficiency), trained with "
+             f"spacy train on EWT train; on test UAS {100 * parsed['uas']:.2f}, LAS "
+             f"{100 * parsed['las']:.2f}, sentence F {100 * parsed['sents_f']:.2f}.",
+             "After the parser: [parser, crf_tagger] with the parser frozen and annotating, so "
+             "the CRF trains and is tested on its predicted trees and sentence boundaries; the "
+             "oracle copies the treebank's trees onto the docs in training and at test.",
+             "train s is the whole spacy train process (with the parser's predictions for the "
+             "rows after it); scores from python -m spacy_crf.evaluate on test."]
+    summary = make_summary("EWT UPOS after a trained parser",
+                           "python benchmarks/after_parser.py --parser PARSER --corpus corpus/ewt "
+                           "--out benchmarks/results/after_parser.json", rows, notes)
+    write_json(args.out, {"benchmark": "after_parser", "environment": environment(),
+                          "parser": parsed, "systems": results, "summary": summary,
+                          "benchmark_wall_s": time.perf_counter() - began})
+    for row in rows:
+        print(f"{row['system']}: {100 * row['score']:.2f} ({row['train_s']:.1f} s)")
+    for note in notes:
+        print(f"- {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
