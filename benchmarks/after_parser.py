@@ -8,6 +8,9 @@ each with ``spacy train`` in a fresh process on UD English EWT r2.9 train
 * the chain CRF with no parser (``configs/ewt_upos.cfg``);
 * the chain CRF after the parser (``[parser, crf_tagger]``, the parser
   frozen and annotating, so the CRF trains on its sentence boundaries);
+* the chain CRF with tree features after the parser (``configs/ewt_upos_tree.cfg``
+  at ``structure = "chain"``: label interactions along the sentence, features
+  from the predicted tree);
 * the tree CRF after the parser (``configs/ewt_upos_tree.cfg`` over the
   parser's predicted trees, in training and at test);
 * the tree CRF over gold trees copied from the treebank (the oracle).
@@ -36,7 +39,7 @@ from common import REPO_ROOT, environment, log, make_summary, summary_row, write
 CONFIGS = REPO_ROOT / "configs"
 
 
-def after_parser_config(base: Path, parser: Path, out: Path) -> Path:
+def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional[str] = None) -> Path:
     """``base`` with the parser's pipeline (its tok2vec and parser) sourced in front
     of the crf_tagger, frozen and annotating, and no gold trees copied from the corpus."""
     from spacy.util import load_config
@@ -50,6 +53,8 @@ def after_parser_config(base: Path, parser: Path, out: Path) -> Path:
         config["corpora"][split]["augmenter"] = None
     config["training"]["frozen_components"] = list(upstream)
     config["training"]["annotating_components"] = list(upstream)
+    if structure:
+        config["components"]["crf_tagger"]["structure"] = structure
     config.to_disk(out)
     return out
 
@@ -106,6 +111,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         "chain, no parser": CONFIGS / "ewt_upos.cfg",
         "chain after the parser": after_parser_config(CONFIGS / "ewt_upos.cfg", args.parser,
                                                       workdir / "chain_after_parser.cfg"),
+        "chain + tree features after the parser": after_parser_config(
+            CONFIGS / "ewt_upos_tree.cfg", args.parser, workdir / "chain_treefeat_after_parser.cfg",
+            structure="chain"),
         "tree over the parser's predicted trees": after_parser_config(
             CONFIGS / "ewt_upos_tree.cfg", args.parser, workdir / "tree_after_parser.cfg"),
         "tree over gold trees (oracle)": CONFIGS / "ewt_upos_tree.cfg",
