@@ -170,8 +170,23 @@ class Errors(metaclass=_Codes):
     E102 = ("OUTPUT '{output}' holds shards annotated with another pipeline ({then}), not "
             "'{model}': finished shards are skipped, so the output would mix the two. Pass "
             "--overwrite to annotate everything again with this one, or a new OUTPUT.")
+    E108 = ("structure = \"semi_markov\" labels segments, so it needs a span target "
+            "(\"ents\" or \"spans:KEY\"); '{name}' has target '{target}'. Use structure = "
+            "\"chain\" for token labels.")
+    E109 = ("max_segment_length must be an integer >= 0 (0: the longest gold span of the "
+            "training data, capped at {cap}), got {value!r}; it applies to structure = "
+            "\"semi_markov\" only, and this component has structure = '{structure}'.")
+    E110 = ("python -m spacy_crf.fit does not train the semi-Markov CRF's segment features "
+            "yet: train this config with python -m spacy train.")
+    E111 = ("The scores given to structure 'semi_markov' have no segment scores of shape "
+            "{expected} (got {got}): the structure wraps the component's model with "
+            "segment features. Build the scores with the component's model.")
 
 class Warnings(metaclass=_Codes):
+    W006 = ("{n} gold span(s) of '{name}' are longer than max_segment_length = {length} "
+            "(the longest is {longest} tokens); the semi-Markov CRF cannot label them, so "
+            "their sentences are left out of training. Raise max_segment_length in the "
+            "component's config to learn them.")
     W005 = ("'{name}' reads {attr} (its {why}), but no doc of the batch it was given has "
             "{attr}: it predicts as a model without that input, and its scores will be "
             "low. Put a component that sets {attr} before it, or copy {attr} from the "

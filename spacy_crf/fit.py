@@ -39,6 +39,7 @@ from spacy.util import load_config, load_model_from_config, registry, resolve_do
 from thinc.api import fix_random_seed
 
 from .errors import Errors
+from .models.segment_scores import is_wrapped
 from .pipeline.crf_tagger import CRFTagger
 from .training.corpus import (FEATURE_CRF, check_emissions, featurize_corpus, read_corpus,
                               release_memory, write_weights)
@@ -278,6 +279,13 @@ def _check_corpora(**corpora: Callable) -> None:
             raise ValueError(Errors.E037.format(split=split, path=path))
 
 
+def _not_fittable(model) -> ValueError:
+    """E110 for the semi-Markov CRF's segment features, E031 for other models."""
+    if is_wrapped(model):
+        return ValueError(Errors.E110)
+    return ValueError(Errors.E031.format(model=model.name))
+
+
 def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagger:
     """The crf_tagger to train: ``name``, or the only FeatureCRF one (E030, E031, E033, E036)."""
     pipeline = ", ".join(f"{n} ({type(p).__name__})" for n, p in nlp.pipeline) or "empty"
@@ -287,12 +295,12 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagg
                                                 pipeline=pipeline))
         pipe = nlp.get_pipe(name)
         if pipe.model.name != FEATURE_CRF:
-            raise ValueError(Errors.E031.format(model=pipe.model.name))
+            raise _not_fittable(pipe.model)
     else:
         crfs = [p for _, p in nlp.pipeline if isinstance(p, CRFTagger)]
         featured = [p for p in crfs if p.model.name == FEATURE_CRF]
         if len(crfs) == 1 and not featured:
-            raise ValueError(Errors.E031.format(model=crfs[0].model.name))
+            raise _not_fittable(crfs[0].model)
         if len(featured) != 1:
             why = ("it has none" if not featured else
                    f"it has several ({', '.join(p.name for p in featured)})")

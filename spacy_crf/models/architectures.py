@@ -9,15 +9,13 @@ from thinc.types import Floats2d
 
 from ..errors import Errors
 from .featurize import featurize
-from .hashed_linear import hashed_linear
+from .hashed_linear import LABEL_SIZED, hashed_linear
 from .hmm import hmm
 from .potentials import CRFScores, crf_potentials
 from .sparse_table import ATTR as SPARSE_TABLE, LR_SCALE
 from .sum_emissions import sum_emissions
 from .token_transitions import LABEL_PAIR_SIZED, with_token_transitions
 
-
-LABEL_SIZED = "crf_label_sized"
 #: default learning-rate scale of the sparse (hashed) weights and the potentials
 SPARSE_LR_SCALE = 3.0
 

@@ -19,6 +19,9 @@ OutT = Floats2d  # (N, nO) emission scores
 BUCKETING = "crf_bucketing"
 UNSIGNED = "unsigned"
 SIGNED = "signed"
+#: attrs key marking a layer whose output has one column per label (the
+#: component sets its ``nO`` to the number of labels, ``architectures.set_n_labels``)
+LABEL_SIZED = "crf_label_sized"
 
 
 def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:

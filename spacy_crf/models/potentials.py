@@ -39,6 +39,9 @@ class CRFScores:
     # (N, L, L): score of label i at token t - 1 then j at t, added to the
     # transitions at row t (input-dependent transitions; row 0 of a sequence unused)
     token_transitions: Optional[Floats3d] = None
+    # (N, D, L): score of the segment of length d + 1 starting at row t when its
+    # first tag is j (semi-Markov CRF, ``segment_scores.py``; rows past a sequence unused)
+    segments: Optional[Floats3d] = None
 
     @property
     def n_labels(self) -> int:

@@ -36,6 +36,7 @@ from ..models.sparse_table import step_model, sync_averages
 from ..models.serialize import model_from_bytes, model_to_bytes
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
 from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
+from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
 from ..targets import Target, make_target
 from .pipe_meta import declare_pipe_meta
 
@@ -70,6 +71,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "target": "tag",
         "structure": "chain",
         "order": 1,
+        "max_segment_length": 0,
         "scheme": "BILUO",
         "keep_existing": False,
         "store_confidence": False,
@@ -86,6 +88,7 @@ def make_crf_tagger(
     target: str,
     structure: str,
     order: int,
+    max_segment_length: int,
     scheme: str,
     keep_existing: bool,
     store_confidence: bool,
@@ -109,6 +112,10 @@ def make_crf_tagger(
     order : int
         ``1``, or ``2`` with ``structure = "chain"``: a second-order chain, whose
         label triples are scored too (label pairs pruned to those seen in training).
+    max_segment_length : int
+        ``structure = "semi_markov"`` only: the longest segment (span) the
+        semi-Markov CRF labels; ``0`` takes the longest gold span of the
+        training data, capped at 10.
     scheme : str
         ``BIO`` or ``BILUO``: how ``ents`` / ``spans:KEY`` targets tag spans.
         The scheme's forbidden transitions are enforced in training and
@@ -123,7 +130,7 @@ def make_crf_tagger(
         for span targets, each span's probability (``span._.crf_confidence``).
     n_best : int
         If above 0, also store the ``n_best`` best labellings of every sentence
-        with their probabilities in ``doc._.crf_nbest`` (chain only).
+        with their probabilities in ``doc._.crf_nbest`` (chains and the semi-Markov CRF).
     loss : str
         The training objective (``spacy_crf.objectives``): ``nll`` (the
         likelihood), ``perceptron`` (structured perceptron; average it with the
@@ -132,7 +139,8 @@ def make_crf_tagger(
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     """
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
-                          order=order, scheme=scheme, keep_existing=keep_existing,
+                          order=order, max_segment_length=max_segment_length,
+                          scheme=scheme, keep_existing=keep_existing,
                           store_confidence=store_confidence, n_best=n_best, loss=loss,
                           scorer=scorer)
     # what this component writes and scores depends on its target: tell
@@ -169,6 +177,7 @@ class CRFTagger(TrainablePipe):
         target: str = "tag",
         structure: str = "chain",
         order: int = 1,
+        max_segment_length: int = 0,
         scheme: str = "BILUO",
         keep_existing: bool = False,
         store_confidence: bool = False,
@@ -180,6 +189,7 @@ class CRFTagger(TrainablePipe):
         # E105 for transition templates on anything but a first-order chain
         crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
         get_objective(loss)  # E040 for an unknown name
+        _check_max_segment_length(max_segment_length, crf_structure)
         schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
             raise ValueError(Errors.E019.format(value=n_best))
@@ -196,6 +206,8 @@ class CRFTagger(TrainablePipe):
         self.target: Target = make_target(target, scheme)
         if self.target.is_span_target and not crf_structure.supports_spans:
             raise ValueError(Errors.E018.format(target=target))
+        if crf_structure.needs_span_target and not self.target.is_span_target:
+            raise ValueError(Errors.E108.format(name=name, target=target))
         if (store_confidence and self.target.is_span_target
                 and not crf_structure.supports_span_probabilities):
             raise ValueError(Errors.E096.format(target=target, structure=crf_structure.name))
@@ -205,6 +217,7 @@ class CRFTagger(TrainablePipe):
             "target": target,
             "structure": structure,
             "order": order,
+            "max_segment_length": max_segment_length,
             "scheme": scheme,
             "keep_existing": bool(keep_existing),
             "store_confidence": bool(store_confidence),
@@ -216,7 +229,7 @@ class CRFTagger(TrainablePipe):
         self._added_labels: List[str] = []
         self._inputs_checked = False
         register_confidence_extension()
-        crf_structure.prepare_model(self.model, target)
+        self.model = crf_structure.prepare_model(self.model, target) or self.model
         if target == "dep":
             self._check_dep_target()
 
@@ -639,6 +652,7 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
              scorer: Optional[Callable]) -> CRFTagger:
     pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=cfg["structure"],
                      order=cfg.get("order", 1),
+                     max_segment_length=cfg.get("max_segment_length", 0),
                      scheme=cfg.get("scheme", "BILUO"),
                      keep_existing=cfg.get("keep_existing", False),
                      store_confidence=cfg.get("store_confidence", False),
@@ -646,6 +660,14 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
     pipe.cfg.update(cfg)
     pipe._set_labels(pipe.cfg["labels"])
     return pipe
+
+
+def _check_max_segment_length(value: int, structure: CRFStructure) -> None:
+    """E109 unless an int >= 0, and 0 with a structure that has no segments."""
+    ok = not isinstance(value, bool) and isinstance(value, int) and value >= 0
+    if not ok or (value and not structure.has_segments):
+        raise ValueError(Errors.E109.format(value=value, cap=DEFAULT_SEGMENT_CAP,
+                                            structure=structure.name))
 
 
 def _find_potentials(model: Model) -> Optional[Model]:

@@ -125,11 +125,17 @@ class CRFStructure:
     supports_span_probabilities: bool = False
     #: whether the layout is built from the docs' dependency parse
     needs_parse: bool = False
+    #: the structure labels spans, so a token target cannot use it
+    needs_span_target: bool = False
+    #: the structure labels segments of at most ``max_segment_length`` tokens
+    has_segments: bool = False
 
     # -- building ------------------------------------------------------------
 
-    def prepare_model(self, model, target: str) -> None:
-        """Adjust a component's model for this structure (e.g. add tree features)."""
+    def prepare_model(self, model, target: str):
+        """Adjust a component's model for this structure (e.g. add tree features);
+        a structure that needs more from the model returns the model to use
+        (e.g. wrapped with segment features), else ``None``."""
 
     def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
         """Settings read from the training data at ``initialize`` (after the
@@ -254,11 +260,12 @@ def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRF
     """A CRFScores gradient in the dtype of ``scores`` from float64 arrays
     (``emissions`` and the structure's parameters; the rest ``None``)."""
     dtype = scores.emissions.dtype
-    token = gradient.get("token_transitions")
+    token, segments = gradient.get("token_transitions"), gradient.get("segments")
     return CRFScores(gradient["emissions"].astype(dtype),
                      *(gradient[name].astype(dtype) if name in gradient else None
                        for name in PARAMS + OPTIONAL_PARAMS),
-                     token_transitions=None if token is None else token.astype(dtype))
+                     token_transitions=None if token is None else token.astype(dtype),
+                     segments=None if segments is None else segments.astype(dtype))
 
 
 # A placeholder for the kernels' optional pair-marginal output when it is not wanted

@@ -1,0 +1,94 @@
+"""Combinator: a CRF model's scores plus hashed segment features (semi-Markov CRF).
+
+``with_segment_scores(model)`` runs ``model`` (Docs -> CRFScores) and a hashed
+linear layer over the features of every candidate segment
+(``_kernels/segment_features.py``: length, first and last word, the whole
+segment, its shape, the words around it), and returns the scores with
+``segments`` (N, D, L) filled: column ``j`` of a candidate is its score when
+the segment's first tag is ``j`` (so each feature is conjoined with the
+segment's type, and with whether it is one token long where the scheme tells
+that by its tag). The semi-Markov structure wraps the component's model with it
+(``prepare_model``) and sets ``D``, the longest segment, at initialize.
+Gradients flow into both.
+"""
+
+from dataclasses import replace
+from typing import Callable, List, Optional, Tuple
+
+import numpy as np
+from spacy.attrs import NORM, SHAPE
+from spacy.tokens import Doc
+from thinc.api import Model
+
+from .._kernels.segment_features import N_SEGMENT_FEATURES, segment_ids
+from ..features.doc_arrays import attribute_matrix, batch_sequence_lengths
+from .hashed_linear import LABEL_SIZED, hashed_linear
+from .potentials import CRFScores
+from .sparse_table import LR_SCALE
+
+NAME = "crf_with_segment_scores"
+#: default rows of the segment features' hashed table
+SEGMENT_BUCKETS = 2**18
+
+
+def with_segment_scores(model: Model[List[Doc], CRFScores], n_buckets: int = SEGMENT_BUCKETS
+                        ) -> Model[List[Doc], CRFScores]:
+    """``model``'s scores with the segment scores of the batch's candidates."""
+    table = hashed_linear(n_buckets)
+    # a label-sized layer: the component sizes its columns to the labels
+    table.attrs[LABEL_SIZED] = True
+    # the same step size as the model's own hashed weights
+    scales = [node.attrs[LR_SCALE] for node in model.walk() if LR_SCALE in node.attrs]
+    if scales:
+        table.attrs[LR_SCALE] = scales[0]
+    return Model(NAME, forward, init=init, layers=[model, table], dims={"nD": None})
+
+
+def is_wrapped(model: Model) -> bool:
+    """Whether ``model`` already scores segments."""
+    return model is not None and any(node.name == NAME for node in model.walk())
+
+
+def set_max_segment_length(model: Model, length: int) -> None:
+    """Set ``D``, the longest segment scored, on every segment layer of ``model``."""
+    for node in model.walk():
+        if node.name == NAME:
+            node.set_dim("nD", int(length), force=True)
+
+
+def get_max_segment_length(model: Model) -> Optional[int]:
+    for node in model.walk():
+        if node.name == NAME:
+            return node.get_dim("nD") if node.has_dim("nD") else None
+    return None
+
+
+def candidate_ids(docs: List[Doc], max_length: int) -> np.ndarray:
+    """(N * D, N_SEGMENT_FEATURES) uint64 ids of every candidate segment."""
+    values = attribute_matrix(docs, [NORM, SHAPE])
+    out = np.empty((values.shape[0] * max_length, N_SEGMENT_FEATURES), dtype=np.uint64)
+    segment_ids(np.ascontiguousarray(values[:, 0]), np.ascontiguousarray(values[:, 1]),
+                batch_sequence_lengths(docs), max_length, out)
+    return out
+
+
+def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, Callable]:
+    inner, table = model.layers
+    scores, back_scores = inner(docs, is_train)
+    D = model.get_dim("nD")
+    flat, back_table = table(candidate_ids(docs, D), is_train)
+    N, L = scores.emissions.shape
+    scores = replace(scores, segments=flat.reshape(N, D, L))
+
+    def backprop(d_scores: CRFScores) -> List[Doc]:
+        back_scores(d_scores)
+        if d_scores.segments is not None:
+            back_table(np.ascontiguousarray(d_scores.segments).reshape(N * D, L))
+        return []
+
+    return scores, backprop
+
+
+def init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
+    model.layers[0].initialize(X=X)
+    model.layers[1].initialize()
