@@ -498,3 +498,26 @@ def render_summary(summary: Dict[str, Any], level: int = 3) -> str:
     if summary["notes"]:
         parts += [""] + [f"- {note}" for note in summary["notes"]]
     return "\n".join(parts) + "\n"
+
+
+def score_and_decode(model: str, test_path: str, copy: Sequence[str], runs: int) -> Dict[str, Any]:
+    """Test score (``spacy_crf.evaluate``) and decode speed (``nlp.pipe``, best of
+    ``runs`` after a warm-up) of a saved pipeline, its docs read as training read
+    them (``copy``: the attributes its augmenter copied), and its crf_tagger's cfg."""
+    import spacy
+    from spacy.training import Corpus
+
+    from spacy_crf.augmenters import create_copy_attrs
+    from spacy_crf.evaluate import evaluate
+
+    nlp = spacy.load(model)
+    scores = evaluate(nlp, Path(test_path), list(copy))
+    augmenter = create_copy_attrs(list(copy)) if copy else None
+    docs = [eg.predicted for eg in Corpus(test_path, augmenter=augmenter)(nlp)]
+    timing = time_pipe(nlp, lambda: [doc.copy() for doc in docs], runs, warmup_docs=200)
+    best_s = min(timing["times"])
+    n_tokens = sum(len(doc) for doc in docs)
+    tagger = nlp.get_pipe("crf_tagger")
+    return {"score": scores["crf_score"], "n_tokens": n_tokens, "decode_s": best_s,
+            "decode_tokens_per_s": n_tokens / best_s, "n_labels": len(tagger.labels),
+            "cfg": {k: v for k, v in tagger.cfg.items() if k != "labels"}}

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (SHARED_DATA, disk_bytes, environment, log, make_summary,  # noqa: E402
-                    render_summary, run_isolated, summary_row, time_pipe, write_json)
+                    render_summary, run_isolated, score_and_decode, summary_row, write_json)
 from trainers import CONFIGS, TASKS, UNER_TRAIN, read_task, timed_process, to_docbin  # noqa: E402
 
 ORDERS = (1, 2)
@@ -86,25 +86,9 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
 
 def phase_score_and_decode(task: str, model: str, test_path: str, runs: int) -> Dict[str, Any]:
     """Test score and decode speed of a saved pipeline (docs read as training read them)."""
-    import spacy
-    from spacy.training import Corpus
-
-    from spacy_crf.augmenters import create_copy_attrs
-    from spacy_crf.evaluate import evaluate
-
-    nlp = spacy.load(model)
-    scores = evaluate(nlp, Path(test_path), TASKS[task]["copy"])
-    copy = TASKS[task]["copy"]
-    augmenter = create_copy_attrs(copy) if copy else None
-    docs = [eg.predicted for eg in Corpus(test_path, augmenter=augmenter)(nlp)]
-    timing = time_pipe(nlp, lambda: [doc.copy() for doc in docs], runs, warmup_docs=200)
-    best_s = min(timing["times"])
-    n_tokens = sum(len(doc) for doc in docs)
-    tagger = nlp.get_pipe("crf_tagger")
-    return {"score": scores["crf_score"], "n_tokens": n_tokens,
-            "decode_s": best_s, "decode_tokens_per_s": n_tokens / best_s,
-            "n_label_pairs": len(tagger.cfg.get("label_pairs") or []),
-            "n_labels": len(tagger.labels)}
+    result = score_and_decode(model, test_path, TASKS[task]["copy"], runs)
+    result["n_label_pairs"] = len(result.pop("cfg").get("label_pairs") or [])
+    return result
 
 
 def systems(task: str) -> List[Tuple[str, str, int]]:
