@@ -1,5 +1,5 @@
 """First-order against second-order chains (``order = 2``), and for CoNLL-2000
-the first-order chain with input-dependent transitions (``transition_templates``,
+both with input-dependent transitions (``transition_templates``,
 ``configs/conll2000_chunking_transitions.cfg``), in one run.
 
 For CoNLL-2000 chunking, UD English EWT r2.9 UPOS and Universal NER English
@@ -97,6 +97,7 @@ def systems(task: str) -> List[Tuple[str, str, int]]:
     rows = [(f"order {order}", TASKS[task]["config"], order) for order in ORDERS]
     if task in TRANSITION_CONFIGS:
         rows.insert(1, ("order 1, transition templates", TRANSITION_CONFIGS[task], 1))
+        rows.append(("order 2, transition templates", TRANSITION_CONFIGS[task], 2))
     return rows
 
 
@@ -135,6 +136,13 @@ def orders_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                                     r.get("decode_peak_rss_mb"), r["model_bytes"], note))
         first, second = result["systems"].get("order 1"), result["systems"].get("order 2")
         inputs = result["systems"].get("order 1, transition templates")
+        both = result["systems"].get("order 2, transition templates")
+        if first and both:
+            notes.append(f"{TASKS[task]['title']}: order 2 with transition templates "
+                         f"{100 * (both['score'] - first['score']):+.2f} points, "
+                         f"{both['train_s'] / first['train_s']:.1f}x the training time, "
+                         f"{first['decode_tokens_per_s'] / both['decode_tokens_per_s']:.1f}x "
+                         f"slower decoding")
         if first and inputs:
             notes.append(f"{TASKS[task]['title']}: transition templates "
                          f"{100 * (inputs['score'] - first['score']):+.2f} points, "

@@ -160,8 +160,8 @@ class Errors(metaclass=_Codes):
     E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
             "count), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
-            "\"chain\" and order = 1; this component has structure = '{structure}', order = "
-            "{order}. Remove transition_templates from the model, or use a first-order chain.")
+            "\"chain\" (order 1 or 2); this component has structure = '{structure}', order = "
+            "{order}. Remove transition_templates from the model, or use a chain.")
     E106 = ("python -m spacy_crf.fit does not train transition_templates yet: train this "
             "config with python -m spacy train, or remove transition_templates.")
     E107 = ("The scores given to structure 'chain_input' have no token transitions of shape "

@@ -187,7 +187,8 @@ def test_margin_losses_train_with_transition_templates(loss):
 
 @pytest.mark.parametrize("config, code", [
     ({"structure": "tree"}, "E105"),
-    ({"order": 2}, "E105"),
+    ({"structure": "semi_markov", "target": "ents"}, "E105"),
+    ({"order": 2, "structure": "tree"}, "E094"),
     ({"n_best": 2}, "E019"),
     ({"target": "ents", "store_confidence": True}, "E096"),
 ])
@@ -225,3 +226,110 @@ def test_scores_without_token_transitions_are_named():
     scores.token_transitions = None
     with pytest.raises(ValueError, match="E107"):
         inference.marginals(scores, layout)
+
+
+# -- order 2 with transition templates ---------------------------------------------
+
+def order2_problem(seed, L=3, prune=False):
+    from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
+
+    scores, layout, rng = problem(seed, L)
+    scores.triples = rng.normal(size=(L + 1, L, L))
+    pairs = all_pairs(L)
+    if prune:
+        keep = rng.random(len(pairs)) < 0.67
+        keep[int(rng.integers(L))] = True
+        pairs = pairs[keep]
+    return scores, SecondOrderLayout(layout.lengths, pairs), rng
+
+
+def order2_score(scores, o, ys):
+    L = scores.emissions.shape[1]
+    total = path_score(scores, o, ys)
+    for t in range(1, len(ys)):
+        total += scores.triples[ys[t - 2] if t >= 2 else L, ys[t - 1], ys[t]]
+    return total
+
+
+def order2_brute(scores, layout, fixed=None):
+    L = scores.emissions.shape[1]
+    kept = {tuple(p) for p in layout.pairs.tolist()}
+    out, o = [], 0
+    for n in layout.lengths:
+        seqs = [ys for ys in itertools.product(range(L), repeat=int(n))
+                if all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(n))
+                and (fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys)))]
+        sc = np.asarray([order2_score(scores, o, ys) for ys in seqs])
+        marg = np.zeros((n, L))
+        if len(seqs):
+            for ys, w in zip(seqs, np.exp(sc - logsumexp(sc))):
+                marg[np.arange(n), ys] += w
+        out.append((logsumexp(sc), marg, sc.max() if len(sc) else -np.inf,
+                    seqs[int(np.argmax(sc))] if len(seqs) else None))
+        o += n
+    return out
+
+
+@pytest.mark.parametrize("prune", [False, True])
+@pytest.mark.parametrize("seed", SEEDS[:5])
+def test_order2_with_token_transitions_matches_brute_force(seed, prune):
+    scores, layout, rng = order2_problem(seed, prune=prune)
+    N, L = scores.emissions.shape
+    fixed = np.where(rng.random(N) < 0.3, rng.integers(0, L, size=N), -1) if seed % 2 else None
+    probs, log_z = inference.marginals(scores, layout, fixed)
+    labels, best = inference.viterbi(scores, layout, fixed)
+    o = 0
+    for s, (bz, bm, bb, by) in enumerate(order2_brute(scores, layout, fixed)):
+        n = layout.lengths[s]
+        assert log_z[s] == pytest.approx(bz, rel=1e-9, abs=1e-9)
+        if np.isfinite(bz):
+            np.testing.assert_allclose(probs[o:o + n], bm, atol=1e-9)
+            assert best[s] == pytest.approx(bb, rel=1e-9)
+            assert tuple(labels[o:o + n]) == tuple(by)
+        o += n
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_order2_with_token_transitions_gradient_and_counts(seed):
+    from spacy_crf import objectives
+
+    scores, layout, rng = order2_problem(seed, L=2)
+    N, L = scores.emissions.shape
+    gold, _ = inference.viterbi(scores, layout)
+    gold = np.where(rng.random(N) < 0.3, -1, gold)
+    nll, gradient = inference.nll_and_gradient(scores, layout, gold)
+    free, clamped = order2_brute(scores, layout), order2_brute(scores, layout, gold)
+    np.testing.assert_allclose(nll, [f[0] - c[0] for f, c in zip(free, clamped)], atol=1e-9)
+    for name in ("emissions", "transitions", "triples", "token_transitions"):
+        expected = central_difference(
+            lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(), getattr(scores, name))
+        np.testing.assert_allclose(getattr(gradient, name), expected, atol=1e-5, err_msg=name)
+    labels = gold.clip(0)
+    out = objectives._zero_gradient(scores, layout)
+    objectives.labelling_counts(layout, labels, np.ones(len(layout.lengths)), out)
+    total = sum(float(np.sum(getattr(out, n) * getattr(scores, n)))
+                for n in ("emissions", "transitions", "start", "end", "triples", "token_transitions"))
+    o, expected = 0, 0.0
+    for n in layout.lengths:
+        expected += order2_score(scores, o, tuple(labels[o:o + n]))
+        o += n
+    assert total == pytest.approx(expected, rel=1e-9)
+
+
+def test_order2_with_transition_templates_trains_and_gives_confidences(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "order": 2, "model": model(),
+                                       "store_confidence": True, "n_best": 2})
+    examples = alternation_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer)
+    crf = nlp.get_pipe("crf_tagger")
+    assert crf.crf_structure.name == "chain_order2"
+    doc = nlp(Doc(nlp.vocab, words="of x to x of x".split()))
+    assert [t.tag_ for t in doc] == ["P", "B", "P", "A", "P", "B"]
+    assert all(0.5 < t._.crf_confidence <= 1 for t in doc)
+    nlp.to_disk(tmp_path / "m")
+    loaded = spacy.load(tmp_path / "m")
+    assert [t.tag_ for t in loaded(Doc(loaded.vocab, words="to x of x".split()))] == \
+        ["P", "A", "P", "B"]

@@ -110,7 +110,7 @@ def FeatureCRF(
         templates evaluated at each token (e.g. ``"NORM[-1]|NORM[0]"``, the
         word pair the move crosses) whose hashed weights score every label
         pair, added to the transitions into that token. Chain structure,
-        order 1; trained by ``spacy train`` and ``nlp.update``.
+        order 1 or 2; trained by ``spacy train`` and ``nlp.update``.
     transition_buckets : int
         Rows of their hashed table (each row holds a weight per label pair).
     nO : int, optional

@@ -23,6 +23,11 @@ multiply-add per allowed triple, not per pair of pairs); a sequence that
 scaling cannot represent goes through the first-order chain kernel over the
 dense pair transitions instead, which is exact in log space.
 
+With transition templates (``CRFScores.token_transitions``) the move from
+``a`` to ``b`` into token ``t`` also scores ``token_transitions[t, a, b]``:
+the state at ``t`` is that very pair, so it is one more pair emission, and its
+gradient is the pair's marginal at ``t``.
+
 Fixed labels (partial gold, forced decoding) become ``-inf`` pair emissions
 for the pairs that disagree with them. A sequence whose gold labelling leaves
 the pruned space (a pair never seen in training) is treated as unannotated.
@@ -95,8 +100,14 @@ class _Expanded:
         trans, start, end = as_f64(scores.transitions), as_f64(scores.start), as_f64(scores.end)
         self.prev_index = np.where(starts, L, self.prev)
         # E[t, (a, b)] = e[t, b] + transitions[a, b] (a START pair has no transition)
+        # + token_transitions[t, a, b] (transition templates: the move into token t)
         pair_score = np.where(starts, 0.0, trans[np.maximum(self.prev, 0), self.label])
-        self.emissions = np.ascontiguousarray(emissions[:, self.label] + pair_score)
+        self.emissions = emissions[:, self.label] + pair_score
+        self.token = scores.token_transitions
+        if self.token is not None:
+            inner = np.flatnonzero(~starts)
+            self.emissions[:, inner] += as_f64(self.token)[:, self.prev[inner], self.label[inner]]
+        self.emissions = np.ascontiguousarray(self.emissions)
         # edges (a, b) -> (b, c), scored triples[a, b, c]
         self.src, self.dst = (np.ascontiguousarray(x, dtype=np.int64) for x in
                               np.nonzero(self.label[:, None] == self.prev[None, :]))
@@ -182,6 +193,11 @@ class _Expanded:
         np.add.at(d["end"], self.label, ends)
         np.add.at(d["triples"], (self.prev_index[self.src], self.label[self.src],
                                  self.label[self.dst]), edges)
+        if self.token is not None:
+            # d token_transitions[t, a, b] = P(y_{t-1} = a, y_t = b): the pair's marginal at t
+            d["token_transitions"] = np.zeros((marginals.shape[0], L, L))
+            np.add.at(d["token_transitions"].transpose(1, 2, 0),
+                      (self.prev[inner], self.label[inner]), marginals[:, inner].T)
         return d
 
 
@@ -280,7 +296,10 @@ class SecondOrderChain(CRFStructure):
         blocked = blocked_after[labels[ends - 1]][span_of_row[after]]
         copy_emissions[after] = np.where(blocked, -np.inf, copy_emissions[after])
         copy_layout = SecondOrderLayout(copy_lengths, layout.pairs)
-        copy = self._expand(replace(scores, emissions=copy_emissions), copy_layout)
+        token = scores.token_transitions
+        copy = self._expand(replace(scores, emissions=copy_emissions,
+                                    token_transitions=None if token is None else token[rows]),
+                            copy_layout)
         clamped = copy.sum_pass(copy.mask(copy_layout, copy_fixed), copy_lengths)[0]
         with np.errstate(invalid="ignore"):
             log_p = clamped - log_z[seq]
@@ -318,6 +337,14 @@ class SecondOrderChain(CRFStructure):
         t = np.flatnonzero(positions_in_sequence(lengths) > 0)
         # d triples[y_{t-2}, y_{t-1}, y_t] = w for every t with a predecessor
         np.add.at(out.triples, (two_before[t], before[t], labels[t]), token_weight[t])
+        if out.token_transitions is not None:  # d token_transitions[t, y_{t-1}, y_t] = w
+            out.token_transitions[t, labels[t - 1], labels[t]] += token_weight[t]
+
+    def zero_gradient(self, scores: CRFScores) -> CRFScores:
+        out = super().zero_gradient(scores)
+        if scores.token_transitions is not None:
+            out.token_transitions = np.zeros(np.shape(scores.token_transitions))
+        return out
 
 
 def get_first_order() -> CRFStructure:
