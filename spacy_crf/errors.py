@@ -160,13 +160,14 @@ class Errors(metaclass=_Codes):
     E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
             "count), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
-            "\"chain\" (order 1 or 2); this component has structure = '{structure}', order = "
-            "{order}. Remove transition_templates from the model, or use a chain.")
+            "\"chain\" (order 1 or 2) and \"tree\"; this component has structure = "
+            "'{structure}', order = {order}. Remove transition_templates from the model, or "
+            "use a chain or a tree.")
     E106 = ("python -m spacy_crf.fit does not train transition_templates yet: train this "
             "config with python -m spacy train, or remove transition_templates.")
-    E107 = ("The scores given to structure 'chain_input' have no token transitions of shape "
+    E107 = ("The scores given to structure '{structure}' have no token transitions of shape "
             "{expected} (got {got}): it scores a model with transition_templates. Build the "
-            "scores with such a model, or use structure 'chain'.")
+            "scores with such a model, or use the structure without them.")
     E102 = ("OUTPUT '{output}' holds shards annotated with another pipeline ({then}), not "
             "'{model}': finished shards are skipped, so the output would mix the two. Pass "
             "--overwrite to annotate everything again with this one, or a new OUTPUT.")

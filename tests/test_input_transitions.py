@@ -186,7 +186,6 @@ def test_margin_losses_train_with_transition_templates(loss):
 
 
 @pytest.mark.parametrize("config, code", [
-    ({"structure": "tree"}, "E105"),
     ({"structure": "semi_markov", "target": "ents"}, "E105"),
     ({"order": 2, "structure": "tree"}, "E094"),
     ({"n_best": 2}, "E019"),
@@ -333,3 +332,134 @@ def test_order2_with_transition_templates_trains_and_gives_confidences(tmp_path)
     loaded = spacy.load(tmp_path / "m")
     assert [t.tag_ for t in loaded(Doc(loaded.vocab, words="to x of x".split()))] == \
         ["P", "A", "P", "B"]
+
+
+# -- trees with transition templates ------------------------------------------------
+
+def tree_problem(seed, L=3, R=2):
+    from spacy_crf._kernels import tree
+    from spacy_crf.structures.input_tree import InputTreeLayout
+
+    rng = np.random.default_rng(seed)
+    lengths = np.asarray([1, 3, 4][: int(rng.integers(1, 4))])
+    heads, o = [], 0
+    for n in lengths:  # each token's head is an earlier token (a forest), roots at -1
+        for i in range(n):
+            heads.append(-1 if i == 0 or rng.random() < 0.2 else o + int(rng.integers(0, i)))
+        o += n
+    heads = np.asarray(heads, dtype=np.int64)
+    order = np.zeros(len(heads), dtype=np.int64)
+    tree.check_forest(heads, lengths, order)
+    N = int(lengths.sum())
+    scores = CRFScores(rng.normal(size=(N, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L),
+                       rng.normal(size=(R, L, L)), rng.normal(size=L),
+                       token_transitions=rng.normal(size=(N, L, L)))
+    relations = rng.integers(0, R, size=N)
+    return scores, InputTreeLayout(lengths, heads, order, relations), rng
+
+
+def tree_score(scores, layout, o, ys):
+    total = 0.0
+    for i, y in enumerate(ys):
+        t = o + i
+        total += scores.emissions[t, y]
+        h = layout.heads[t]
+        if h < 0:
+            total += scores.root[y]
+        else:
+            hy = ys[h - o]
+            total += scores.pair[layout.relations[t], y, hy] + scores.token_transitions[t, hy, y]
+    return total
+
+
+def tree_brute(scores, layout, fixed=None):
+    L = scores.emissions.shape[1]
+    out, o = [], 0
+    for n in layout.lengths:
+        seqs = [ys for ys in itertools.product(range(L), repeat=int(n))
+                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
+        sc = np.asarray([tree_score(scores, layout, o, ys) for ys in seqs])
+        marg = np.zeros((n, L))
+        for ys, w in zip(seqs, np.exp(sc - logsumexp(sc))):
+            marg[np.arange(n), ys] += w
+        out.append((logsumexp(sc), marg, sc.max(), seqs[int(np.argmax(sc))]))
+        o += n
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS[:6])
+def test_tree_with_token_transitions_matches_brute_force(seed):
+    scores, layout, rng = tree_problem(seed)
+    N, L = scores.emissions.shape
+    fixed = np.where(rng.random(N) < 0.3, rng.integers(0, L, size=N), -1) if seed % 2 else None
+    probs, log_z = inference.marginals(scores, layout, fixed)
+    labels, best = inference.viterbi(scores, layout, fixed)
+    o = 0
+    for s, (bz, bm, bb, by) in enumerate(tree_brute(scores, layout, fixed)):
+        n = layout.lengths[s]
+        assert log_z[s] == pytest.approx(bz, rel=1e-9, abs=1e-9)
+        np.testing.assert_allclose(probs[o:o + n], bm, atol=1e-9)
+        assert best[s] == pytest.approx(bb, rel=1e-9)
+        assert tuple(labels[o:o + n]) == tuple(by)
+        o += n
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_tree_with_token_transitions_gradient_and_counts(seed):
+    from spacy_crf import objectives
+
+    scores, layout, rng = tree_problem(seed, L=2)
+    N, L = scores.emissions.shape
+    gold, _ = inference.viterbi(scores, layout)
+    gold = np.where(rng.random(N) < 0.3, -1, gold)
+    nll, gradient = inference.nll_and_gradient(scores, layout, gold)
+    free, clamped = tree_brute(scores, layout), tree_brute(scores, layout, gold)
+    np.testing.assert_allclose(nll, [f[0] - c[0] for f, c in zip(free, clamped)], atol=1e-9)
+    for name in ("emissions", "pair", "root", "token_transitions"):
+        expected = central_difference(
+            lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(), getattr(scores, name))
+        np.testing.assert_allclose(getattr(gradient, name), expected, atol=1e-5, err_msg=name)
+    labels = gold.clip(0)
+    out = objectives._zero_gradient(scores, layout)
+    objectives.labelling_counts(layout, labels, np.ones(len(layout.lengths)), out)
+    total = sum(float(np.sum(getattr(out, n) * getattr(scores, n)))
+                for n in ("emissions", "pair", "root", "token_transitions"))
+    o, expected = 0, 0.0
+    for n in layout.lengths:
+        expected += tree_score(scores, layout, o, tuple(labels[o:o + n]))
+        o += n
+    assert total == pytest.approx(expected, rel=1e-9)
+
+
+def test_tree_with_transition_templates_trains_saves_and_loads(tmp_path):
+    """Labels that depend on the head's word through the edge: "x" is A under
+    "to" and B under "of", where "to" and "of" share the label P."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": "tree", "model": {
+        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM"], "n_buckets": 4096,
+        "transition_templates": ["head:NORM"], "transition_buckets": 1024}})
+
+    def doc(words, tags=None):
+        d = Doc(nlp.vocab, words=words, heads=[1, 1, 3, 3], deps=["dep", "ROOT", "dep", "ROOT"],
+                sent_starts=[True, False, True, False])
+        return d, tags
+
+    rows = [(["x", "to", "x", "of"], ["A", "P", "B", "P"]),
+            (["x", "of", "x", "to"], ["B", "P", "A", "P"])]
+    examples = []
+    for words, tags in rows:
+        d, _ = doc(words)
+        ref, _ = doc(words)
+        examples.append(Example.from_dict(d, {"tags": tags, "heads": [1, 1, 3, 3],
+                                              "deps": ["dep", "ROOT", "dep", "ROOT"]}))
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(60):
+        nlp.update(examples, sgd=optimizer)
+    crf = nlp.get_pipe("crf_tagger")
+    assert crf.crf_structure.name == "tree_input"
+    test, _ = doc(["x", "of", "x", "to"])
+    assert [t.tag_ for t in crf(test)] == ["B", "P", "A", "P"]
+    nlp.to_disk(tmp_path / "m")
+    loaded = spacy.load(tmp_path / "m").get_pipe("crf_tagger")
+    test, _ = doc(["x", "to", "x", "of"])
+    assert [t.tag_ for t in loaded(test)] == ["A", "P", "B", "P"]

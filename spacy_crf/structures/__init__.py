@@ -1,7 +1,8 @@
 """CRF structures, keyed by the component's ``structure`` setting (see ``base``).
 
 ``chain`` (a linear chain per sentence), ``tree`` (the dependency parse),
-``chain_order2``, ``chain_input`` and ``semi_markov`` are registered here; a
+``chain_order2``, ``chain_input``, ``tree_input`` and ``semi_markov`` are
+registered here; a
 new structure is a new module that subclasses :class:`CRFStructure`,
 decorates it with :func:`register_structure`, and is imported below.
 """
@@ -12,4 +13,5 @@ from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
 from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401
 from .input_chain import InputChainLayout, InputTransitionChain  # noqa: F401
+from .input_tree import InputTransitionTree, InputTreeLayout  # noqa: F401
 from .semi_markov import SemiMarkovLayout, SemiMarkovStructure  # noqa: F401

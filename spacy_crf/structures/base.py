@@ -32,7 +32,8 @@ from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
 
 _STRUCTURES: Dict[str, "CRFStructure"] = {}
 #: the structure that scores input-dependent transitions, by the one that does not
-TOKEN_TRANSITION_STRUCTURES = {"chain": "chain_input", "chain_order2": "chain_order2"}
+TOKEN_TRANSITION_STRUCTURES = {"chain": "chain_input", "chain_order2": "chain_order2",
+                               "tree": "tree_input"}
 
 
 def register_structure(cls: Type["CRFStructure"]) -> Type["CRFStructure"]:
@@ -57,8 +58,8 @@ def structure_key(structure: str, order: int = 1, token_transitions: bool = Fals
     """The registered name of ``structure`` at ``order``: the name itself at
     order 1, ``NAME_orderK`` above; E094 where that combination does not exist.
     With ``token_transitions`` (a model with transition templates) the chain
-    of order 1 becomes ``chain_input`` and the second-order chain reads them
-    as it is; E105 for any other combination."""
+    of order 1 becomes ``chain_input``, the tree ``tree_input``, and the
+    second-order chain reads them as it is; E105 for any other combination."""
     if token_transitions:
         key = structure_key(structure, order)
         if key not in TOKEN_TRANSITION_STRUCTURES:

@@ -56,7 +56,8 @@ class InputTransitionChain(CRFStructure):
         token = scores.token_transitions
         L = emissions.shape[1]
         if token is None or np.shape(token) != (emissions.shape[0], L, L):
-            raise ValueError(Errors.E107.format(expected=(emissions.shape[0], L, L),
+            raise ValueError(Errors.E107.format(structure=self.name,
+                                                expected=(emissions.shape[0], L, L),
                                                 got=None if token is None else np.shape(token)))
         return emissions
 
