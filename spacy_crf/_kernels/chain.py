@@ -37,6 +37,7 @@ def _allowed(fixed, t, j):
 UNDERFLOW_GUARD = -200.0
 
 
+
 @njit(cache=True)
 def _finite_max(values):
     """Max of the finite entries (0.0 if there are none), used as a shift."""
@@ -79,6 +80,165 @@ def _scaled_potentials(transitions, start, end):
             np.exp(end - shifts[2]), shifts)
 
 
+#: the semiring of a pass: sums in probability space with a scale per position,
+#: sums of logs (log-sum-exp), or maxima (Viterbi)
+SCALED, LOG, MAX = 0, 1, 2
+
+
+@njit(cache=True)
+def _unused():
+    """Placeholders for the arguments a mode does not touch (numba needs writable
+    arrays of the right type and rank, not None): back-pointers outside ``MAX``,
+    the scaled potentials, ``ex`` and ``scale`` outside ``SCALED``."""
+    return (np.zeros((1, 1), dtype=np.int64),
+            (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1), np.zeros(1), np.zeros(3)),
+            np.zeros((1, 1)), np.zeros(1))
+
+
+@njit(cache=True)
+def _inside(emissions, o, n, transitions, start, scaled, fixed, mode, alpha, back, ex, scale):
+    """The forward recurrence of the sequence at rows ``o:o+n``, in ``mode``:
+
+        alpha[0, j] = start(j) (x) e(0, j)
+        alpha[t, j] = e(t, j) (x) (+)_i alpha[t-1, i] (x) T(i, j)
+
+    * ``SCALED``: (+) is a sum, (x) a product, over ``ex = exp(e - m_t)`` and the
+      batch's ``scaled`` potentials; each row is divided by its sum ``scale[t]``.
+      Returns the log of what was factored out (``sum_t m_t + log scale[t]`` and
+      the shifts), or NaN where scaling cannot represent the sequence.
+    * ``LOG``: (+) is log-sum-exp, (x) a sum. Returns 0.
+    * ``MAX``: (+) is max (ties to the lowest ``i``, kept in ``back``), (x) a sum. Returns 0.
+
+    Labels that ``fixed`` forbids get ``-inf`` (zero in ``SCALED``).
+    """
+    L = emissions.shape[1]
+    if mode == SCALED:
+        exp_t, exp_t_by_next, exp_s, exp_e, shifts = scaled
+        if shifts[0] != shifts[0]:
+            return np.nan
+        log_z = shifts[1] + shifts[2] + (n - 1) * shifts[0]
+        # ex[t, j] = exp(emissions[o+t, j] - m_t), zero where label j is not allowed
+        for t in range(n):
+            m = NEG_INF
+            for j in range(L):
+                if _allowed(fixed, o + t, j) and emissions[o + t, j] > m:
+                    m = emissions[o + t, j]
+            if m == NEG_INF or m == np.inf or m != m:
+                return np.nan
+            for j in range(L):
+                if _allowed(fixed, o + t, j):
+                    shifted = emissions[o + t, j] - m
+                    if shifted < UNDERFLOW_GUARD and shifted != NEG_INF:
+                        return np.nan
+                    ex[t, j] = np.exp(shifted)
+                else:
+                    ex[t, j] = 0.0
+            log_z += m
+        # The sums run over i in the outer loop, every j at once: each sum adds the
+        # same terms in the same order as a loop over i would (so the results are
+        # identical), but the inner loop is contiguous and its sums independent
+        # (vectorised).
+        for t in range(n):
+            if t == 0:
+                for j in range(L):
+                    alpha[0, j] = exp_s[j]
+            else:
+                for j in range(L):
+                    alpha[t, j] = 0.0
+                for i in range(L):
+                    a = alpha[t - 1, i]
+                    for j in range(L):
+                        alpha[t, j] += a * exp_t[i, j]
+            total = 0.0
+            for j in range(L):
+                alpha[t, j] = alpha[t, j] * ex[t, j]
+                total += alpha[t, j]
+            if not (total > 0.0 and total < np.inf):
+                return np.nan
+            scale[t] = total
+            for j in range(L):
+                alpha[t, j] /= total
+            log_z += np.log(total)
+        return log_z
+    for t in range(n):
+        for j in range(L):
+            if not _allowed(fixed, o + t, j):
+                alpha[t, j] = NEG_INF
+                if mode == MAX:
+                    back[t, j] = 0
+                continue
+            acc, arg = (start[j], 0) if t == 0 else (NEG_INF, 0)
+            if t > 0 and mode == MAX:
+                for i in range(L):
+                    v = alpha[t - 1, i] + transitions[i, j]
+                    if v > acc:
+                        acc, arg = v, i
+            elif t > 0:
+                for i in range(L):
+                    acc = _logaddexp(acc, alpha[t - 1, i] + transitions[i, j])
+            alpha[t, j] = acc + emissions[o + t, j]
+            if mode == MAX:
+                back[t, j] = arg
+    return 0.0
+
+
+@njit(cache=True)
+def _closing(alpha, n, end, scaled, mode):
+    """(+)_j alpha[n-1, j] (x) end(j), and the best ``j`` in ``MAX``."""
+    L = alpha.shape[1]
+    if mode == SCALED:
+        exp_e = scaled[3]
+        closing = 0.0
+        for j in range(L):
+            closing += alpha[n - 1, j] * exp_e[j]
+        return closing, 0
+    acc, arg = NEG_INF, 0
+    for j in range(L):
+        v = alpha[n - 1, j] + end[j]
+        if mode == MAX:
+            if v > acc:
+                acc, arg = v, j
+        else:
+            acc = _logaddexp(acc, v)
+    return acc, arg
+
+
+@njit(cache=True)
+def _outside(emissions, o, n, transitions, end, scaled, fixed, mode, beta, ex, scale, closing):
+    """The backward recurrence (``SCALED`` or ``LOG``), the mirror of :func:`_inside`:
+
+        beta[n-1, i] = end(i)
+        beta[t, i]   = (+)_j T(i, j) (x) e(t+1, j) (x) beta[t+1, j]
+
+    ``SCALED`` divides by ``closing`` at the end and by ``scale[t+1]`` at each
+    step (so alpha * beta are the marginals), summing over j in the outer loop.
+    """
+    L = beta.shape[1]
+    if mode == SCALED:
+        exp_t_by_next, exp_e = scaled[1], scaled[3]
+        for i in range(L):
+            beta[n - 1, i] = exp_e[i] / closing
+        for t in range(n - 2, -1, -1):
+            for i in range(L):
+                beta[t, i] = 0.0
+            for j in range(L):
+                eb = ex[t + 1, j] * beta[t + 1, j]
+                for i in range(L):
+                    beta[t, i] += exp_t_by_next[j, i] * eb
+            for i in range(L):
+                beta[t, i] = beta[t, i] / scale[t + 1]
+        return
+    for i in range(L):
+        beta[n - 1, i] = end[i]
+    for t in range(n - 2, -1, -1):
+        for i in range(L):
+            acc = NEG_INF
+            for j in range(L):
+                if _allowed(fixed, o + t + 1, j):
+                    acc = _logaddexp(acc, transitions[i, j] + emissions[o + t + 1, j] + beta[t + 1, j])
+            beta[t, i] = acc
+
+
 @njit(cache=True)
 def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
                      marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
@@ -92,73 +252,18 @@ def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
     Returns log Z, or NaN when scaling failed (nothing is written then).
     """
     L = emissions.shape[1]
-    exp_t, exp_t_by_next, exp_s, exp_e, shifts = scaled
-    if shifts[0] != shifts[0]:
+    exp_t = scaled[0]
+    # SCALED keeps no back-pointers: ``ex`` stands in for them (never written), so
+    # this per-sequence call allocates nothing
+    log_z = _inside(emissions, o, n, exp_t, scaled[2], scaled, fixed, SCALED, alpha, ex, ex,
+                    scale)
+    if log_z != log_z:
         return np.nan
-    log_z = shifts[1] + shifts[2] + (n - 1) * shifts[0]
-    # ex[t, j] = exp(emissions[o+t, j] - m_t), zero where label j is not allowed
-    for t in range(n):
-        m = NEG_INF
-        for j in range(L):
-            if _allowed(fixed, o + t, j) and emissions[o + t, j] > m:
-                m = emissions[o + t, j]
-        if m == NEG_INF or m == np.inf or m != m:
-            return np.nan
-        for j in range(L):
-            if _allowed(fixed, o + t, j):
-                shifted = emissions[o + t, j] - m
-                if shifted < UNDERFLOW_GUARD and shifted != NEG_INF:
-                    return np.nan
-                ex[t, j] = np.exp(shifted)
-            else:
-                ex[t, j] = 0.0
-        log_z += m
-    # alpha[0, j] = start(j) ex[0, j];  alpha[t, j] = ex[t, j] sum_i alpha[t-1, i] T(i, j)
-    # each row divided by its sum scale[t], so log Z = sum_t log scale[t] + shifts.
-    # The sums run over i in the outer loop, every j at once: each sum adds the same
-    # terms in the same order as a loop over i would (so the results are identical),
-    # but the inner loop is contiguous and its sums independent (vectorised).
-    for t in range(n):
-        if t == 0:
-            for j in range(L):
-                alpha[0, j] = exp_s[j]
-        else:
-            for j in range(L):
-                alpha[t, j] = 0.0
-            for i in range(L):
-                a = alpha[t - 1, i]
-                for j in range(L):
-                    alpha[t, j] += a * exp_t[i, j]
-        total = 0.0
-        for j in range(L):
-            alpha[t, j] = alpha[t, j] * ex[t, j]
-            total += alpha[t, j]
-        if not (total > 0.0 and total < np.inf):
-            return np.nan
-        scale[t] = total
-        for j in range(L):
-            alpha[t, j] /= total
-        log_z += np.log(total)
-    # closing factor: Z' = sum_j alpha[n-1, j] end(j)
-    closing = 0.0
-    for j in range(L):
-        closing += alpha[n - 1, j] * exp_e[j]
+    closing, _ = _closing(alpha, n, scaled[3], scaled, SCALED)
     if not (closing > 0.0 and closing < np.inf):
         return np.nan
     log_z += np.log(closing)
-    # beta[n-1, i] = end(i) / Z';  beta[t, i] = sum_j T(i, j) ex[t+1, j] beta[t+1, j] / scale[t+1]
-    # (sums over j in the outer loop, every i at once, as for alpha)
-    for i in range(L):
-        beta[n - 1, i] = exp_e[i] / closing
-    for t in range(n - 2, -1, -1):
-        for i in range(L):
-            beta[t, i] = 0.0
-        for j in range(L):
-            eb = ex[t + 1, j] * beta[t + 1, j]
-            for i in range(L):
-                beta[t, i] += exp_t_by_next[j, i] * eb
-        for i in range(L):
-            beta[t, i] = beta[t, i] / scale[t + 1]
+    _outside(emissions, o, n, exp_t, scaled[3], scaled, fixed, SCALED, beta, ex, scale, closing)
     # P(y_t = j) = alpha[t, j] beta[t, j]
     for t in range(n):
         for j in range(L):
@@ -216,34 +321,14 @@ def _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
     Returns log Z (``-inf`` when no labelling is allowed; nothing is written then).
     """
     L = emissions.shape[1]
-    # alpha[t, j] = e(t, j) + logsumexp_i(alpha[t-1, i] + T(i, j)); alpha[0, j] = start(j) + e(0, j)
-    for t in range(n):
-        for j in range(L):
-            if not _allowed(fixed, o + t, j):
-                alpha[t, j] = NEG_INF
-                continue
-            if t == 0:
-                acc = start[j]
-            else:
-                acc = NEG_INF
-                for i in range(L):
-                    acc = _logaddexp(acc, alpha[t - 1, i] + transitions[i, j])
-            alpha[t, j] = acc + emissions[o + t, j]
-    log_z = NEG_INF
-    for j in range(L):
-        log_z = _logaddexp(log_z, alpha[n - 1, j] + end[j])
+    no_back, no_scaled, no_ex, no_scale = _unused()
+    _inside(emissions, o, n, transitions, start, no_scaled, fixed, LOG, alpha, no_back, no_ex,
+            no_scale)
+    log_z, _ = _closing(alpha, n, end, no_scaled, LOG)
     if log_z == NEG_INF:
         return log_z
-    # beta[n-1, i] = end(i); beta[t, i] = logsumexp_j(T(i, j) + e(t+1, j) + beta[t+1, j])
-    for i in range(L):
-        beta[n - 1, i] = end[i]
-    for t in range(n - 2, -1, -1):
-        for i in range(L):
-            acc = NEG_INF
-            for j in range(L):
-                if _allowed(fixed, o + t + 1, j):
-                    acc = _logaddexp(acc, transitions[i, j] + emissions[o + t + 1, j] + beta[t + 1, j])
-            beta[t, i] = acc
+    _outside(emissions, o, n, transitions, end, no_scaled, fixed, LOG, beta, no_ex, no_scale,
+             0.0)
     for t in range(n):
         for j in range(L):
             marginals[o + t, j] += weight * np.exp(alpha[t, j] + beta[t, j] - log_z)
@@ -348,7 +433,7 @@ def path_score(emissions, lengths, transitions, start, end, labels, scores):
 
 @njit(cache=True)
 def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
-    """MAP labelling of every sequence, honouring ``fixed``.
+    """MAP labelling of every sequence, honouring ``fixed``: :func:`_inside` in ``MAX``
 
     delta[0, j] = start(j) + e(0, j)
     delta[t, j] = e(t, j) + max_i (delta[t-1, i] + T(i, j)),  back[t, j] = argmax_i
@@ -361,33 +446,16 @@ def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
     max_len = max_length(lengths)
     delta = np.empty((max_len, L))
     back = np.zeros((max_len, L), dtype=np.int64)
+    _, no_scaled, no_ex, no_scale = _unused()
     o = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
             scores[s] = 0.0
             continue
-        for t in range(n):
-            for j in range(L):
-                if not _allowed(fixed, o + t, j):
-                    delta[t, j] = NEG_INF
-                    back[t, j] = 0
-                    continue
-                if t == 0:
-                    best, arg = start[j], 0
-                else:
-                    best, arg = NEG_INF, 0
-                    for i in range(L):
-                        v = delta[t - 1, i] + transitions[i, j]
-                        if v > best:
-                            best, arg = v, i
-                delta[t, j] = best + emissions[o + t, j]
-                back[t, j] = arg
-        best, arg = NEG_INF, 0
-        for j in range(L):
-            v = delta[n - 1, j] + end[j]
-            if v > best:
-                best, arg = v, j
+        _inside(emissions, o, n, transitions, start, no_scaled, fixed, MAX, delta, back, no_ex,
+                no_scale)
+        best, arg = _closing(delta, n, end, no_scaled, MAX)
         scores[s] = best
         if best == NEG_INF:
             # no allowed labelling: honour ``fixed`` token by token, label 0 elsewhere
