@@ -21,7 +21,8 @@ The sum pass runs in probability space with one scale factor per position,
 as the first-order chain does. A sequence whose shifted scores fall below
 the chain's ``UNDERFLOW_GUARD`` (where scaling could lose mass) or that has no labelling
 is flagged in ``status`` instead: the caller recomputes it exactly in log
-space. Viterbi runs in log space.
+space. Viterbi runs in log space. Both run the one forward recurrence,
+:func:`_inside`, in its sum (scaled) or max mode.
 """
 
 import numpy as np
@@ -30,6 +31,65 @@ from numba import njit
 # the first-order chain's shift and underflow guard: one rule for both kernels
 from .chain import NEG_INF, _finite_max
 from .chain import _within_guard as _guarded
+
+
+#: the semiring of the forward pass (the first-order chain's names)
+SCALED, MAX = 0, 2
+
+
+@njit(cache=True)
+def _inside(emissions, o, n, src, weight, in_ptr, in_edges, start, mode, alpha, back, ex, scale):
+    """The forward recurrence over pairs for the sequence at rows ``o:o+n``:
+
+        alpha[0, d] = start(d) (x) e(0, d)
+        alpha[t, d] = e(t, d) (x) (+)_{edges k into d} alpha[t-1, src[k]] (x) w[k]
+
+    * ``SCALED``: ``ex``, ``start`` and ``weight`` hold exponentiated, shifted
+      scores; (+) is a sum, (x) a product, and each row is divided by its sum
+      ``scale[t]``. Returns the log of the scales, or NaN where a row vanishes.
+    * ``MAX``: log-space scores; (+) is max (ties to the first edge), kept in
+      ``back`` as the previous pair. Returns 0.
+    """
+    P = alpha.shape[1]
+    log_scale = 0.0
+    for d in range(P):
+        if mode == SCALED:
+            alpha[0, d] = start[d] * ex[0, d]
+        else:
+            alpha[0, d] = start[d] + emissions[o, d]
+    for t in range(n):
+        if t > 0 and mode == SCALED:
+            for d in range(P):
+                acc = 0.0
+                if ex[t, d] != 0.0:
+                    for k in range(in_ptr[d], in_ptr[d + 1]):
+                        e = in_edges[k]
+                        acc += alpha[t - 1, src[e]] * weight[e]
+                alpha[t, d] = acc * ex[t, d]
+        elif t > 0:
+            for d in range(P):
+                top = NEG_INF
+                arg = 0
+                if emissions[o + t, d] != NEG_INF:
+                    for k in range(in_ptr[d], in_ptr[d + 1]):
+                        e = in_edges[k]
+                        v = alpha[t - 1, src[e]] + weight[e]
+                        if v > top:
+                            top = v
+                            arg = src[e]
+                alpha[t, d] = top + emissions[o + t, d]
+                back[t, d] = arg
+        if mode == SCALED:
+            c = 0.0
+            for d in range(P):
+                c += alpha[t, d]
+            if c == 0.0:
+                return np.nan
+            scale[t] = c
+            log_scale += np.log(c)
+            for d in range(P):
+                alpha[t, d] /= c
+    return log_scale
 
 
 @njit(cache=True)
@@ -54,6 +114,7 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
     exp_w = np.exp(weight - w_shift)
     exp_s = np.exp(start - s_shift)
     exp_e = np.exp(end - e_shift)
+    no_back = np.zeros((1, 1), dtype=np.int64)  # SCALED keeps no back-pointers
     o = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -79,31 +140,13 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
             o += n
             continue
         # forward: alpha_hat[t] sums to one
-        for d in range(P):
-            alpha[0, d] = exp_s[d] * ex[0, d]
-        for t in range(n):
-            if t > 0:
-                for d in range(P):
-                    acc = 0.0
-                    if ex[t, d] != 0.0:
-                        for k in range(in_ptr[d], in_ptr[d + 1]):
-                            e = in_edges[k]
-                            acc += alpha[t - 1, src[e]] * exp_w[e]
-                    alpha[t, d] = acc * ex[t, d]
-            c = 0.0
-            for d in range(P):
-                c += alpha[t, d]
-            if c == 0.0:
-                ok = False
-                break
-            scale[t] = c
-            log_scale += np.log(c)
-            for d in range(P):
-                alpha[t, d] /= c
-        if not ok:
+        scales = _inside(emissions, o, n, src, exp_w, in_ptr, in_edges, exp_s, SCALED, alpha,
+                         no_back, ex, scale)
+        if scales != scales:
             status[s] = 1
             o += n
             continue
+        log_scale += scales
         z_hat = 0.0
         for d in range(P):
             z_hat += alpha[n - 1, d] * exp_e[d]
@@ -157,27 +200,15 @@ def viterbi(emissions, lengths, src, weight, in_ptr, in_edges, start, end, state
         max_n = max(max_n, lengths[s])
     delta = np.full((max_n, P), NEG_INF)
     back = np.zeros((max_n, P), dtype=np.int64)
+    no_ex, no_scale = np.zeros((1, 1)), np.zeros(1)  # MAX neither exponentiates nor scales
     o = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
             best[s] = 0.0
             continue
-        for d in range(P):
-            delta[0, d] = start[d] + emissions[o, d]
-        for t in range(1, n):
-            for d in range(P):
-                top = NEG_INF
-                arg = 0
-                if emissions[o + t, d] != NEG_INF:
-                    for k in range(in_ptr[d], in_ptr[d + 1]):
-                        e = in_edges[k]
-                        v = delta[t - 1, src[e]] + weight[e]
-                        if v > top:
-                            top = v
-                            arg = src[e]
-                delta[t, d] = top + emissions[o + t, d]
-                back[t, d] = arg
+        _inside(emissions, o, n, src, weight, in_ptr, in_edges, start, MAX, delta, back, no_ex,
+                no_scale)
         top = NEG_INF
         arg = 0
         for d in range(P):
