@@ -33,7 +33,7 @@ space, every vector rescaled to unit total and the log of the total kept, so a
 node costs ``L**2`` multiply-adds and no ``exp``/``log`` per cell. Where
 scaling cannot represent a segment (a total underflows or is not finite), that
 segment alone is recomputed in log space. Both run the same traversal,
-``_forest_pass``, whose vector operations take a ``log_space`` flag. A total
+``_forest_pass``, whose vector operations take a ``mode`` flag. A total
 below ``TINY`` counts as underflow: dividing it out would magnify entries that
 ``exp`` may already have rounded to subnormals or zero. Max-product is always
 in log space.
@@ -42,7 +42,7 @@ in log space.
 import numpy as np
 from numba import njit
 
-from .chain import NEG_INF, _allowed, _finite_max
+from .chain import LOG, MAX, NEG_INF, SCALED, _allowed, _finite_max
 
 TINY = 1e-150
 
@@ -128,65 +128,65 @@ def _local(emissions, heads, root, t, j):
 
 
 # --------------------------------------------------------------------------- vector operations
-# Each works in probability space, or on logs when ``log_space`` is true.
+# Each works in probability space, or on logs when ``mode`` is true.
 
 
 @njit(cache=True)
-def _ok(total, log_space):
+def _ok(total, mode):
     """Whether ``total`` can be divided out: in (TINY, inf), or finite in log space."""
-    if log_space:
+    if mode:
         return total > NEG_INF and total < np.inf
     return total > TINY and total < np.inf
 
 
 @njit(cache=True)
-def _failure(total, log_space):
+def _failure(total, mode):
     """What a pass returns for a total that is not ``_ok``.
 
     ``-inf`` when, in log space, it shows that no labelling is allowed; NaN
     otherwise (in probability space a zero may just be underflow).
     """
-    if log_space and total == NEG_INF:
+    if mode and total == NEG_INF:
         return NEG_INF
     return np.nan
 
 
 @njit(cache=True)
-def _log(total, log_space):
+def _log(total, mode):
     """log of a total, which log space already holds."""
-    if log_space:
+    if mode:
         return total
     return np.log(total)
 
 
 @njit(cache=True)
-def _mul(a, b, log_space):
+def _mul(a, b, mode):
     """a b, or a + b in log space."""
-    if log_space:
+    if mode:
         return a + b
     return a * b
 
 
 @njit(cache=True)
-def _div(a, b, log_space):
+def _div(a, b, mode):
     """a / b, or a - b in log space."""
-    if log_space:
+    if mode:
         return a - b
     return a / b
 
 
 @njit(cache=True)
-def _prob(x, log_space):
+def _prob(x, mode):
     """x as a probability: x itself, or exp(x) in log space."""
-    if log_space:
+    if mode:
         return np.exp(x)
     return x
 
 
 @njit(cache=True)
-def _unit(v, log_space):
+def _unit(v, mode):
     """Fill ``v`` with the multiplicative identity (1, or 0 in log space)."""
-    one = 0.0 if log_space else 1.0
+    one = 0.0 if mode else 1.0
     # v[j] = 1
     for j in range(v.shape[0]):
         v[j] = one
@@ -200,21 +200,21 @@ def _copy(dst, src):
         dst[j] = src[j]
 
 
-@njit(cache=True)
-def _times(dst, src, log_space):
+@njit(cache=True, inline="always")
+def _times(dst, src, mode):
     """dst[j] *= src[j], or dst[j] += src[j] in log space."""
     # dst[j] = dst[j] src[j]
     for j in range(dst.shape[0]):
-        dst[j] = _mul(dst[j], src[j], log_space)
+        dst[j] = _mul(dst[j], src[j], mode)
 
 
 @njit(cache=True)
-def _dot(a, b, log_space):
+def _dot(a, b, mode):
     """sum_j a[j] b[j], or logsumexp_j (a[j] + b[j]) in log space.
 
     In log space: ``-inf`` if every term is ``-inf``, NaN if a term is NaN.
     """
-    if log_space:
+    if mode:
         m = NEG_INF
         # m = max_j (a[j] + b[j])
         for j in range(a.shape[0]):
@@ -238,13 +238,14 @@ def _dot(a, b, log_space):
 
 
 @njit(cache=True)
-def _rescale(v, log_space):
-    """Divide ``v`` by its total (subtract its logsumexp) and return that total.
+def _rescale(v, mode):
+    """Divide ``v`` by its total (subtract its logsumexp; in ``MAX`` its max) and
+    return that total.
 
     ``v`` is left as is when the total is not ``_ok``.
     """
-    if log_space:
-        # m = max_j v[j], then total = m + log sum_j exp(v[j] - m)
+    if mode:
+        # m = max_j v[j], then total = m + log sum_j exp(v[j] - m) (MAX: total = m)
         m = NEG_INF
         for j in range(v.shape[0]):
             if v[j] != v[j]:
@@ -252,6 +253,10 @@ def _rescale(v, log_space):
             if v[j] > m:
                 m = v[j]
         if m == NEG_INF or m == np.inf:
+            return m
+        if mode == MAX:
+            for j in range(v.shape[0]):
+                v[j] -= m
             return m
         acc = 0.0
         # acc = sum_j exp(v[j] - m)
@@ -266,7 +271,7 @@ def _rescale(v, log_space):
     # total = sum_j v[j]
     for j in range(v.shape[0]):
         total += v[j]
-    if not _ok(total, False):
+    if not _ok(total, SCALED):
         return total
     inv = 1.0 / total
     # v[j] /= total
@@ -275,14 +280,31 @@ def _rescale(v, log_space):
     return total
 
 
-@njit(cache=True)
-def _send_up(src, pot, dst, log_space):
+@njit(cache=True, inline="always")
+def _send_up(src, pot, dst, mode, back):
     """Message to the head: dst[j] = sum_i src[i] pot[i, j] (child label i, head label j).
 
-    In log space dst[j] = logsumexp_i (src[i] + pot[i, j]).
+    In log space dst[j] = logsumexp_i (src[i] + pot[i, j]); in ``MAX`` dst[j] =
+    max_i (src[i] + pot[i, j]) and back[j] its first argmax (``back`` is
+    written in ``MAX`` only).
     """
     L = dst.shape[0]
-    if log_space:
+    if mode == MAX:
+        # row by row (contiguous in pot), as the sum does below; ties keep the lower i
+        for j in range(L):
+            dst[j] = NEG_INF
+            back[j] = 0
+        for i in range(L):
+            a = src[i]
+            if a == NEG_INF:
+                continue
+            for j in range(L):
+                v = a + pot[i, j]
+                if v > dst[j]:
+                    dst[j] = v
+                    back[j] = i
+        return
+    if mode:
         # dst[j] = m_j + log sum_i exp(src[i] + pot[i, j] - m_j),  m_j = max_i (src[i] + pot[i, j])
         for j in range(L):
             m = NEG_INF
@@ -310,7 +332,7 @@ def _send_up(src, pot, dst, log_space):
 
 
 @njit(cache=True)
-def _send_down(src, pot, dst, log_space):
+def _send_down(src, pot, dst, mode):
     """Message to a child: dst[i] = sum_j pot[i, j] src[j] (child label i, head label j).
 
     In log space dst[i] = logsumexp_j (pot[i, j] + src[j]).
@@ -318,7 +340,7 @@ def _send_down(src, pot, dst, log_space):
     L = dst.shape[0]
     # dst[i] = sum_j pot[i, j] src[j]  (= _dot of row i of pot with src)
     for i in range(L):
-        dst[i] = _dot(pot[i], src, log_space)
+        dst[i] = _dot(pot[i], src, mode)
 
 
 # --------------------------------------------------------------------------- sum-product
@@ -347,7 +369,7 @@ def _exp_pairs(pair_scores):
 
 
 @njit(cache=True)
-def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
+def _forest_pass(o, n, heads, order, pot, rel, vec, tot, mode, back):
     """Upward and downward belief propagation over the forest at rows ``o:o+n``.
 
     On entry ``vec[0, t]`` holds each token's local potential (probability
@@ -369,6 +391,12 @@ def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
     (``vec[3]`` is scratch.) Totals are logs in log space. When a total is not
     ``_ok`` returns ``_failure`` of it: ``-inf`` in log space if no labelling
     is allowed, NaN otherwise.
+
+    In ``MAX`` (logs, max in place of log-sum-exp, nothing rescaled) only the
+    upward pass runs: it returns the best score of the forest (``-inf`` if
+    there is none), leaves in ``in[t]`` the best score of t's subtree for each
+    label of t, and fills ``back[t, j]``, the best label of ``t`` under head
+    label ``j`` (max-product); ``back`` is not touched in the other modes.
     """
     inn = vec[0]
     msg = vec[1]
@@ -379,12 +407,15 @@ def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
     bel_total = tot[1]
     pair_total = tot[2]
     log_total = 0.0
-    # in[t] /= sum_j in[t, j]: the local potentials, rescaled
+    # in[t] /= sum_j in[t, j]: the local potentials, rescaled (sums only: maxima of
+    # logs neither overflow nor underflow)
     for t in range(o, o + n):
-        s = _rescale(inn[t], log_space)
-        if not _ok(s, log_space):
-            return _failure(s, log_space)
-        log_total += _log(s, log_space)
+        if mode == MAX:
+            break
+        s = _rescale(inn[t], mode)
+        if not _ok(s, mode):
+            return _failure(s, mode)
+        log_total += _log(s, mode)
     # upward, children before heads; for t with head h and group r = rel[t]
     # (in[t] is final when t is reached: its children came first):
     #   msg[t, j]  = sum_i in[t, i] pot[r, i, j]
@@ -397,18 +428,30 @@ def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
         h = heads[t]
         if h < 0:
             continue
-        _send_up(inn[t], pot[rel[t]], msg[t], log_space)
-        s = _rescale(msg[t], log_space)
-        if not _ok(s, log_space):
-            return _failure(s, log_space)
+        _send_up(inn[t], pot[rel[t]], msg[t], mode, back[t])
+        if mode == MAX:
+            _times(inn[h], msg[t], mode)
+            continue
+        s = _rescale(msg[t], mode)
+        if not _ok(s, mode):
+            return _failure(s, mode)
         msg_total[t] = s
-        log_total += _log(s, log_space)
+        log_total += _log(s, mode)
         _copy(excl[t], inn[h])
-        _times(inn[h], msg[t], log_space)
-        s = _rescale(inn[h], log_space)
-        if not _ok(s, log_space):
-            return _failure(s, log_space)
-        log_total += _log(s, log_space)
+        _times(inn[h], msg[t], mode)
+        s = _rescale(inn[h], mode)
+        if not _ok(s, mode):
+            return _failure(s, mode)
+        log_total += _log(s, mode)
+    if mode == MAX:  # max-product needs the upward pass only (and its back-pointers)
+        # the best score: every root's best label, summed over the forest's trees
+        for t in range(o, o + n):
+            if heads[t] < 0:
+                best = NEG_INF
+                for j in range(inn.shape[1]):
+                    best = max(best, inn[t, j])
+                log_total += best
+        return log_total
     # downward, heads before children (reverse order). suf[h] starts as out[h] and
     # takes in the messages of h's children in reverse order, so when t is reached
     # it holds out[h] times the messages of t's later siblings:
@@ -421,35 +464,35 @@ def _forest_pass(o, n, heads, order, pot, rel, vec, tot, log_space):
         t = order[k]
         h = heads[t]
         if h < 0:
-            _unit(out[t], log_space)
+            _unit(out[t], mode)
         else:
-            _times(excl[t], suf[h], log_space)
-            s = _rescale(excl[t], log_space)
-            if not _ok(s, log_space):
-                return _failure(s, log_space)
-            s = _mul(msg_total[t], _dot(msg[t], excl[t], log_space), log_space)
-            if not _ok(s, log_space):
-                return _failure(s, log_space)
+            _times(excl[t], suf[h], mode)
+            s = _rescale(excl[t], mode)
+            if not _ok(s, mode):
+                return _failure(s, mode)
+            s = _mul(msg_total[t], _dot(msg[t], excl[t], mode), mode)
+            if not _ok(s, mode):
+                return _failure(s, mode)
             pair_total[t] = s
-            _times(suf[h], msg[t], log_space)
-            s = _rescale(suf[h], log_space)
-            if not _ok(s, log_space):
-                return _failure(s, log_space)
-            _send_down(excl[t], pot[rel[t]], out[t], log_space)
-            s = _rescale(out[t], log_space)
-            if not _ok(s, log_space):
-                return _failure(s, log_space)
+            _times(suf[h], msg[t], mode)
+            s = _rescale(suf[h], mode)
+            if not _ok(s, mode):
+                return _failure(s, mode)
+            _send_down(excl[t], pot[rel[t]], out[t], mode)
+            s = _rescale(out[t], mode)
+            if not _ok(s, mode):
+                return _failure(s, mode)
         _copy(suf[t], out[t])
-        s = _dot(inn[t], out[t], log_space)
-        if not _ok(s, log_space):
-            return _failure(s, log_space)
+        s = _dot(inn[t], out[t], mode)
+        if not _ok(s, mode):
+            return _failure(s, mode)
         bel_total[t] = s
     return log_total
 
 
 @njit(cache=True)
 def _forest_write(o, n, heads, pot, rel, vec, tot, weight, marginals, pair_each,
-                  pair_sum, root_sum, want_each, log_space):
+                  pair_sum, root_sum, want_each, mode):
     """Add ``weight`` times the marginals left by a successful ``_forest_pass``.
 
     Token marginals go into ``marginals``, root ones also into ``root_sum``,
@@ -465,8 +508,8 @@ def _forest_write(o, n, heads, pot, rel, vec, tot, weight, marginals, pair_each,
         h = heads[t]
         # P(y_t = j) = in[t, j] out[t, j] / bel_total[t]  (exactly 1 at a fixed token)
         for j in range(L):
-            p = _prob(_div(_mul(inn[t, j], out[t, j], log_space), bel_total[t], log_space),
-                      log_space)
+            p = _prob(_div(_mul(inn[t, j], out[t, j], mode), bel_total[t], mode),
+                      mode)
             marginals[t, j] += weight * p
             if h < 0:
                 root_sum[j] += weight * p
@@ -475,10 +518,10 @@ def _forest_write(o, n, heads, pot, rel, vec, tot, weight, marginals, pair_each,
         r = rel[t]
         # P(y_t = i, y_h = j) = (in[t, i] / pair_total[t]) pot[r, i, j] excl[t, j]
         for i in range(L):
-            a = _div(inn[t, i], pair_total[t], log_space)
+            a = _div(inn[t, i], pair_total[t], mode)
             for j in range(L):
-                p = _prob(_mul(_mul(a, pot[r, i, j], log_space), excl[t, j], log_space),
-                          log_space)
+                p = _prob(_mul(_mul(a, pot[r, i, j], mode), excl[t, j], mode),
+                          mode)
                 pair_sum[r, i, j] += weight * p
                 if want_each:
                     pair_each[t, i, j] += weight * p
@@ -511,7 +554,7 @@ def _forest_scaled(emissions, o, n, heads, order, exp_pair, pair_shift, rel, roo
         log_z += m
         if heads[t] >= 0:
             log_z += pair_shift[rel[t]]
-    total = _forest_pass(o, n, heads, order, exp_pair, rel, vec, tot, False)
+    total = _forest_pass(o, n, heads, order, exp_pair, rel, vec, tot, SCALED, vec[3])
     if not (total > NEG_INF and total < np.inf):
         return np.nan
     return log_z + total
@@ -532,7 +575,7 @@ def _forest_log(emissions, o, n, heads, order, pair_scores, rel, root, fixed, ve
                 inn[t, j] = _local(emissions, heads, root, t, j)
             else:
                 inn[t, j] = NEG_INF
-    return _forest_pass(o, n, heads, order, pair_scores, rel, vec, tot, True)
+    return _forest_pass(o, n, heads, order, pair_scores, rel, vec, tot, LOG, vec[3])
 
 
 @njit(cache=True)
@@ -549,13 +592,13 @@ def _forest(emissions, o, n, heads, order, pair_scores, exp_pair, pair_shift, re
                                root, fixed, vec, tot)
         if log_z == log_z:
             _forest_write(o, n, heads, exp_pair, rel, vec, tot, weight, marginals,
-                          pair_each, pair_sum, root_sum, want_each, False)
+                          pair_each, pair_sum, root_sum, want_each, SCALED)
             return log_z
     log_z = _forest_log(emissions, o, n, heads, order, pair_scores, rel, root, fixed,
                         vec, tot)
     if log_z > NEG_INF and log_z < np.inf:
         _forest_write(o, n, heads, pair_scores, rel, vec, tot, weight, marginals,
-                      pair_each, pair_sum, root_sum, want_each, True)
+                      pair_each, pair_sum, root_sum, want_each, LOG)
     return log_z
 
 
@@ -622,6 +665,7 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
 
     then each root takes ``argmax_j delta[root, j]`` and every child
     ``back[c, label of its head]``, top-down. Ties go to the lowest label id.
+    ``delta`` is ``in`` of the upward pass of :func:`_forest_pass` in ``MAX``.
 
     Parameters
     ----------
@@ -636,63 +680,37 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
         if none is allowed, 0 if empty).
     """
     L = emissions.shape[1]
-    delta = np.empty((emissions.shape[0], L))
+    vec, tot = _workspace(emissions.shape[0], L)
     back = np.zeros((emissions.shape[0], L), dtype=np.int64)
-    best = np.empty(L)
-    o = 0
+    inn = vec[0]
+    o = np.int64(0)  # typed, not Literal[int](0): callees compile once
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
             scores[s] = 0.0
             continue
-        # delta[t, j] = local(t, j), -inf where j is not allowed
+        # in[t, j] = local(t, j), -inf where j is not allowed; then the upward pass
+        # in MAX: back[t, j] = first argmax_i (in[t, i] + S[rel[t], i, j])
         for t in range(o, o + n):
             for j in range(L):
-                if _allowed(fixed, t, j):
-                    delta[t, j] = _local(emissions, heads, root, t, j)
-                else:
-                    delta[t, j] = NEG_INF
-        # children first: best[j] = max_i (delta[t, i] + S[r, i, j]), back[t, j] = first argmax i;
-        # delta[h, j] += best[j]
-        for k in range(o, o + n):
-            t = order[k]
-            h = heads[t]
-            if h < 0:
-                continue
-            r = rel[t]
-            for j in range(L):
-                best[j] = NEG_INF
-                back[t, j] = 0
-            for i in range(L):
-                d = delta[t, i]
-                if d == NEG_INF:
-                    continue
-                for j in range(L):
-                    v = d + pair_scores[r, i, j]
-                    if v > best[j]:
-                        best[j] = v
-                        back[t, j] = i
-            for j in range(L):
-                delta[h, j] += best[j]
-        total = 0.0
-        # roots: label = first argmax_j delta[t, j]; score = sum over the trees
-        for t in range(o, o + n):
-            if heads[t] >= 0:
-                continue
-            b, arg = NEG_INF, 0
-            for j in range(L):
-                if delta[t, j] > b:
-                    b, arg = delta[t, j], j
-            labels[t] = arg
-            total += b
+                inn[t, j] = _local(emissions, heads, root, t, j) if _allowed(fixed, t, j) else NEG_INF
+        total = _forest_pass(o, n, heads, order, pair_scores, rel, vec, tot, MAX, back)
         scores[s] = total
-        if total == NEG_INF:
+        if not total > NEG_INF:
             # no allowed labelling: honour ``fixed`` token by token, label 0 elsewhere
+            scores[s] = NEG_INF
             for t in range(o, o + n):
                 labels[t] = max(fixed[t], 0)
             o += n
             continue
-        # heads before children: labels[t] = back[t, labels[heads[t]]]
+        # roots: label = first argmax_j in[t, j]; heads before children: back[t, label of head]
+        for t in range(o, o + n):
+            if heads[t] < 0:
+                b, arg = NEG_INF, 0
+                for j in range(L):
+                    if inn[t, j] > b:
+                        b, arg = inn[t, j], j
+                labels[t] = arg
         for k in range(o + n - 1, o - 1, -1):
             t = order[k]
             h = heads[t]
