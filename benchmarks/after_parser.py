@@ -1,4 +1,4 @@
-"""EWT UPOS: the chain and the tree CRF after a trained spaCy parser, against gold trees.
+"""EWT UPOS and UNER NER: the chain and the tree CRF after a trained spaCy parser, against gold trees.
 
 A user's trees come from a parser, not from the treebank. Given a parser
 trained with ``spacy train`` (spaCy's default parser config), this trains,
@@ -15,7 +15,12 @@ each with ``spacy train`` in a fresh process on UD English EWT r2.9 train
   parser's predicted trees, in training and at test);
 * the tree CRF over gold trees copied from the treebank (the oracle).
 
-It also scores the parser itself on test (UAS, LAS).
+It also scores the parser itself on test (UAS, LAS). With ``--task ner``, on
+Universal NER English EWT (the same sentences, joined to the EWT trees by
+``python -m spacy_crf.convert uner ... --conllu``): the chain with no parser,
+after the parser, with tree features read from the parser's trees, and with
+tree features read from the gold trees (oracle); entities are spans, which a
+tree CRF does not label.
 
     python -m spacy convert .../en_ewt-ud-{train,dev,test}.conllu corpus/ewt -c conllu -n 1
     python -m spacy init config parser.cfg --lang en --pipeline parser --optimize efficiency
@@ -59,11 +64,69 @@ def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional
     return out
 
 
-def train_and_score(name: str, config: Path, corpus: Path, workdir: Path) -> Dict[str, Any]:
+#: per task: title, metric, the corpus files (train, dev, test) and the configs
+TASKS = {
+    "upos": {"title": "UD English EWT UPOS", "metric": "acc",
+             "files": ("en_ewt-ud-train.spacy", "en_ewt-ud-dev.spacy", "en_ewt-ud-test.spacy")},
+    "ner": {"title": "Universal NER English EWT", "metric": "F1",
+            "files": ("train.spacy", "dev.spacy", "test.spacy")},
+}
+#: tree features a chain reads from a parse (the UNER config's own tree-feature
+#: variant also reads gold POS, which no parser here predicts)
+NER_TREE_FEATURES = ["DEP", "head:NORM", "head:SHAPE", "DEP|head:DEP", "HEAD_DIST"]
+
+
+def with_tree_features(base: Path, out: Path, copy_trees: bool) -> Path:
+    """``base`` (a chain) with :data:`NER_TREE_FEATURES` added to its templates;
+    with ``copy_trees`` the corpus's gold trees are copied onto the docs (oracle)."""
+    from spacy.util import load_config
+
+    config = load_config(base, interpolate=False)
+    model = config["components"]["crf_tagger"]["model"]
+    model["templates"] = list(model["templates"]) + NER_TREE_FEATURES
+    if copy_trees:
+        for split in ("train", "dev"):
+            config["corpora"][split]["augmenter"] = {"@augmenters": "spacy-crf.copy_attrs.v1",
+                                                     "attrs": ["HEAD", "DEP"]}
+    config.to_disk(out)
+    return out
+
+
+def systems_of(task: str, parser: Path, workdir: Path) -> Dict[str, Path]:
+    """The configs of every row of ``task``, after the parser or not."""
+    if task == "upos":
+        return {
+            "chain, no parser": CONFIGS / "ewt_upos.cfg",
+            "chain after the parser": after_parser_config(CONFIGS / "ewt_upos.cfg", parser,
+                                                          workdir / "chain_after_parser.cfg"),
+            "chain + tree features after the parser": after_parser_config(
+                CONFIGS / "ewt_upos_tree.cfg", parser, workdir / "chain_treefeat_after_parser.cfg",
+                structure="chain"),
+            "tree over the parser's predicted trees": after_parser_config(
+                CONFIGS / "ewt_upos_tree.cfg", parser, workdir / "tree_after_parser.cfg"),
+            "tree over gold trees (oracle)": CONFIGS / "ewt_upos_tree.cfg",
+        }
+    # entities are spans: a tree CRF does not label them (E018), so the tree
+    # enters through the chain's features only
+    base = CONFIGS / "uner_ner.cfg"
+    treefeat = with_tree_features(base, workdir / "ner_treefeat.cfg", copy_trees=False)
+    return {
+        "chain, no parser": base,
+        "chain after the parser": after_parser_config(base, parser,
+                                                      workdir / "ner_chain_after_parser.cfg"),
+        "chain + tree features after the parser": after_parser_config(
+            treefeat, parser, workdir / "ner_chain_treefeat_after_parser.cfg"),
+        "chain + tree features over gold trees (oracle)": with_tree_features(
+            base, workdir / "ner_treefeat_oracle.cfg", copy_trees=True),
+    }
+
+
+def train_and_score(name: str, config: Path, corpus: Path, workdir: Path,
+                    task: str = "upos") -> Dict[str, Any]:
     """spacy train (whole process timed), then spacy_crf.evaluate on test."""
-    out = workdir / name.replace(" ", "_")
-    paths = ["--paths.train", str(corpus / "en_ewt-ud-train.spacy"),
-             "--paths.dev", str(corpus / "en_ewt-ud-dev.spacy")]
+    out = workdir / f"{task}_{name.replace(' ', '_')}"
+    train, dev, test = TASKS[task]["files"]
+    paths = ["--paths.train", str(corpus / train), "--paths.dev", str(corpus / dev)]
     start = time.perf_counter()
     run = subprocess.run([sys.executable, "-m", "spacy", "train", str(config), "--output", str(out),
                           *paths], capture_output=True, text=True)
@@ -72,7 +135,7 @@ def train_and_score(name: str, config: Path, corpus: Path, workdir: Path) -> Dic
         raise SystemExit(f"{name}: spacy train failed\n{run.stderr[-3000:]}")
     scores = workdir / f"{out.name}.json"
     run = subprocess.run([sys.executable, "-m", "spacy_crf.evaluate", str(out / "model-best"),
-                          str(corpus / "en_ewt-ud-test.spacy"), "--output", str(scores)],
+                          str(corpus / test), "--output", str(scores)],
                          capture_output=True, text=True)
     if run.returncode:
         raise SystemExit(f"{name}: evaluate failed\n{run.stderr[-3000:]}")
@@ -100,32 +163,27 @@ def main(argv: Optional[List[str]] = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--parser", type=Path, required=True, help="a trained spaCy parser")
     parser.add_argument("--corpus", type=Path, required=True,
-                        help="directory with en_ewt-ud-{train,dev,test}.spacy")
+                        help="directory with en_ewt-ud-{train,dev,test}.spacy (for --task ner: "
+                             "{train,dev,test}.spacy of UNER joined to the EWT trees)")
+    parser.add_argument("--task", choices=list(TASKS), default="upos")
+    parser.add_argument("--ewt-corpus", type=Path, default=None,
+                        help="for --task ner: where the parser is scored (EWT .spacy files)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     began = time.perf_counter()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="after_parser_"))
     workdir.mkdir(parents=True, exist_ok=True)
-    systems = {
-        "chain, no parser": CONFIGS / "ewt_upos.cfg",
-        "chain after the parser": after_parser_config(CONFIGS / "ewt_upos.cfg", args.parser,
-                                                      workdir / "chain_after_parser.cfg"),
-        "chain + tree features after the parser": after_parser_config(
-            CONFIGS / "ewt_upos_tree.cfg", args.parser, workdir / "chain_treefeat_after_parser.cfg",
-            structure="chain"),
-        "tree over the parser's predicted trees": after_parser_config(
-            CONFIGS / "ewt_upos_tree.cfg", args.parser, workdir / "tree_after_parser.cfg"),
-        "tree over gold trees (oracle)": CONFIGS / "ewt_upos_tree.cfg",
-    }
+    systems = systems_of(args.task, args.parser, workdir)
+    task = TASKS[args.task]
     results: Dict[str, Dict[str, Any]] = {}
     for name, config in systems.items():
         log(name)
-        results[name] = train_and_score(name, config, args.corpus, workdir)
+        results[name] = train_and_score(name, config, args.corpus, workdir, args.task)
         log(f"  {100 * results[name]['score']:.2f} in {results[name]['train_s']:.1f} s")
-    parsed = parser_scores(args.parser, args.corpus)
+    parsed = parser_scores(args.parser, args.ewt_corpus or args.corpus)
     log(f"parser on test: {parsed}")
-    rows = [summary_row("UD English EWT UPOS", name, "acc", r["score"], r["train_s"], None, None,
+    rows = [summary_row(task["title"], name, task["metric"], r["score"], r["train_s"], None, None,
                         None, None) for name, r in results.items()]
     notes = [f"The parser: spaCy's default parser config (--optimize efficiency), trained with "
              f"spacy train on EWT train (4000 steps, configs/ewt_parser.cfg); on test UAS "
@@ -139,10 +197,21 @@ def main(argv: Optional[List[str]] = None) -> int:
              "Test docs are read as spacy_crf.evaluate reads them: from the raw text, tokenized by "
              "spaCy, and aligned to the treebank's tokens; so the chain's score here and on the "
              "gold tokens in the orders and trainers benchmarks come from the same config, read two ways."]
-    summary = make_summary("EWT UPOS after a trained parser",
-                           "python benchmarks/after_parser.py --parser PARSER --corpus corpus/ewt "
-                           "--out benchmarks/results/after_parser.json", rows, notes)
-    write_json(args.out, {"benchmark": "after_parser", "environment": environment(),
+    if args.task == "ner":
+        notes[1] = ("After the parser: [parser, crf_tagger] with the parser frozen and annotating; "
+                    "entities are spans, which a tree CRF does not label, so the tree enters "
+                    "as the chain's features (" + ", ".join(NER_TREE_FEATURES) + "), read "
+                    "from the parser's trees, or from the gold trees (oracle).")
+        notes[3] = ("Test docs are read from the raw text, tokenized by spaCy and aligned to "
+                    "the corpus's tokens, as spacy_crf.evaluate reads them.")
+    command = ("python benchmarks/after_parser.py --parser PARSER --corpus corpus/ewt "
+               "--out benchmarks/results/after_parser.json" if args.task == "upos" else
+               "python benchmarks/after_parser.py --task ner --parser PARSER --corpus corpus/uner "
+               "--ewt-corpus corpus/ewt --out benchmarks/results/after_parser_ner.json")
+    summary = make_summary(f"{task['title'].replace('UD English ', '')} after a trained parser",
+                           command, rows, notes)
+    name = "after_parser" if args.task == "upos" else "after_parser_ner"
+    write_json(args.out, {"benchmark": name, "environment": environment(),
                           "parser": parsed, "systems": results, "summary": summary,
                           "benchmark_wall_s": time.perf_counter() - began})
     for row in rows:
