@@ -219,11 +219,15 @@ class CRFStructure:
         raise NotImplementedError
 
     def zero_gradient(self, scores: CRFScores) -> CRFScores:
-        """float64 zeros for the emissions and every parameter the structure
-        reads, ``None`` for the others."""
+        """float64 zeros for the emissions, every parameter the structure reads
+        and the per-token scores the batch has (token transitions, segment
+        scores), ``None`` for the others."""
+        per_token = {name: None if getattr(scores, name) is None
+                     else np.zeros(np.shape(getattr(scores, name)))
+                     for name in ("token_transitions", "segments")}
         return CRFScores(np.zeros(scores.emissions.shape),
                          *(np.zeros(np.shape(getattr(scores, name))) if name in self.params
-                           else None for name in PARAMS + OPTIONAL_PARAMS))
+                           else None for name in PARAMS + OPTIONAL_PARAMS), **per_token)
 
     # -- the batch trainer -----------------------------------------------------
 
@@ -247,6 +251,15 @@ class CRFStructure:
         for name in self.params:
             grads[name] += getattr(gradient, name)
         return float(nll.sum())
+
+
+def check_token_transitions(scores: CRFScores, emissions: np.ndarray, structure: str) -> None:
+    """E107 unless ``scores`` has (N, L, L) token transitions (transition templates)."""
+    token = scores.token_transitions
+    expected = (emissions.shape[0], emissions.shape[1], emissions.shape[1])
+    if token is None or np.shape(token) != expected:
+        raise ValueError(Errors.E107.format(structure=structure, expected=expected,
+                                            got=None if token is None else np.shape(token)))
 
 
 def as_f64(array) -> np.ndarray:

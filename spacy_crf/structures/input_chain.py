@@ -22,11 +22,10 @@ from typing import Dict, Sequence, Tuple
 import numpy as np
 
 from .._kernels import tree
-from ..errors import Errors
 from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, CRFStructure, as_f64, get_structure, gradient_in_dtype,
-                   positions_in_sequence, register_structure, sequence_ends)
+from .base import (NO_EDGES, CRFStructure, as_f64, check_token_transitions, get_structure,
+                   gradient_in_dtype, positions_in_sequence, register_structure, sequence_ends)
 from .chain import ChainLayout
 
 
@@ -53,12 +52,7 @@ class InputTransitionChain(CRFStructure):
 
     def check(self, scores: CRFScores, layout) -> np.ndarray:
         emissions = super().check(scores, layout)
-        token = scores.token_transitions
-        L = emissions.shape[1]
-        if token is None or np.shape(token) != (emissions.shape[0], L, L):
-            raise ValueError(Errors.E107.format(structure=self.name,
-                                                expected=(emissions.shape[0], L, L),
-                                                got=None if token is None else np.shape(token)))
+        check_token_transitions(scores, emissions, self.name)
         return emissions
 
     def _path(self, emissions: np.ndarray, scores: CRFScores, layout) -> tuple:
@@ -103,11 +97,6 @@ class InputTransitionChain(CRFStructure):
                     "start": d_start, "end": d_emissions[last].sum(axis=0),
                     "token_transitions": np.ascontiguousarray(d_token)}
         return nll, gradient_in_dtype(scores, gradient)
-
-    def zero_gradient(self, scores: CRFScores) -> CRFScores:
-        out = super().zero_gradient(scores)
-        out.token_transitions = np.zeros(np.shape(scores.token_transitions))
-        return out
 
     def labelling_counts(self, layout, labels, weights, out):
         get_structure("chain").labelling_counts(layout, labels, weights, out)

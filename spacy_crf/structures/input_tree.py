@@ -18,9 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from .._kernels import tree
-from ..errors import Errors
 from ..models.potentials import CRFScores
-from .base import NO_EDGES, as_f64, gradient_in_dtype, register_structure
+from .base import NO_EDGES, as_f64, check_token_transitions, gradient_in_dtype, register_structure
 from .tree import TreeLayout, TreeStructure
 
 
@@ -43,12 +42,7 @@ class InputTransitionTree(TreeStructure):
 
     def check(self, scores: CRFScores, layout) -> np.ndarray:
         emissions = super().check(scores, layout)
-        token = scores.token_transitions
-        L = emissions.shape[1]
-        if token is None or np.shape(token) != (emissions.shape[0], L, L):
-            raise ValueError(Errors.E107.format(structure=self.name,
-                                                expected=(emissions.shape[0], L, L),
-                                                got=None if token is None else np.shape(token)))
+        check_token_transitions(scores, emissions, self.name)
         return emissions
 
     def _forest(self, layout: TreeLayout, scores: CRFScores):
@@ -78,11 +72,6 @@ class InputTransitionTree(TreeStructure):
         gradient = {"emissions": d_emissions, "pair": d_pair, "root": d_root,
                     "token_transitions": np.ascontiguousarray(np.swapaxes(d_edges, 1, 2))}
         return nll, gradient_in_dtype(scores, gradient)
-
-    def zero_gradient(self, scores: CRFScores) -> CRFScores:
-        out = super().zero_gradient(scores)
-        out.token_transitions = np.zeros(np.shape(scores.token_transitions))
-        return out
 
     def labelling_counts(self, layout, labels, weights, out):
         super().labelling_counts(layout, labels, weights, out)

@@ -340,12 +340,6 @@ class SecondOrderChain(CRFStructure):
         if out.token_transitions is not None:  # d token_transitions[t, y_{t-1}, y_t] = w
             out.token_transitions[t, labels[t - 1], labels[t]] += token_weight[t]
 
-    def zero_gradient(self, scores: CRFScores) -> CRFScores:
-        out = super().zero_gradient(scores)
-        if scores.token_transitions is not None:
-            out.token_transitions = np.zeros(np.shape(scores.token_transitions))
-        return out
-
 
 def get_first_order() -> CRFStructure:
     from .base import get_structure

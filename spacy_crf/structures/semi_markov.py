@@ -254,11 +254,6 @@ class SemiMarkovStructure(CRFStructure):
         np.add.at(out.segments, (starts[fits], widths[fits] - 1, labels[starts[fits]]),
                   weights[seq_of[starts[fits]]])
 
-    def zero_gradient(self, scores: CRFScores) -> CRFScores:
-        out = super().zero_gradient(scores)
-        out.segments = np.zeros(np.shape(scores.segments))
-        return out
-
 
 def _gold_span_lengths(gold: np.ndarray, lengths: np.ndarray, opens: np.ndarray,
                        outside: np.ndarray) -> np.ndarray:
