@@ -2,13 +2,67 @@
 
 Everything the kernels need is read here: attribute columns and how the
 batch's tokens split into sequences.
+
+A component reads a batch's sequences (sentence boundaries) and heads twice:
+its features stop their windows at the sequences and read the heads, and its
+structure builds the CRF's graph from the same ones. Inside
+:func:`read_once`, the second reading of the same Docs returns the first's
+arrays, so both are computed once per batch and cannot disagree.
 """
 
-from typing import List, Sequence, Tuple
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import HEAD, SENT_START
 from spacy.tokens import Doc
+
+
+class _BatchReading:
+    """The arrays read from one batch of Docs so far, by what they are."""
+
+    def __init__(self, docs: Sequence[Doc]) -> None:
+        self.key = _batch_key(docs)
+        self.arrays: Dict[str, object] = {}
+
+
+_READING: ContextVar[Optional[_BatchReading]] = ContextVar("spacy_crf_batch_reading",
+                                                           default=None)
+
+
+def _batch_key(docs: Sequence[Doc]) -> Tuple[int, ...]:
+    # identity, not content: within the block the same Doc objects are alive
+    # and unchanged (the component holds them), so their ids cannot be reused
+    return tuple(id(doc) for doc in docs)
+
+
+@contextmanager
+def read_once(docs: Sequence[Doc]) -> Iterator[None]:
+    """Within the block, read the sequence lengths and heads of ``docs`` once.
+
+    Parameters
+    ----------
+    docs : sequence of Doc
+        The batch. Readings of exactly these Docs (same objects, same order)
+        share their arrays; any other batch is read as usual. The Docs must
+        not change inside the block (a component reads, then writes after).
+    """
+    token = _READING.set(_BatchReading(docs))
+    try:
+        yield
+    finally:
+        _READING.reset(token)
+
+
+def _shared(name: str, docs: Sequence[Doc], compute: Callable[[], object]):
+    """``compute()``, or what it returned before for these docs inside :func:`read_once`."""
+    reading = _READING.get()
+    if reading is None or reading.key != _batch_key(docs):
+        return compute()
+    if name not in reading.arrays:
+        reading.arrays[name] = compute()
+    return reading.arrays[name]
 
 def doc_lengths(docs: Sequence[Doc]) -> np.ndarray:
     """Number of tokens of each doc, as int64."""
@@ -31,12 +85,17 @@ def sentence_lengths(doc: Doc) -> np.ndarray:
 
 
 def batch_sequence_lengths(docs: Sequence[Doc], by_sentence: bool = True) -> np.ndarray:
-    """Sequence lengths of a batch: sentences where known (if ``by_sentence``), else docs."""
+    """Sequence lengths of a batch: sentences where known (if ``by_sentence``), else docs.
+
+    Inside :func:`read_once` the sentences of a batch are read once; callers
+    must not write to the array.
+    """
     if not by_sentence:
         return doc_lengths(docs)
     if not docs:
         return np.zeros((0,), dtype=np.int64)
-    return np.concatenate([sentence_lengths(doc) for doc in docs])
+    return _shared("sentences", docs,
+                   lambda: np.concatenate([sentence_lengths(doc) for doc in docs]))
 
 
 def attribute_matrix(docs: Sequence[Doc], attr_ids: List[int]) -> np.ndarray:
@@ -70,7 +129,16 @@ def batch_heads(docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray]:
     ValueError
         If a non-trivial doc has no parse (callers word the fix) or the heads
         do not form a forest.
+
+    Notes
+    -----
+    Inside :func:`read_once` the heads of a batch are read once (a failure is
+    raised again at every reading); callers must not write to the arrays.
     """
+    return _shared("heads", docs, lambda: _read_heads(docs))
+
+
+def _read_heads(docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray]:
     from .._kernels.tree import check_forest
 
     blocks, offset = [], 0

@@ -28,7 +28,7 @@ from .. import inference
 from .. import schemes
 from ..objectives import get_objective
 from ..errors import Errors, Warnings
-from ..features.doc_arrays import doc_lengths, sentence_lengths
+from ..features.doc_arrays import doc_lengths, read_once, sentence_lengths
 from ..models.architectures import has_token_transitions, set_n_labels
 from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
@@ -288,8 +288,9 @@ class CRFTagger(TrainablePipe):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
         self._check_inputs(docs)
-        structure = self._structure(docs)
-        scores = self.target.constrain(self.model.predict(docs))
+        with read_once(docs):  # the features and the structure share the sequences and heads
+            structure = self._structure(docs)
+            scores = self.target.constrain(self.model.predict(docs))
         self._check_width(scores)
         fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
                  if self.cfg["keep_existing"] else None)
@@ -345,8 +346,9 @@ class CRFTagger(TrainablePipe):
         self._require_labels()
         self._check_inputs(docs)
         set_dropout_rate(self.model, drop)
-        structure = self._structure(docs)  # a missing parse fails here, before any work
-        scores, backprop = self.model.begin_update(docs)
+        with read_once(docs):
+            structure = self._structure(docs)  # a missing parse fails here, before any work
+            scores, backprop = self.model.begin_update(docs)
         loss, d_scores = self._loss(examples, self.target.constrain(scores), structure)
         backprop(d_scores)
         if sgd is not None:

@@ -23,7 +23,7 @@ from thinc.api import Model
 
 from .._kernels.emissions import feature_rows
 from ..errors import Errors
-from ..features.doc_arrays import doc_lengths
+from ..features.doc_arrays import doc_lengths, read_once
 from ..models.hashed_linear import BUCKETING, UNSIGNED
 from ..models.potentials import CRFScores
 from .objective import FeaturizedShard, ParameterLayout
@@ -139,11 +139,12 @@ def featurize_corpus(pipe, examples: Sequence[Example],
     for first, end in bounds:
         batch = examples[first:end]
         docs = [eg.predicted for eg in batch]
-        features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
+        with read_once(docs):
+            features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
+            structure = pipe._structure(docs)
         # the table row of every feature, mapped as the hashed layer maps it
         buckets = np.empty(features.shape, dtype=np.int64)
         feature_rows(features, n_buckets, unsigned, buckets)
-        structure = pipe._structure(docs)
         scores = _constrained_zeros(pipe, features.shape[0])
         gold = pipe._gold(batch, scores, structure)
         constraints = None

@@ -1,0 +1,112 @@
+"""A batch's sentence boundaries and heads are read once per call of the component.
+
+The features (windows stop at sentences, tree templates read heads) and the
+structure (the CRF's chains or forest) both need them; ``read_once`` makes
+the second reading return the first's arrays. These tests count readings,
+and check that nothing is shared outside the block or between batches.
+"""
+
+import numpy as np
+import pytest
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_crf.features import doc_arrays
+from spacy_crf.features.doc_arrays import batch_heads, batch_sequence_lengths, read_once
+
+WORDS = ["the", "dog", "saw", "a", "cat", ".", "it", "ran", "."]
+HEADS = [1, 2, 2, 4, 2, 2, 7, 7, 7]
+DEPS = ["det", "nsubj", "ROOT", "det", "obj", "punct", "nsubj", "ROOT", "punct"]
+POS = ["DET", "NOUN", "VERB", "DET", "NOUN", "PUNCT", "PRON", "VERB", "PUNCT"]
+
+
+def parsed(vocab, pos=False):
+    return Doc(vocab, words=WORDS, heads=HEADS, deps=DEPS, pos=POS if pos else None)
+
+
+@pytest.fixture
+def readings(monkeypatch):
+    """Counts of sentence-length and head readings from Docs."""
+    counts = {"sentences": 0, "heads": 0}
+    sentence_lengths, read_heads = doc_arrays.sentence_lengths, doc_arrays._read_heads
+
+    def counted_sentences(doc):
+        counts["sentences"] += 1
+        return sentence_lengths(doc)
+
+    def counted_heads(docs):
+        counts["heads"] += 1
+        return read_heads(docs)
+
+    monkeypatch.setattr(doc_arrays, "sentence_lengths", counted_sentences)
+    monkeypatch.setattr(doc_arrays, "_read_heads", counted_heads)
+    return counts
+
+
+def trained(structure, templates):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": structure, "model": {
+        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": templates, "n_buckets": 1024}})
+    examples = [Example(parsed(nlp.vocab), parsed(nlp.vocab, pos=True))]
+    nlp.initialize(lambda: examples)
+    return nlp, examples
+
+
+@pytest.mark.parametrize("structure", ["chain", "tree"])
+def test_predict_and_update_read_sentences_and_heads_once(readings, structure):
+    # NORM[-1..1] stops at sentences; head:NORM and HEAD_DIST read the heads
+    nlp, examples = trained(structure, ["NORM[-1..1]", "head:NORM", "HEAD_DIST"])
+    pipe = nlp.get_pipe("crf_tagger")
+    for call in (lambda: pipe.predict([parsed(nlp.vocab)]),
+                 lambda: nlp.update(examples)):
+        readings.update(sentences=0, heads=0)
+        call()
+        assert readings == {"sentences": 1, "heads": 1}
+
+
+def test_without_the_block_every_reading_reads_the_docs(readings):
+    docs = [parsed(spacy.blank("en").vocab)]
+    batch_heads(docs)
+    batch_heads(docs)
+    batch_sequence_lengths(docs)
+    batch_sequence_lengths(docs)
+    assert readings == {"sentences": 2, "heads": 2}
+
+
+def test_the_block_shares_only_its_own_batch():
+    vocab = spacy.blank("en").vocab
+    starts = [i in (0, 6) for i in range(len(WORDS))]
+    batch, other = [Doc(vocab, words=WORDS, sent_starts=starts)], [Doc(vocab, words=WORDS)]
+    parsed_batch = [parsed(vocab)]
+    with read_once(batch):
+        first = batch_sequence_lengths(batch)
+        assert batch_sequence_lengths(batch) is first
+        # another batch (no sentence boundaries: one sequence) is read as it is
+        assert batch_sequence_lengths(other).tolist() == [len(WORDS)]
+        assert batch_heads(parsed_batch)[0] is not batch_heads(parsed_batch)[0]
+    assert first.tolist() == [6, 3]
+    with read_once(parsed_batch):
+        assert batch_heads(parsed_batch)[0] is batch_heads(parsed_batch)[0]
+    # after the block, a changed doc is read anew
+    batch[0][6].is_sent_start = False
+    assert batch_sequence_lengths(batch).tolist() == [len(WORDS)]
+
+
+def test_a_failed_reading_fails_again_inside_the_block():
+    docs = [Doc(spacy.blank("en").vocab, words=WORDS)]  # no parse
+    with read_once(docs):
+        for _ in range(2):
+            with pytest.raises(ValueError, match="no parse"):
+                batch_heads(docs)
+
+
+def test_nested_blocks_restore_the_outer_batch():
+    vocab = spacy.blank("en").vocab
+    outer, inner = [parsed(vocab)], [parsed(vocab)]
+    with read_once(outer):
+        first = batch_sequence_lengths(outer)
+        with read_once(inner):
+            assert batch_sequence_lengths(inner) is batch_sequence_lengths(inner)
+        assert batch_sequence_lengths(outer) is first
+    assert np.array_equal(first, [6, 3])
