@@ -20,7 +20,14 @@ Universal NER English EWT (the same sentences, joined to the EWT trees by
 ``python -m spacy_crf.convert uner ... --conllu``): the chain with no parser,
 after the parser, with tree features read from the parser's trees, and with
 tree features read from the gold trees (oracle); entities are spans, which a
-tree CRF does not label.
+tree CRF does not label. With ``--task deprel``, on EWT: the relation of every
+token over the parser's predicted heads (target ``dep``: the CRF relabels the
+parser's arcs), chain and tree, against the parser's own relations, and the
+tree over gold heads (oracle); no tagger runs, so these CRFs read words, not POS.
+
+Every row also gives the decode speed of its whole pipeline over the test
+texts (``nlp.pipe``, best of 3), and without the parser's time (the upstream
+components timed alone, subtracted).
 
     python -m spacy convert .../en_ewt-ud-{train,dev,test}.conllu corpus/ewt -c conllu -n 1
     python -m spacy init config parser.cfg --lang en --pipeline parser --optimize efficiency
@@ -70,7 +77,15 @@ TASKS = {
              "files": ("en_ewt-ud-train.spacy", "en_ewt-ud-dev.spacy", "en_ewt-ud-test.spacy")},
     "ner": {"title": "Universal NER English EWT", "metric": "F1",
             "files": ("train.spacy", "dev.spacy", "test.spacy")},
+    "deprel": {"title": "UD English EWT relations (DEPREL)", "metric": "acc",
+               "files": ("en_ewt-ud-train.spacy", "en_ewt-ud-dev.spacy", "en_ewt-ud-test.spacy")},
 }
+#: the relation labeller's features without POS (the parser's pipeline has no
+#: tagger): words, shapes and suffixes around the token and at its head
+DEPREL_TEMPLATES = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-1..1]",
+                    "SUFFIX3", "IS_PUNCT", "head:NORM", "head:SHAPE", "NORM|head:NORM",
+                    "SUFFIX3|head:NORM", "HEAD_DIST", "HEAD_DIST|NORM", "HEAD_DIST|head:NORM",
+                    "N_CHILDREN", "N_CHILDREN|NORM", "DEPTH"]
 #: tree features a chain reads from a parse (the UNER config's own tree-feature
 #: variant also reads gold POS, which no parser here predicts)
 NER_TREE_FEATURES = ["DEP", "head:NORM", "head:SHAPE", "DEP|head:DEP", "HEAD_DIST"]
@@ -92,8 +107,37 @@ def with_tree_features(base: Path, out: Path, copy_trees: bool) -> Path:
     return out
 
 
+def deprel_config(out: Path, structure: str, gold_heads: bool) -> Path:
+    """``configs/ewt_deprel_tree.cfg`` with :data:`DEPREL_TEMPLATES` at ``structure``;
+    with ``gold_heads`` the treebank's trees are copied onto the docs (oracle),
+    else the docs have none (a parser in front gives them)."""
+    from spacy.util import load_config
+
+    config = load_config(CONFIGS / "ewt_deprel_tree.cfg", interpolate=False)
+    component = config["components"]["crf_tagger"]
+    component["structure"] = structure
+    component["model"]["templates"] = list(DEPREL_TEMPLATES)
+    augmenter = ({"@augmenters": "spacy-crf.copy_attrs.v1", "attrs": ["HEAD", "DEP"]}
+                 if gold_heads else None)
+    for split in ("train", "dev"):
+        config["corpora"][split]["augmenter"] = augmenter
+    config.to_disk(out)
+    return out
+
+
 def systems_of(task: str, parser: Path, workdir: Path) -> Dict[str, Path]:
     """The configs of every row of ``task``, after the parser or not."""
+    if task == "deprel":
+        return {
+            "chain over the parser's predicted heads": after_parser_config(
+                deprel_config(workdir / "deprel_chain.cfg", "chain", False), parser,
+                workdir / "deprel_chain_after_parser.cfg"),
+            "tree over the parser's predicted heads": after_parser_config(
+                deprel_config(workdir / "deprel_tree.cfg", "tree", False), parser,
+                workdir / "deprel_tree_after_parser.cfg"),
+            "tree over gold heads (oracle)": deprel_config(workdir / "deprel_tree_oracle.cfg",
+                                                           "tree", True),
+        }
     if task == "upos":
         return {
             "chain, no parser": CONFIGS / "ewt_upos.cfg",
@@ -142,12 +186,53 @@ def train_and_score(name: str, config: Path, corpus: Path, workdir: Path,
     import srsly
 
     result = srsly.read_json(scores)
-    return {"score": result["crf_score"], "train_s": train_s, "evaluate": result}
+    return {"score": result["crf_score"], "train_s": train_s, "evaluate": result,
+            "decode": decode_speed(out / "model-best", corpus / test)}
 
 
-def parser_scores(parser: Path, corpus: Path) -> Dict[str, float]:
-    """UAS / LAS / sentence F of the parser on test (spaCy's own scorer)."""
+def decode_speed(model: Path, test: Path, runs: int = 3) -> Dict[str, Any]:
+    """Tokens/s of the whole pipeline over the test texts (``nlp.pipe``, best of
+    ``runs`` after a warm-up), and without the time of the components before
+    the crf_tagger (the parser and its tok2vec), timed alone and subtracted.
+    An oracle's docs get the gold trees its training copied (not timed)."""
     import spacy
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from common import time_pipe
+    from spacy_crf.augmenters import create_copy_attrs
+    from spacy_crf.evaluate import training_copy
+
+    nlp = spacy.load(model)
+    references = list(DocBin().from_disk(test).get_docs(nlp.vocab))
+    copy = training_copy(nlp) if "crf_tagger" in nlp.pipe_names else None
+    augment = create_copy_attrs(copy) if copy else None
+
+    def make_docs():
+        if augment is None:
+            return [nlp.make_doc(ref.text) for ref in references]
+        return [next(iter(augment(nlp, Example(nlp.make_doc(ref.text), ref)))).predicted
+                for ref in references]
+
+    n_tokens = sum(len(doc) for doc in make_docs())
+    whole_s = min(time_pipe(nlp, make_docs, runs, 50)["times"])
+    upstream = [name for name in nlp.pipe_names if name != "crf_tagger"]
+    upstream_s = 0.0
+    if upstream and len(upstream) < len(nlp.pipe_names):
+        with nlp.select_pipes(enable=upstream):
+            upstream_s = min(time_pipe(nlp, make_docs, runs, 50)["times"])
+    return {"tokens": n_tokens, "whole_s": whole_s, "upstream_s": upstream_s,
+            "tokens_per_s": n_tokens / whole_s,
+            "tokens_per_s_without_parser": n_tokens / (whole_s - upstream_s)
+            if len(upstream) < len(nlp.pipe_names) else None}
+
+
+def parser_scores(parser: Path, corpus: Path) -> Dict[str, Any]:
+    """UAS / LAS / sentence F of the parser on test (spaCy's own scorer), the
+    accuracy of its relations on every token (as the crf_tagger's ``dep_acc``
+    counts them), and its decode speed."""
+    import spacy
+    from spacy.scorer import Scorer
     from spacy.tokens import DocBin
     from spacy.training import Example
 
@@ -155,7 +240,22 @@ def parser_scores(parser: Path, corpus: Path) -> Dict[str, float]:
     docs = DocBin().from_disk(corpus / "en_ewt-ud-test.spacy").get_docs(nlp.vocab)
     examples = [Example(nlp.make_doc(doc.text), doc) for doc in docs]
     scores = nlp.evaluate(examples)
-    return {"uas": scores["dep_uas"], "las": scores["dep_las"], "sents_f": scores["sents_f"]}
+    predicted = [Example(nlp(eg.predicted.text), eg.reference) for eg in examples]
+    dep_acc = Scorer.score_token_attr(predicted, "dep")["dep_acc"]
+    return {"uas": scores["dep_uas"], "las": scores["dep_las"], "sents_f": scores["sents_f"],
+            "dep_acc": dep_acc,
+            "decode": decode_speed(parser, corpus / "en_ewt-ud-test.spacy")}
+
+
+def row_note(result: Dict[str, Any], task: str) -> str:
+    """A row's bracket: its speed without the parser's time, and LAS for relations."""
+    parts = []
+    without = result["decode"]["tokens_per_s_without_parser"]
+    if result["decode"]["upstream_s"] and without:
+        parts.append(f"{without:,.0f} tok/s without the parser")
+    if task == "deprel" and "dep_las" in result["evaluate"]:
+        parts.append(f"LAS {100 * result['evaluate']['dep_las']:.2f}")
+    return "; ".join(parts)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -183,8 +283,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         log(f"  {100 * results[name]['score']:.2f} in {results[name]['train_s']:.1f} s")
     parsed = parser_scores(args.parser, args.ewt_corpus or args.corpus)
     log(f"parser on test: {parsed}")
-    rows = [summary_row(task["title"], name, task["metric"], r["score"], r["train_s"], None, None,
-                        None, None) for name, r in results.items()]
+    rows = [summary_row(task["title"], name, task["metric"], r["score"], r["train_s"],
+                        r["decode"]["tokens_per_s"], None, None, None, note=row_note(r, args.task))
+            for name, r in results.items()]
+    if args.task == "deprel":
+        rows.insert(0, summary_row(task["title"], "the parser's own relations", "acc",
+                                   parsed["dep_acc"], None, parsed["decode"]["tokens_per_s"],
+                                   None, None, None, note=f"LAS {100 * parsed['las']:.2f}"))
     notes = [f"The parser: spaCy's default parser config (--optimize efficiency), trained with "
              f"spacy train on EWT train (4000 steps, configs/ewt_parser.cfg); on test UAS "
              f"{100 * parsed['uas']:.2f}, LAS {100 * parsed['las']:.2f}, sentence F "
@@ -197,6 +302,16 @@ def main(argv: Optional[List[str]] = None) -> int:
              "Test docs are read as spacy_crf.evaluate reads them: from the raw text, tokenized by "
              "spaCy, and aligned to the treebank's tokens; so the chain's score here and on the "
              "gold tokens in the orders and trainers benchmarks come from the same config, read two ways."]
+    notes.append("decode tok/s: the whole pipeline (parser included where there is one) over "
+                 "the test texts with nlp.pipe, best of 3; in brackets, without the parser's "
+                 "time (its tok2vec and parser timed alone and subtracted).")
+    if args.task == "deprel":
+        notes[1] = ("Over predicted heads: [parser, crf_tagger] with the parser frozen and "
+                    "annotating; the crf_tagger (target dep) relabels the parser's arcs, keeping "
+                    "its heads. acc is the relation of every token (punctuation included, as "
+                    "dep_acc counts it); LAS is spaCy's (heads and relations, punctuation "
+                    "excluded). No tagger runs, so the CRFs read words, shapes and suffixes "
+                    "(benchmarks/after_parser.py DEPREL_TEMPLATES), not POS.")
     if args.task == "ner":
         notes[1] = ("After the parser: [parser, crf_tagger] with the parser frozen and annotating; "
                     "entities are spans, which a tree CRF does not label, so the tree enters "
@@ -204,18 +319,26 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "from the parser's trees, or from the gold trees (oracle).")
         notes[3] = ("Test docs are read from the raw text, tokenized by spaCy and aligned to "
                     "the corpus's tokens, as spacy_crf.evaluate reads them.")
-    command = ("python benchmarks/after_parser.py --parser PARSER --corpus corpus/ewt "
-               "--out benchmarks/results/after_parser.json" if args.task == "upos" else
-               "python benchmarks/after_parser.py --task ner --parser PARSER --corpus corpus/uner "
-               "--ewt-corpus corpus/ewt --out benchmarks/results/after_parser_ner.json")
+    name = "after_parser" if args.task == "upos" else f"after_parser_{args.task}"
+    command = {"upos": "python benchmarks/after_parser.py --parser PARSER --corpus corpus/ewt "
+                       "--out benchmarks/results/after_parser.json",
+               "ner": "python benchmarks/after_parser.py --task ner --parser PARSER --corpus "
+                      "corpus/uner --ewt-corpus corpus/ewt --out "
+                      "benchmarks/results/after_parser_ner.json",
+               "deprel": "python benchmarks/after_parser.py --task deprel --parser PARSER "
+                         "--corpus corpus/ewt --out benchmarks/results/after_parser_deprel.json",
+               }[args.task]
     summary = make_summary(f"{task['title'].replace('UD English ', '')} after a trained parser",
                            command, rows, notes)
-    name = "after_parser" if args.task == "upos" else "after_parser_ner"
     write_json(args.out, {"benchmark": name, "environment": environment(),
                           "parser": parsed, "systems": results, "summary": summary,
                           "benchmark_wall_s": time.perf_counter() - began})
     for row in rows:
-        print(f"{row['system']}: {100 * row['score']:.2f} ({row['train_s']:.1f} s)")
+        parts = [row["note"]] if row["note"] else []
+        if row["train_s"] is not None:
+            parts.append(f"trained in {row['train_s']:.1f} s")
+        parts.append(f"{row['decode_tokens_per_s']:,.0f} tok/s")
+        print(f"{row['system']}: {100 * row['score']:.2f} ({'; '.join(parts)})")
     for note in notes:
         print(f"- {note}")
     return 0
