@@ -51,9 +51,11 @@ from common import REPO_ROOT, environment, log, make_summary, summary_row, write
 CONFIGS = REPO_ROOT / "configs"
 
 
-def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional[str] = None) -> Path:
+def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional[str] = None,
+                        sequence: Optional[str] = None) -> Path:
     """``base`` with the parser's pipeline (its tok2vec and parser) sourced in front
-    of the crf_tagger, frozen and annotating, and no gold trees copied from the corpus."""
+    of the crf_tagger, frozen and annotating, and no gold trees copied from the corpus;
+    ``structure`` and ``sequence`` override the crf_tagger's settings."""
     from spacy.util import load_config
 
     config = load_config(base, interpolate=False)
@@ -67,10 +69,14 @@ def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional
     config["training"]["annotating_components"] = list(upstream)
     if structure:
         config["components"]["crf_tagger"]["structure"] = structure
+    if sequence:
+        config["components"]["crf_tagger"]["sequence"] = sequence
     config.to_disk(out)
     return out
 
 
+PARSER_ABOUT = ("spaCy's default parser config (--optimize efficiency), trained with spacy train "
+                "on EWT train (4000 steps, configs/ewt_parser.cfg)")
 #: per task: title, metric, the corpus files (train, dev, test) and the configs
 TASKS = {
     "upos": {"title": "UD English EWT UPOS", "metric": "acc",
@@ -143,6 +149,9 @@ def systems_of(task: str, parser: Path, workdir: Path) -> Dict[str, Path]:
             "chain, no parser": CONFIGS / "ewt_upos.cfg",
             "chain after the parser": after_parser_config(CONFIGS / "ewt_upos.cfg", parser,
                                                           workdir / "chain_after_parser.cfg"),
+            "chain after the parser, one sequence per doc": after_parser_config(
+                CONFIGS / "ewt_upos.cfg", parser, workdir / "chain_after_parser_doc.cfg",
+                sequence="doc"),
             "chain + tree features after the parser": after_parser_config(
                 CONFIGS / "ewt_upos_tree.cfg", parser, workdir / "chain_treefeat_after_parser.cfg",
                 structure="chain"),
@@ -158,6 +167,8 @@ def systems_of(task: str, parser: Path, workdir: Path) -> Dict[str, Path]:
         "chain, no parser": base,
         "chain after the parser": after_parser_config(base, parser,
                                                       workdir / "ner_chain_after_parser.cfg"),
+        "chain after the parser, one sequence per doc": after_parser_config(
+            base, parser, workdir / "ner_chain_after_parser_doc.cfg", sequence="doc"),
         "chain + tree features after the parser": after_parser_config(
             treefeat, parser, workdir / "ner_chain_treefeat_after_parser.cfg"),
         "chain + tree features over gold trees (oracle)": with_tree_features(
@@ -247,6 +258,11 @@ def parser_scores(parser: Path, corpus: Path) -> Dict[str, Any]:
             "decode": decode_speed(parser, corpus / "en_ewt-ud-test.spacy")}
 
 
+def default_name(task: str) -> str:
+    """The report's benchmark name for ``task`` (and its JSON file's stem)."""
+    return "after_parser" if task == "upos" else f"after_parser_{task}"
+
+
 def row_note(result: Dict[str, Any], task: str) -> str:
     """A row's bracket: its speed without the parser's time, and LAS for relations."""
     parts = []
@@ -268,6 +284,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--task", choices=list(TASKS), default="upos")
     parser.add_argument("--ewt-corpus", type=Path, default=None,
                         help="for --task ner: where the parser is scored (EWT .spacy files)")
+    parser.add_argument("--parser-about", default=PARSER_ABOUT,
+                        help="how the parser was trained, for the report's notes")
+    parser.add_argument("--name", default=None,
+                        help="the report's benchmark name (default: after_parser[_TASK])")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -290,13 +310,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows.insert(0, summary_row(task["title"], "the parser's own relations", "acc",
                                    parsed["dep_acc"], None, parsed["decode"]["tokens_per_s"],
                                    None, None, None, note=f"LAS {100 * parsed['las']:.2f}"))
-    notes = [f"The parser: spaCy's default parser config (--optimize efficiency), trained with "
-             f"spacy train on EWT train (4000 steps, configs/ewt_parser.cfg); on test UAS "
+    notes = [f"The parser: {args.parser_about}; on test UAS "
              f"{100 * parsed['uas']:.2f}, LAS {100 * parsed['las']:.2f}, sentence F "
              f"{100 * parsed['sents_f']:.2f}.",
              "After the parser: [parser, crf_tagger] with the parser frozen and annotating, so "
-             "the CRF trains and is tested on its predicted trees and sentence boundaries; the "
-             "oracle copies the treebank's trees onto the docs in training and at test.",
+             "the CRF trains and is tested on its predicted trees and sentence boundaries (a "
+             "chain per predicted sentence; 'one sequence per doc' is sequence = \"doc\", "
+             "which ignores them); the oracle copies the treebank's trees onto the docs in "
+             "training and at test.",
              "train s is the whole spacy train process (with the parser's predictions for the "
              "rows after it); scores from python -m spacy_crf.evaluate on test.",
              "Test docs are read as spacy_crf.evaluate reads them: from the raw text, tokenized by "
@@ -319,7 +340,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "from the parser's trees, or from the gold trees (oracle).")
         notes[3] = ("Test docs are read from the raw text, tokenized by spaCy and aligned to "
                     "the corpus's tokens, as spacy_crf.evaluate reads them.")
-    name = "after_parser" if args.task == "upos" else f"after_parser_{args.task}"
+    name = args.name or default_name(args.task)
     command = {"upos": "python benchmarks/after_parser.py --parser PARSER --corpus corpus/ewt "
                        "--out benchmarks/results/after_parser.json",
                "ner": "python benchmarks/after_parser.py --task ner --parser PARSER --corpus "
@@ -328,8 +349,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                "deprel": "python benchmarks/after_parser.py --task deprel --parser PARSER "
                          "--corpus corpus/ewt --out benchmarks/results/after_parser_deprel.json",
                }[args.task]
-    summary = make_summary(f"{task['title'].replace('UD English ', '')} after a trained parser",
-                           command, rows, notes)
+    title = f"{task['title'].replace('UD English ', '')} after a trained parser"
+    if args.name:  # another parser: say which in the command and the title
+        command = (command.replace("--parser PARSER", "--parser PARSER --parser-about TEXT")
+                   .replace(f"results/{default_name(args.task)}.json", f"results/{name}.json")
+                   + f" --name {name}")
+        title = f"{task['title'].replace('UD English ', '')} after a parser: {args.parser_about}"
+    summary = make_summary(title, command, rows, notes)
     write_json(args.out, {"benchmark": name, "environment": environment(),
                           "parser": parsed, "systems": results, "summary": summary,
                           "benchmark_wall_s": time.perf_counter() - began})

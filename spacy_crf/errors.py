@@ -182,6 +182,9 @@ class Errors(metaclass=_Codes):
     E111 = ("The scores given to structure 'semi_markov' have no segment scores of shape "
             "{expected} (got {got}): the structure wraps the component's model with "
             "segment features. Build the scores with the component's model.")
+    E112 = ("sequence must be \"sentence\" (a CRF sequence per sentence where a parser, a "
+            "senter or the corpus sets sentence boundaries, else per doc) or \"doc\" (one "
+            "sequence per doc, whatever its sentence boundaries); got {value!r}.")
 
 class Warnings(metaclass=_Codes):
     W006 = ("{n} gold span(s) of '{name}' are longer than max_segment_length = {length} "

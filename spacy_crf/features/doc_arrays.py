@@ -64,6 +64,11 @@ def _shared(name: str, docs: Sequence[Doc], compute: Callable[[], object]):
         reading.arrays[name] = compute()
     return reading.arrays[name]
 
+#: the component's ``sequence`` setting: what one CRF sequence is (chain-like structures)
+SEQUENCE_SENTENCE, SEQUENCE_DOC = "sentence", "doc"
+SEQUENCES = (SEQUENCE_SENTENCE, SEQUENCE_DOC)
+
+
 def doc_lengths(docs: Sequence[Doc]) -> np.ndarray:
     """Number of tokens of each doc, as int64."""
     return np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))

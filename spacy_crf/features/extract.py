@@ -14,7 +14,8 @@ from .doc_arrays import attribute_matrix, batch_heads, batch_sequence_lengths
 from .templates import FeatureTemplates
 
 
-def extract_features(docs: Sequence[Doc], templates: FeatureTemplates) -> np.ndarray:
+def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
+                     by_sentence: bool = True) -> np.ndarray:
     """Hash every template at every token of the batch.
 
     Parameters
@@ -23,12 +24,16 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates) -> np.nda
         The batch; its tokens are concatenated in order.
     templates : FeatureTemplates
         What to extract.
+    by_sentence : bool
+        Whether windows stop at sentence boundaries (the component's
+        ``sequence = "sentence"``) or only at doc boundaries (``"doc"``).
 
     Returns
     -------
     numpy.ndarray
         ``(N, len(templates))`` uint64 feature ids. Windows stop at sentence
-        boundaries where the docs have them, else at doc boundaries.
+        boundaries where the docs have them (if ``by_sentence``), else at doc
+        boundaries.
     """
     attr_ids = list(templates.attr_ids)
     if templates.uses_affixes:
@@ -40,7 +45,7 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates) -> np.nda
         values = np.ascontiguousarray(np.hstack([values[:, :-1], affixes]))
     if templates.uses_tree:
         values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values)]))
-    lengths = batch_sequence_lengths(docs)
+    lengths = batch_sequence_lengths(docs, by_sentence)
     begin = np.empty(n_tokens, dtype=np.int64)
     end = np.empty(n_tokens, dtype=np.int64)
     kernels.sequence_bounds(lengths, begin, end)

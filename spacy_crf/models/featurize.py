@@ -6,6 +6,7 @@ import numpy as np
 from spacy.tokens import Doc
 from thinc.api import Model
 
+from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..features.extract import extract_features
 from ..features.templates import FeatureTemplates
 
@@ -13,6 +14,8 @@ InT = List[Doc]
 OutT = np.ndarray  # (N, n_templates) uint64
 #: attrs key of the templates a tree-structured component adds
 TREE_TEMPLATES = "tree_templates"
+#: attrs key of what a CRF sequence is ("sentence" or "doc"), set by the component
+SEQUENCE = "crf_sequence"
 
 
 def featurize(templates: Sequence[str], tree_templates: Sequence[str] = ()) -> Model[InT, OutT]:
@@ -31,7 +34,21 @@ def featurize(templates: Sequence[str], tree_templates: Sequence[str] = ()) -> M
     tree = list(tree_templates)
     if tree:
         FeatureTemplates(tree)
-    return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: tree})
+    return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: tree,
+                                                  SEQUENCE: SEQUENCE_SENTENCE})
+
+
+def set_sequence(model: Model, sequence: str) -> None:
+    """Make every layer of ``model`` that reads sequences (feature windows,
+    segments) read ``sequence`` ("sentence" or "doc"), as its component does."""
+    for node in model.walk():
+        if SEQUENCE in node.attrs:
+            node.attrs[SEQUENCE] = sequence
+
+
+def by_sentence(model: Model) -> bool:
+    """Whether ``model``'s sequences are sentences (the default) rather than docs."""
+    return model.attrs.get(SEQUENCE, SEQUENCE_SENTENCE) == SEQUENCE_SENTENCE
 
 
 def use_tree_templates(model: Model, allow_dep: bool = True) -> None:
@@ -52,7 +69,7 @@ def use_tree_templates(model: Model, allow_dep: bool = True) -> None:
 
 
 def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, Callable]:
-    features = extract_features(docs, model.attrs["templates"])
+    features = extract_features(docs, model.attrs["templates"], by_sentence(model))
 
     def backprop(d_features: OutT) -> InT:
         return []

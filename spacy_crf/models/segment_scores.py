@@ -21,7 +21,8 @@ from spacy.tokens import Doc
 from thinc.api import Model
 
 from .._kernels.segment_features import N_SEGMENT_FEATURES, segment_ids
-from ..features.doc_arrays import attribute_matrix, batch_sequence_lengths
+from ..features.doc_arrays import SEQUENCE_SENTENCE, attribute_matrix, batch_sequence_lengths
+from .featurize import SEQUENCE, by_sentence
 from .hashed_linear import LABEL_SIZED, hashed_linear
 from .potentials import CRFScores
 from .sparse_table import LR_SCALE
@@ -41,7 +42,8 @@ def with_segment_scores(model: Model[List[Doc], CRFScores], n_buckets: int = SEG
     scales = [node.attrs[LR_SCALE] for node in model.walk() if LR_SCALE in node.attrs]
     if scales:
         table.attrs[LR_SCALE] = scales[0]
-    return Model(NAME, forward, init=init, layers=[model, table], dims={"nD": None})
+    return Model(NAME, forward, init=init, layers=[model, table], dims={"nD": None},
+                 attrs={SEQUENCE: SEQUENCE_SENTENCE})
 
 
 def is_wrapped(model: Model) -> bool:
@@ -63,12 +65,12 @@ def get_max_segment_length(model: Model) -> Optional[int]:
     return None
 
 
-def candidate_ids(docs: List[Doc], max_length: int) -> np.ndarray:
+def candidate_ids(docs: List[Doc], max_length: int, sentences: bool = True) -> np.ndarray:
     """(N * D, N_SEGMENT_FEATURES) uint64 ids of every candidate segment."""
     values = attribute_matrix(docs, [NORM, SHAPE])
     out = np.empty((values.shape[0] * max_length, N_SEGMENT_FEATURES), dtype=np.uint64)
     segment_ids(np.ascontiguousarray(values[:, 0]), np.ascontiguousarray(values[:, 1]),
-                batch_sequence_lengths(docs), max_length, out)
+                batch_sequence_lengths(docs, sentences), max_length, out)
     return out
 
 
@@ -76,7 +78,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, C
     inner, table = model.layers
     scores, back_scores = inner(docs, is_train)
     D = model.get_dim("nD")
-    flat, back_table = table(candidate_ids(docs, D), is_train)
+    flat, back_table = table(candidate_ids(docs, D, by_sentence(model)), is_train)
     N, L = scores.emissions.shape
     scores = replace(scores, segments=flat.reshape(N, D, L))
 

@@ -28,7 +28,8 @@ from .. import inference
 from .. import schemes
 from ..objectives import get_objective
 from ..errors import Errors, Warnings
-from ..features.doc_arrays import doc_lengths, read_once, sentence_lengths
+from ..features.doc_arrays import SEQUENCE_SENTENCE, SEQUENCES, doc_lengths, read_once
+from ..models.featurize import set_sequence
 from ..models.architectures import has_token_transitions, set_n_labels
 from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
@@ -36,6 +37,7 @@ from ..models.sparse_table import step_model, sync_averages
 from ..models.serialize import model_from_bytes, model_to_bytes
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
 from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
+from ..structures.base import sequence_lengths
 from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
 from ..targets import Target, make_target
 from .pipe_meta import declare_pipe_meta
@@ -72,6 +74,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "structure": "chain",
         "order": 1,
         "max_segment_length": 0,
+        "sequence": "sentence",
         "scheme": "BILUO",
         "keep_existing": False,
         "store_confidence": False,
@@ -89,6 +92,7 @@ def make_crf_tagger(
     structure: str,
     order: int,
     max_segment_length: int,
+    sequence: str,
     scheme: str,
     keep_existing: bool,
     store_confidence: bool,
@@ -116,6 +120,13 @@ def make_crf_tagger(
         ``structure = "semi_markov"`` only: the longest segment (span) the
         semi-Markov CRF labels; ``0`` takes the longest gold span of the
         training data, capped at 10.
+    sequence : str
+        What one CRF sequence is for the chain-like structures, and where
+        feature windows stop: ``"sentence"`` (the default) where a parser, a
+        senter or the corpus sets sentence boundaries, else the doc;
+        ``"doc"``: the whole doc, whatever its sentence boundaries (for an
+        upstream sentence splitter you do not trust; an entity may then cross
+        its boundaries). A tree is over each doc's parse either way.
     scheme : str
         ``BIO`` or ``BILUO``: how ``ents`` / ``spans:KEY`` targets tag spans.
         The scheme's forbidden transitions are enforced in training and
@@ -140,7 +151,7 @@ def make_crf_tagger(
     """
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
                           order=order, max_segment_length=max_segment_length,
-                          scheme=scheme, keep_existing=keep_existing,
+                          sequence=sequence, scheme=scheme, keep_existing=keep_existing,
                           store_confidence=store_confidence, n_best=n_best, loss=loss,
                           scorer=scorer)
     # what this component writes and scores depends on its target: tell
@@ -178,6 +189,7 @@ class CRFTagger(TrainablePipe):
         structure: str = "chain",
         order: int = 1,
         max_segment_length: int = 0,
+        sequence: str = SEQUENCE_SENTENCE,
         scheme: str = "BILUO",
         keep_existing: bool = False,
         store_confidence: bool = False,
@@ -190,6 +202,8 @@ class CRFTagger(TrainablePipe):
         crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
         get_objective(loss)  # E040 for an unknown name
         _check_max_segment_length(max_segment_length, crf_structure)
+        if not isinstance(sequence, str) or sequence not in SEQUENCES:
+            raise ValueError(Errors.E112.format(value=sequence))
         schemes.check_scheme(scheme)
         if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
             raise ValueError(Errors.E019.format(value=n_best))
@@ -218,6 +232,7 @@ class CRFTagger(TrainablePipe):
             "structure": structure,
             "order": order,
             "max_segment_length": max_segment_length,
+            "sequence": sequence,
             "scheme": scheme,
             "keep_existing": bool(keep_existing),
             "store_confidence": bool(store_confidence),
@@ -230,6 +245,7 @@ class CRFTagger(TrainablePipe):
         self._inputs_checked = False
         register_confidence_extension()
         self.model = crf_structure.prepare_model(self.model, target) or self.model
+        set_sequence(self.model, sequence)
         if target == "dep":
             self._check_dep_target()
 
@@ -312,7 +328,7 @@ class CRFTagger(TrainablePipe):
         if prediction.n_best is not None:
             per_doc = iter(prediction.n_best)
             for doc in docs:
-                n_seqs = len(sentence_lengths(doc)) if len(doc) else 0
+                n_seqs = len(sequence_lengths([doc], self)) if len(doc) else 0
                 doc.user_data[NBEST_KEY] = [next(per_doc) for _ in range(n_seqs)]
         for doc, end, n in zip(docs, ends, prediction.doc_lengths):
             if not n:
@@ -623,6 +639,7 @@ class CRFTagger(TrainablePipe):
                 raise ValueError(Errors.E011.format(name=self.name, found=node.get_dim("nO"), expected=n_labels))
         self.model = model
         self.cfg.update(cfg)
+        set_sequence(self.model, self.cfg.get("sequence", SEQUENCE_SENTENCE))
         self._set_labels(self.cfg["labels"])
         return self
 
@@ -655,6 +672,7 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
     pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=cfg["structure"],
                      order=cfg.get("order", 1),
                      max_segment_length=cfg.get("max_segment_length", 0),
+                     sequence=cfg.get("sequence", SEQUENCE_SENTENCE),
                      scheme=cfg.get("scheme", "BILUO"),
                      keep_existing=cfg.get("keep_existing", False),
                      store_confidence=cfg.get("store_confidence", False),

@@ -28,6 +28,7 @@ import numpy as np
 from .._kernels.emissions import gather_sum
 from .._kernels.objective import scatter_sum
 from ..errors import Errors
+from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
 from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
 
 _STRUCTURES: Dict[str, "CRFStructure"] = {}
@@ -260,6 +261,13 @@ def check_token_transitions(scores: CRFScores, emissions: np.ndarray, structure:
     if token is None or np.shape(token) != expected:
         raise ValueError(Errors.E107.format(structure=structure, expected=expected,
                                             got=None if token is None else np.shape(token)))
+
+
+def sequence_lengths(docs: Sequence, pipe) -> np.ndarray:
+    """The lengths of a chain-like CRF's sequences in ``docs``: sentences where
+    the docs have them, or whole docs with the component's ``sequence = "doc"``."""
+    return batch_sequence_lengths(docs, pipe.cfg.get("sequence", SEQUENCE_SENTENCE)
+                                  == SEQUENCE_SENTENCE)
 
 
 def as_f64(array) -> np.ndarray:

@@ -13,11 +13,10 @@ import numpy as np
 
 from .._kernels import chain, kbest, objective, span_marginals
 from ..errors import Errors
-from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
-                   check_spans, labels_or_free, positions_in_sequence, register_structure,
-                   sequence_ends)
+from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
+                   labels_or_free, positions_in_sequence, register_structure, sequence_ends,
+                   sequence_lengths)
 
 
 @dataclass
@@ -42,7 +41,7 @@ class ChainStructure(CRFStructure):
     supports_span_probabilities = True
 
     def layout(self, docs: Sequence, pipe) -> ChainLayout:
-        return ChainLayout(batch_sequence_lengths(docs))
+        return ChainLayout(sequence_lengths(docs, pipe))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         L = n_labels

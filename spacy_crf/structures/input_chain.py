@@ -22,10 +22,10 @@ from typing import Dict, Sequence, Tuple
 import numpy as np
 
 from .._kernels import tree
-from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
 from .base import (NO_EDGES, CRFStructure, as_f64, check_token_transitions, get_structure,
-                   gradient_in_dtype, positions_in_sequence, register_structure, sequence_ends)
+                   gradient_in_dtype, positions_in_sequence, register_structure, sequence_ends,
+                   sequence_lengths)
 from .chain import ChainLayout
 
 
@@ -45,7 +45,7 @@ class InputTransitionChain(CRFStructure):
     supports_spans = True
 
     def layout(self, docs: Sequence, pipe) -> InputChainLayout:
-        return InputChainLayout(batch_sequence_lengths(docs))
+        return InputChainLayout(sequence_lengths(docs, pipe))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         return get_structure("chain").param_shapes(n_labels, n_relations)

@@ -41,11 +41,10 @@ import numpy as np
 from .._kernels import chain, kbest
 from .._kernels import second_order as kernels
 from ..errors import Errors
-from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans,
-                   gradient_in_dtype, labels_or_free, positions_in_sequence, previous_in_sequence,
-                   register_structure)
+from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
+                   labels_or_free, positions_in_sequence, previous_in_sequence, register_structure,
+                   sequence_lengths)
 
 #: cfg key of the kept label pairs: [previous, label], previous -1 for START
 PAIRS_KEY = "label_pairs"
@@ -223,7 +222,7 @@ class SecondOrderChain(CRFStructure):
         for eg in get_examples():
             if len(eg.predicted):
                 gold.append(pipe.target.gold_ids(eg))
-                lengths.append(batch_sequence_lengths([eg.predicted]))
+                lengths.append(sequence_lengths([eg.predicted], pipe))
         pairs = (seen_pairs(np.concatenate(gold), np.concatenate(lengths)) if gold
                  else np.zeros((0, 2), dtype=np.int64))
         return {"relations": [], PAIRS_KEY: pairs.tolist()}
@@ -232,7 +231,7 @@ class SecondOrderChain(CRFStructure):
         pairs = pipe.cfg.get(PAIRS_KEY)
         if not pairs:
             pairs = all_pairs(len(pipe.labels))
-        return SecondOrderLayout(batch_sequence_lengths(docs), np.asarray(pairs))
+        return SecondOrderLayout(sequence_lengths(docs, pipe), np.asarray(pairs))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         L = n_labels

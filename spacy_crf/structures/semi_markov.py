@@ -32,13 +32,12 @@ import numpy as np
 
 from .._kernels import semi_markov as kernels
 from ..errors import Errors, Warnings
-from ..features.doc_arrays import batch_sequence_lengths
 from ..models.potentials import CRFScores
 from ..models.segment_scores import (get_max_segment_length, is_wrapped,
                                      set_max_segment_length, with_segment_scores)
 from ..schemes import BEGIN, INSIDE, LAST, OUT, UNIT, parse_tags
-from .base import (BatchLayout, CRFStructure, as_f64, check_spans, get_structure,
-                   gradient_in_dtype, labels_or_free, positions_in_sequence, register_structure)
+from .base import (BatchLayout, CRFStructure, as_f64, check_spans, get_structure, gradient_in_dtype,
+                   labels_or_free, positions_in_sequence, register_structure, sequence_lengths)
 
 #: the longest segment when the training data's longest span is longer
 DEFAULT_CAP = 10
@@ -135,7 +134,7 @@ class SemiMarkovStructure(CRFStructure):
             if not len(eg.predicted):
                 continue
             gold = pipe.target.gold_ids(eg)
-            lengths = batch_sequence_lengths([eg.predicted])
+            lengths = sequence_lengths([eg.predicted], pipe)
             span_lengths.append(_gold_span_lengths(gold, lengths, opens, outside))
         found = np.concatenate(span_lengths)
         setting = int(pipe.cfg.get("max_segment_length", 0))
@@ -152,7 +151,7 @@ class SemiMarkovStructure(CRFStructure):
         length = int(pipe.cfg.get(LENGTH_KEY) or pipe.cfg.get("max_segment_length") or DEFAULT_CAP)
         if get_max_segment_length(pipe.model) != length:
             set_max_segment_length(pipe.model, length)  # e.g. a model built before a load
-        return SemiMarkovLayout(batch_sequence_lengths(docs), length,
+        return SemiMarkovLayout(sequence_lengths(docs, pipe), length,
                                 **segment_tables(pipe.labels, pipe.cfg["scheme"], length))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
