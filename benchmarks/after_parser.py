@@ -46,7 +46,8 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, environment, log, make_summary, summary_row, write_json  # noqa: E402
+from common import (REPO_ROOT, environment, log, make_summary, print_rows, summary_row,  # noqa: E402
+                    write_json)
 
 CONFIGS = REPO_ROOT / "configs"
 
@@ -359,14 +360,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     write_json(args.out, {"benchmark": name, "environment": environment(),
                           "parser": parsed, "systems": results, "summary": summary,
                           "benchmark_wall_s": time.perf_counter() - began})
-    for row in rows:
-        parts = [row["note"]] if row["note"] else []
-        if row["train_s"] is not None:
-            parts.append(f"trained in {row['train_s']:.1f} s")
-        parts.append(f"{row['decode_tokens_per_s']:,.0f} tok/s")
-        print(f"{row['system']}: {100 * row['score']:.2f} ({'; '.join(parts)})")
-    for note in notes:
-        print(f"- {note}")
+    print_rows(rows, notes)
     return 0
 
 

@@ -464,6 +464,20 @@ def summary_row(task: str, system: str, metric: str, score: Optional[float],
             "model_bytes": model_bytes, "note": note}
 
 
+def print_rows(rows: Sequence[Dict[str, Any]], notes: Sequence[str] = ()) -> None:
+    """A summary's rows as lines (score, then its note, train time and decode
+    speed where it has them), and its notes."""
+    for row in rows:
+        parts = [row["note"]] if row["note"] else []
+        if row["train_s"] is not None:
+            parts.append(f"trained in {row['train_s']:.1f} s")
+        if row["decode_tokens_per_s"] is not None:
+            parts.append(f"{row['decode_tokens_per_s']:,.0f} tok/s")
+        print(f"{row['system']}: {100 * row['score']:.2f} ({'; '.join(parts)})")
+    for note in notes:
+        print(f"- {note}")
+
+
 def make_summary(title: str, command: str, rows: List[Dict[str, Any]],
                  notes: Sequence[str] = (),
                  tables: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:

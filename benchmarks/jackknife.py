@@ -26,7 +26,8 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO_ROOT, environment, log, make_summary, summary_row, write_json  # noqa: E402
+from common import (REPO_ROOT, environment, log, make_summary, print_rows, summary_row,  # noqa: E402
+                    write_json)
 
 CONFIGS = REPO_ROOT / "configs"
 FILES = ("en_ewt-ud-train.spacy", "en_ewt-ud-dev.spacy", "en_ewt-ud-test.spacy")
@@ -180,10 +181,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                           "fold_uas": fold_uas, "train_uas": train_uas, "dev_uas": dev_uas,
                           "parser_s": parser_s, "systems": results, "summary": summary,
                           "benchmark_wall_s": time.perf_counter() - began})
-    for row in rows:
-        print(f"{row['system']}: {100 * row['score']:.2f} ({row['train_s']:.1f} s)")
-    for note in notes:
-        print(f"- {note}")
+    print_rows(rows, notes)
     return 0
 
 

@@ -5,8 +5,12 @@ PTB tags; UPOS and IOB chunk labels are derived from the PTB tags, so the same
 sentences serve the ``tag``, ``pos`` and ``_.chunk`` targets.
 """
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 import spacy
@@ -31,6 +35,32 @@ TOY_TEXT = [
 UPOS = {"DT": "DET", "JJ": "ADJ", "NN": "NOUN", "VBD": "VERB", "RB": "ADV", "IN": "ADP", ".": "PUNCT"}
 CHUNK_OF = {"VBD": "VP", "RB": "ADVP", "IN": "PP"}
 NP_TAGS = {"DT", "JJ", "NN"}
+
+EWT_SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "ewt_sample"
+
+
+def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``python ARGS`` in ``cwd`` (this interpreter); fails the test with its output."""
+    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def convert_ewt_sample(work: Path, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
+    """The shipped EWT sample's ``splits`` as .spacy files (``spacy convert``) under
+    ``work/corpus``, by split."""
+    conllu, corpus = work / "conllu", work / "corpus"
+    conllu.mkdir()
+    corpus.mkdir()
+    # one `spacy convert` call for every file (the sample folder also has .iob2 files)
+    for split in splits:
+        shutil.copy(EWT_SAMPLE / f"en_ewt-{split}.conllu", conllu)
+    run_python(["-m", "spacy", "convert", conllu, corpus, "-c", "conllu", "-n", "1"], cwd=work)
+    paths = {split: corpus / f"en_ewt-{split}.spacy" for split in splits}
+    assert all(path.exists() for path in paths.values())
+    return paths
+
 
 SMALL_MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v1",

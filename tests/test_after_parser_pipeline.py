@@ -6,46 +6,32 @@ trees; the result reads raw text, saves and loads. The parser here is trained
 for a few steps on the shipped sample: weak, but a parser.
 """
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import spacy
+from conftest import convert_ewt_sample, run_python
 
 from spacy_crf.evaluate import evaluate, training_copy
 
 ROOT = Path(__file__).resolve().parents[1]
-EWT = ROOT / "assets" / "ewt_sample"
 CONFIG = ROOT / "configs" / "ewt_upos_tree_after_parser.cfg"
 TEXT = "The old man walked slowly to the station. He bought a ticket and waited."
-
-
-def run(args, cwd):
-    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, f"{args}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
-    return proc
 
 
 @pytest.fixture(scope="module")
 def after_parser(tmp_path_factory):
     work = tmp_path_factory.mktemp("after_parser")
-    conllu, corpus = work / "conllu", work / "corpus"
-    conllu.mkdir()
-    corpus.mkdir()
-    for split in ("train", "dev", "test"):
-        shutil.copy(EWT / f"en_ewt-{split}.conllu", conllu)
-    run(["-m", "spacy", "convert", conllu, corpus, "-c", "conllu", "-n", "1"], cwd=work)
-    paths = ["--paths.train", corpus / "en_ewt-train.spacy", "--paths.dev", corpus / "en_ewt-dev.spacy"]
-    run(["-m", "spacy", "train", ROOT / "configs" / "ewt_parser.cfg", "--output", work / "parser",
-         *paths, "--training.max_steps", "40", "--training.eval_frequency", "20"], cwd=work)
-    run(["-m", "spacy", "train", CONFIG, "--output", work / "crf", *paths,
-         "--paths.parser", work / "parser" / "model-best", "--training.max_steps", "60",
-         "--training.eval_frequency", "20", "--training.batcher.size", "500"], cwd=work)
-    return {"model": work / "crf" / "model-best", "test": corpus / "en_ewt-test.spacy",
-            "work": work}
+    corpus = convert_ewt_sample(work)
+    paths = ["--paths.train", corpus["train"], "--paths.dev", corpus["dev"]]
+    run_python(["-m", "spacy", "train", ROOT / "configs" / "ewt_parser.cfg", "--output",
+                work / "parser", *paths, "--training.max_steps", "40",
+                "--training.eval_frequency", "20"], cwd=work)
+    run_python(["-m", "spacy", "train", CONFIG, "--output", work / "crf", *paths,
+                "--paths.parser", work / "parser" / "model-best", "--training.max_steps", "60",
+                "--training.eval_frequency", "20", "--training.batcher.size", "500"],
+               cwd=work, timeout=600)
+    return {"model": work / "crf" / "model-best", "test": corpus["test"]}
 
 
 def test_the_pipeline_reads_raw_text_with_the_parsers_trees(after_parser):

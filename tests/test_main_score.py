@@ -2,8 +2,6 @@
 ``spacy init fill-config`` + ``spacy train`` picking model-best by it."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import spacy
 import srsly
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Corpus, Example
+from conftest import run_python
 
 from spacy_crf import set_doc_labels
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, score_crf
@@ -162,13 +161,6 @@ output_file = "train_log.jsonl"
 """
 
 
-def _run(args, cwd):
-    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, f"{args}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
 @pytest.fixture(scope="module", params=["ents", "spans:chunks"])
 def filled_run(request, tmp_path_factory):
     target = request.param
@@ -179,11 +171,11 @@ def filled_run(request, tmp_path_factory):
         docs = _make_docs(nlp, n, seed, key, unseen=split == "dev")
         DocBin(docs=docs).to_disk(work / f"{split}.spacy")
     (work / "base.cfg").write_text(BASE_CONFIG.replace("{target}", target), encoding="utf8")
-    _run(["-m", "spacy", "init", "fill-config", work / "base.cfg", work / "filled.cfg"], work)
+    run_python(["-m", "spacy", "init", "fill-config", work / "base.cfg", work / "filled.cfg"], work)
     out = work / "output"
     # a small table and a learning rate that gets somewhere in 60 steps; the score
     # weights are the filled ones
-    _run(["-m", "spacy", "train", work / "filled.cfg", "--output", out,
+    run_python(["-m", "spacy", "train", work / "filled.cfg", "--output", out,
           "--paths.train", work / "train.spacy", "--paths.dev", work / "dev.spacy",
           "--training.max_steps", "60", "--training.eval_frequency", "10",
           "--training.optimizer.learn_rate", "0.05",

@@ -1,8 +1,5 @@
 """End to end: corpus conversion and ``python -m spacy train`` with the shipped configs."""
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,17 +7,10 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 from spacy.training import Corpus
+from conftest import convert_ewt_sample, run_python
 
 ROOT = Path(__file__).resolve().parents[1]
-EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
-
-
-def run(args, cwd, timeout=300):
-    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
-                          text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
-    return proc
 
 
 # ------------------------------------------------------------------ UD EWT, target "pos"
@@ -29,20 +19,12 @@ def run(args, cwd, timeout=300):
 @pytest.fixture(scope="module")
 def ewt_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("ewt")
-    corpus = work / "corpus"
-    corpus.mkdir()
-    # one `spacy convert` call for both files (the sample folder also has .iob2 files)
-    conllu = work / "conllu"
-    conllu.mkdir()
-    for split in ("train", "dev"):
-        shutil.copy(EWT / f"en_ewt-{split}.conllu", conllu)
-    run(["-m", "spacy", "convert", conllu, corpus, "-c", "conllu", "-n", "1"], cwd=work)
-    train, dev = corpus / "en_ewt-train.spacy", corpus / "en_ewt-dev.spacy"
-    assert train.exists() and dev.exists()
+    corpus = convert_ewt_sample(work, ("train", "dev"))
+    train, dev = corpus["train"], corpus["dev"]
     out = work / "output"
     # smaller batches than the config's, so that one epoch has a few dozen steps and
     # several evaluations (at steps 0, 20, 40)
-    run(["-m", "spacy", "train", CONFIGS / "ewt_upos.cfg", "--output", out,
+    run_python(["-m", "spacy", "train", CONFIGS / "ewt_upos.cfg", "--output", out,
          "--paths.train", train, "--paths.dev", dev, "--training.max_epochs", "1",
          "--training.eval_frequency", "20", "--training.batcher.size", "250"], cwd=work)
     return {"train": train, "dev": dev, "out": out}
@@ -131,10 +113,10 @@ def chunk_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("chunks")
     (work / "tiny.txt").write_text(TINY_CHUNKS, encoding="utf8")
     spacy_file = work / "corpus" / "tiny.spacy"
-    proc = run(["-m", "spacy_crf.convert", "chunks", work / "tiny.txt", spacy_file], cwd=work)
+    proc = run_python(["-m", "spacy_crf.convert", "chunks", work / "tiny.txt", spacy_file], cwd=work)
     assert "4 docs" in proc.stdout
     out = work / "output"
-    run(["-m", "spacy", "train", CONFIGS / "conll2000_chunking.cfg", "--output", out,
+    run_python(["-m", "spacy", "train", CONFIGS / "conll2000_chunking.cfg", "--output", out,
          "--paths.train", spacy_file, "--paths.dev", spacy_file, "--training.max_epochs", "1",
          "--components.crf_tagger.model.n_buckets", "4096"], cwd=work)
     return {"spacy_file": spacy_file, "out": out}

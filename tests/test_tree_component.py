@@ -7,9 +7,6 @@ indices (a root is its own head).
 """
 
 import itertools
-import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -20,13 +17,13 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 from thinc.api import Adam
+from conftest import convert_ewt_sample, run_python
 
 from spacy_crf._kernels.tree import check_forest
 from spacy_crf.augmenters import create_copy_attrs
 from spacy_crf.features.doc_arrays import batch_heads
 
 ROOT = Path(__file__).resolve().parents[1]
-EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
 
 # det is the most frequent relation (9), amod second (8), then nsubj / ROOT / punct (6 each)
@@ -565,36 +562,22 @@ def test_relation_groups_skip_root_label():
 # ------------------------------------------------------------------ spacy train, gold trees
 
 
-def run(args, cwd, timeout=300):
-    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
-                          text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
-    return proc
-
-
 TRAINED = {"ewt_upos_tree": "pos_acc", "ewt_deprel_tree": "dep_acc"}
 
 
 @pytest.fixture(scope="module")
 def ewt_tree_runs(tmp_path_factory):
     work = tmp_path_factory.mktemp("ewt_tree")
-    conllu, corpus = work / "conllu", work / "corpus"
-    conllu.mkdir()
-    corpus.mkdir()
-    for split in ("train", "dev", "test"):
-        shutil.copy(EWT / f"en_ewt-{split}.conllu", conllu)
-    run(["-m", "spacy", "convert", conllu, corpus, "-c", "conllu", "-n", "1"], cwd=work)
-    paths = {split: corpus / f"en_ewt-{split}.spacy" for split in ("train", "dev", "test")}
-    assert all(p.exists() for p in paths.values())
+    paths = convert_ewt_sample(work)
     out = {}
     for name in TRAINED:
         out[name] = work / name
         # smaller batches than the config's, so one epoch evaluates at steps 0, 20, 40
-        run(["-m", "spacy", "train", CONFIGS / f"{name}.cfg", "--output", out[name],
-             "--paths.train", paths["train"], "--paths.dev", paths["dev"],
-             "--training.max_epochs", "1", "--training.eval_frequency", "20",
-             "--training.batcher.size", "250",
-             "--components.crf_tagger.model.n_buckets", "65536"], cwd=work)
+        run_python(["-m", "spacy", "train", CONFIGS / f"{name}.cfg", "--output", out[name],
+                    "--paths.train", paths["train"], "--paths.dev", paths["dev"],
+                    "--training.max_epochs", "1", "--training.eval_frequency", "20",
+                    "--training.batcher.size", "250",
+                    "--components.crf_tagger.model.n_buckets", "65536"], cwd=work)
     return {"paths": paths, "out": out, "work": work}
 
 
