@@ -398,7 +398,7 @@ def _random_params(tagger, seed=0):
 
 
 def test_sentence_boundaries_split_the_chain(toy):
-    nlp = toy.make_nlp("tag")
+    nlp = toy.make_nlp("tag", sequence="sentence")
     examples = toy.toy_examples(nlp, "tag")
     nlp.initialize(lambda: examples)
     tagger = nlp.get_pipe("crf_tagger")

@@ -504,7 +504,8 @@ def test_two_processes_share_a_fresh_numba_cache_dir(saved_toy, tmp_path):
 
 @pytest.fixture(scope="module")
 def long_nlp(toy):
-    return trained("tag", toy, n_iter=15)
+    # a chain per sentence, so the split docs are many sequences
+    return trained("tag", toy, n_iter=15, sequence="sentence")
 
 
 @pytest.mark.parametrize("split", [None, "every_7", "random"])

@@ -1,9 +1,11 @@
-"""The component's ``sequence`` setting: a CRF sequence per sentence (default) or per doc.
+"""The component's ``sequence`` setting: a CRF sequence per doc (default) or per sentence.
 
 With ``"sentence"`` a parser's or senter's boundaries cut the chains and stop
 the feature windows; with ``"doc"`` neither happens, so a wrong boundary (a
 weak parser's) costs nothing, and an entity may cross a boundary.
 """
+
+import srsly
 
 import numpy as np
 import pytest
@@ -88,6 +90,26 @@ def test_the_setting_is_saved_and_loaded(tmp_path):
     fresh = make_nlp("sentence")
     fresh.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
     assert [(e.text, e.label_) for e in fresh(cut_doc(fresh)).ents] == expected
+
+
+def test_the_default_is_one_sequence_per_doc():
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    assert pipe.cfg["sequence"] == "doc"
+    assert nlp.config["components"]["crf_tagger"]["sequence"] == "doc"
+
+
+def test_a_component_saved_before_the_setting_reads_sentences(tmp_path):
+    nlp = trained("sentence")
+    path = tmp_path / "old"
+    nlp.get_pipe("crf_tagger").to_disk(path)
+    cfg = srsly.read_json(path / "cfg")
+    del cfg["sequence"]  # as spacy-crf wrote it before the setting existed
+    srsly.write_json(path / "cfg", cfg)
+    fresh = make_nlp("doc")
+    pipe = fresh.get_pipe("crf_tagger").from_disk(path)
+    assert pipe.cfg["sequence"] == "sentence"
+    assert pipe._structure([cut_doc(fresh)]).lengths.tolist() == [4, 3, 2]
 
 
 @pytest.mark.parametrize("value", ["sentences", "Doc", ""])

@@ -787,7 +787,7 @@ def test_scheme_breaking_gold_from_a_different_tokenization_is_unannotated():
 def test_scheme_breaking_gold_from_sentence_boundaries_is_unannotated():
     """A predicted sentence boundary inside a gold entity: the second sentence
     starts with I-LOC, which BIO forbids (W003)."""
-    nlp = make_nlp(scheme="BIO")
+    nlp = make_nlp(scheme="BIO", sequence="sentence")
     words = ["I", "saw", "New", "York", "City", "today"]
     ref = Doc(nlp.vocab, words=words)
     ref.set_ents([Span(ref, 2, 5, label="LOC")], default="outside")
@@ -971,7 +971,7 @@ def test_a_sentence_boundary_inside_a_name_keeps_predictions_well_formed(scheme)
     """An upstream parser or senter that splits a name: each sentence is its own
     chain, so no predicted entity crosses the boundary, every one is well formed
     and has a confidence, and the tokens around the split are still labelled."""
-    nlp = make_nlp(scheme=scheme, store_confidence=True)
+    nlp = make_nlp(scheme=scheme, store_confidence=True, sequence="sentence")
     examples = ner_examples(nlp)
     train(nlp, examples)
     text = TOY_NER[2][0].split()  # "Carol Smith visited New York City yesterday ."

@@ -28,7 +28,8 @@ from .. import inference
 from .. import schemes
 from ..objectives import get_objective
 from ..errors import Errors, Warnings
-from ..features.doc_arrays import SEQUENCE_SENTENCE, SEQUENCES, doc_lengths, read_once
+from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, doc_lengths,
+                                   read_once)
 from ..models.featurize import set_sequence
 from ..models.architectures import has_token_transitions, set_n_labels
 from ..models.hmm import FIT_COUNTS, STRUCTURES
@@ -74,7 +75,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "structure": "chain",
         "order": 1,
         "max_segment_length": 0,
-        "sequence": "sentence",
+        "sequence": "doc",
         "scheme": "BILUO",
         "keep_existing": False,
         "store_confidence": False,
@@ -110,8 +111,8 @@ def make_crf_tagger(
         Where gold labels come from and predictions go: ``tag``, ``pos``,
         ``dep``, ``ents``, ``spans:KEY`` or ``_.NAME`` (a token extension).
     structure : str
-        ``chain``: a linear-chain CRF per sentence (per doc without sentence
-        boundaries). ``tree``: a CRF over the dependency parse of each doc,
+        ``chain``: a linear-chain CRF per doc (per sentence with ``sequence =
+        "sentence"``). ``tree``: a CRF over the dependency parse of each doc,
         each token's label interacting with its head's; the docs need a parse.
     order : int
         ``1``, or ``2`` with ``structure = "chain"``: a second-order chain, whose
@@ -122,11 +123,12 @@ def make_crf_tagger(
         training data, capped at 10.
     sequence : str
         What one CRF sequence is for the chain-like structures, and where
-        feature windows stop: ``"sentence"`` (the default) where a parser, a
-        senter or the corpus sets sentence boundaries, else the doc;
-        ``"doc"``: the whole doc, whatever its sentence boundaries (for an
-        upstream sentence splitter you do not trust; an entity may then cross
-        its boundaries). A tree is over each doc's parse either way.
+        feature windows stop: ``"doc"`` (the default, as spaCy's own tagger
+        and ner read a doc) the whole doc, whatever sentence boundaries an
+        upstream parser or senter set, so a wrong boundary costs nothing;
+        ``"sentence"``: each sentence where boundaries are set, else the doc
+        (an entity then never crosses a boundary). A tree is over each doc's
+        parse either way.
     scheme : str
         ``BIO`` or ``BILUO``: how ``ents`` / ``spans:KEY`` targets tag spans.
         The scheme's forbidden transitions are enforced in training and
@@ -140,7 +142,7 @@ def make_crf_tagger(
         probability of its predicted label (``token._.crf_confidence``) and,
         for span targets, each span's probability (``span._.crf_confidence``).
     n_best : int
-        If above 0, also store the ``n_best`` best labellings of every sentence
+        If above 0, also store the ``n_best`` best labellings of every sequence
         with their probabilities in ``doc._.crf_nbest`` (chains and the semi-Markov CRF).
     loss : str
         The training objective (``spacy_crf.objectives``): ``nll`` (the
@@ -189,7 +191,7 @@ class CRFTagger(TrainablePipe):
         structure: str = "chain",
         order: int = 1,
         max_segment_length: int = 0,
-        sequence: str = SEQUENCE_SENTENCE,
+        sequence: str = SEQUENCE_DOC,
         scheme: str = "BILUO",
         keep_existing: bool = False,
         store_confidence: bool = False,
@@ -638,8 +640,9 @@ class CRFTagger(TrainablePipe):
             if node.name == "crf_potentials" and node.get_dim("nO") != n_labels:
                 raise ValueError(Errors.E011.format(name=self.name, found=node.get_dim("nO"), expected=n_labels))
         self.model = model
-        self.cfg.update(cfg)
-        set_sequence(self.model, self.cfg.get("sequence", SEQUENCE_SENTENCE))
+        # a component saved before the sequence setting existed read sentences
+        self.cfg.update({"sequence": SEQUENCE_SENTENCE, **cfg})
+        set_sequence(self.model, self.cfg["sequence"])
         self._set_labels(self.cfg["labels"])
         return self
 

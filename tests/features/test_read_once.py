@@ -46,7 +46,9 @@ def readings(monkeypatch):
 
 def trained(structure, templates):
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": structure, "model": {
+    # a chain per sentence: the structure reads the sentences too
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": structure,
+                                       "sequence": "sentence", "model": {
         "@architectures": "spacy-crf.FeatureCRF.v1", "templates": templates, "n_buckets": 1024}})
     examples = [Example(parsed(nlp.vocab), parsed(nlp.vocab, pos=True))]
     nlp.initialize(lambda: examples)
