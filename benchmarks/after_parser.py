@@ -53,10 +53,11 @@ CONFIGS = REPO_ROOT / "configs"
 
 
 def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional[str] = None,
-                        sequence: Optional[str] = None) -> Path:
+                        sequence: str = "sentence") -> Path:
     """``base`` with the parser's pipeline (its tok2vec and parser) sourced in front
     of the crf_tagger, frozen and annotating, and no gold trees copied from the corpus;
-    ``structure`` and ``sequence`` override the crf_tagger's settings."""
+    ``structure`` overrides the crf_tagger's; ``sequence`` is a chain per predicted
+    sentence unless "doc" (the rows were measured per sentence, the default then)."""
     from spacy.util import load_config
 
     config = load_config(base, interpolate=False)
@@ -70,14 +71,16 @@ def after_parser_config(base: Path, parser: Path, out: Path, structure: Optional
     config["training"]["annotating_components"] = list(upstream)
     if structure:
         config["components"]["crf_tagger"]["structure"] = structure
-    if sequence:
-        config["components"]["crf_tagger"]["sequence"] = sequence
+    config["components"]["crf_tagger"]["sequence"] = sequence
     config.to_disk(out)
     return out
 
 
 PARSER_ABOUT = ("spaCy's default parser config (--optimize efficiency), trained with spacy train "
                 "on EWT train (4000 steps, configs/ewt_parser.cfg)")
+DECODE_NOTE = ("decode tok/s: the whole pipeline (parser included where there is one) over the "
+               "test texts with nlp.pipe, best of 3; in brackets, without the parser's time: the "
+               "crf_tagger alone over docs the parser has annotated, best of 3.")
 #: per task: title, metric, the corpus files (train, dev, test) and the configs
 TASKS = {
     "upos": {"title": "UD English EWT UPOS", "metric": "acc",
@@ -204,20 +207,22 @@ def train_and_score(name: str, config: Path, corpus: Path, workdir: Path,
 
 def decode_speed(model: Path, test: Path, runs: int = 3) -> Dict[str, Any]:
     """Tokens/s of the whole pipeline over the test texts (``nlp.pipe``, best of
-    ``runs`` after a warm-up), and without the time of the components before
-    the crf_tagger (the parser and its tok2vec), timed alone and subtracted.
+    ``runs`` after a warm-up), and of its crf_tagger alone over docs the
+    components before it (the parser and its tok2vec) have already annotated:
+    the pipeline's speed without the parser's time, measured, not subtracted.
     An oracle's docs get the gold trees its training copied (not timed)."""
     import spacy
     from spacy.tokens import DocBin
     from spacy.training import Example
 
-    from common import time_pipe
+    from common import Stopwatch, time_pipe
     from spacy_crf.augmenters import create_copy_attrs
     from spacy_crf.evaluate import training_copy
 
     nlp = spacy.load(model)
     references = list(DocBin().from_disk(test).get_docs(nlp.vocab))
-    copy = training_copy(nlp) if "crf_tagger" in nlp.pipe_names else None
+    has_crf = "crf_tagger" in nlp.pipe_names
+    copy = training_copy(nlp) if has_crf else None
     augment = create_copy_attrs(copy) if copy else None
 
     def make_docs():
@@ -228,15 +233,52 @@ def decode_speed(model: Path, test: Path, runs: int = 3) -> Dict[str, Any]:
 
     n_tokens = sum(len(doc) for doc in make_docs())
     whole_s = min(time_pipe(nlp, make_docs, runs, 50)["times"])
-    upstream = [name for name in nlp.pipe_names if name != "crf_tagger"]
-    upstream_s = 0.0
-    if upstream and len(upstream) < len(nlp.pipe_names):
-        with nlp.select_pipes(enable=upstream):
-            upstream_s = min(time_pipe(nlp, make_docs, runs, 50)["times"])
-    return {"tokens": n_tokens, "whole_s": whole_s, "upstream_s": upstream_s,
+    crf_s = None
+    if has_crf:
+        crf = nlp.get_pipe("crf_tagger")
+        with nlp.select_pipes(disable=["crf_tagger"]):
+            upstream = list(nlp.pipe(make_docs(), batch_size=1000))  # not timed
+        times = []
+        for _ in range(max(1, runs)):
+            with Stopwatch() as watch:
+                list(crf.pipe(upstream, batch_size=1000))
+            times.append(watch.wall_s)
+        crf_s = min(times)
+    return {"tokens": n_tokens, "whole_s": whole_s, "crf_s": crf_s,
+            "upstream": [name for name in nlp.pipe_names if name != "crf_tagger"],
             "tokens_per_s": n_tokens / whole_s,
-            "tokens_per_s_without_parser": n_tokens / (whole_s - upstream_s)
-            if len(upstream) < len(nlp.pipe_names) else None}
+            "tokens_per_s_without_parser": n_tokens / crf_s if crf_s else None}
+
+
+def remeasure_decode(report_path: Path, workdir: Path, corpus: Path, task: str,
+                     parser: Path) -> None:
+    """Measure the decode speeds of a finished run again (its models in
+    ``workdir``), e.g. on a quiet machine, and rewrite the report's rows."""
+    import srsly
+
+    report = srsly.read_json(report_path)
+    test = corpus / TASKS[task]["files"][2]
+    for name, result in report["systems"].items():
+        log(f"decode: {name}")
+        result["decode"] = decode_speed(workdir / f"{task}_{name.replace(' ', '_')}" / "model-best",
+                                        test)
+    parsed = report.get("parser")
+    if parsed and "decode" in parsed:
+        parsed["decode"] = decode_speed(parser, test)
+    rows = report["summary"]["rows"]
+    for row in rows:
+        result = report["systems"].get(row["system"])
+        if result is not None:
+            row["decode_tokens_per_s"] = result["decode"]["tokens_per_s"]
+            row["note"] = row_note(result, task)
+        elif parsed and "decode" in parsed:  # the parser's own row
+            row["decode_tokens_per_s"] = parsed["decode"]["tokens_per_s"]
+    notes = report["summary"]["notes"]
+    report["summary"]["notes"] = [DECODE_NOTE if note.startswith("decode tok/s:") else note
+                                  for note in notes]
+    report["decode_remeasured"] = {"environment": environment()}
+    write_json(report_path, report)
+    print_rows(rows, report["summary"]["notes"][-1:])
 
 
 def parser_scores(parser: Path, corpus: Path) -> Dict[str, Any]:
@@ -268,7 +310,7 @@ def row_note(result: Dict[str, Any], task: str) -> str:
     """A row's bracket: its speed without the parser's time, and LAS for relations."""
     parts = []
     without = result["decode"]["tokens_per_s_without_parser"]
-    if result["decode"]["upstream_s"] and without:
+    if without and result["decode"].get("upstream"):
         parts.append(f"{without:,.0f} tok/s without the parser")
     if task == "deprel" and "dep_las" in result["evaluate"]:
         parts.append(f"LAS {100 * result['evaluate']['dep_las']:.2f}")
@@ -291,7 +333,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="the report's benchmark name (default: after_parser[_TASK])")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--decode-only", action="store_true",
+                        help="measure the decode speeds of the finished run in --workdir again "
+                             "(e.g. on a quiet machine) and rewrite --out's rows")
     args = parser.parse_args(argv)
+    if args.decode_only:
+        if not (args.out and args.out.exists() and args.workdir):
+            raise SystemExit("--decode-only needs --out (the run's report) and --workdir (its models)")
+        remeasure_decode(args.out, args.workdir, args.corpus, args.task, args.parser)
+        return 0
     began = time.perf_counter()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="after_parser_"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -316,17 +366,15 @@ def main(argv: Optional[List[str]] = None) -> int:
              f"{100 * parsed['sents_f']:.2f}.",
              "After the parser: [parser, crf_tagger] with the parser frozen and annotating, so "
              "the CRF trains and is tested on its predicted trees and sentence boundaries (a "
-             "chain per predicted sentence; 'one sequence per doc' is sequence = \"doc\", "
-             "which ignores them); the oracle copies the treebank's trees onto the docs in "
+             "chain per predicted sentence, sequence = \"sentence\"; 'one sequence per doc' is "
+             "sequence = \"doc\", the default now, which ignores them); the oracle copies the treebank's trees onto the docs in "
              "training and at test.",
              "train s is the whole spacy train process (with the parser's predictions for the "
              "rows after it); scores from python -m spacy_crf.evaluate on test.",
              "Test docs are read as spacy_crf.evaluate reads them: from the raw text, tokenized by "
              "spaCy, and aligned to the treebank's tokens; so the chain's score here and on the "
              "gold tokens in the orders and trainers benchmarks come from the same config, read two ways."]
-    notes.append("decode tok/s: the whole pipeline (parser included where there is one) over "
-                 "the test texts with nlp.pipe, best of 3; in brackets, without the parser's "
-                 "time (its tok2vec and parser timed alone and subtracted).")
+    notes.append(DECODE_NOTE)
     if args.task == "deprel":
         notes[1] = ("Over predicted heads: [parser, crf_tagger] with the parser frozen and "
                     "annotating; the crf_tagger (target dep) relabels the parser's arcs, keeping "
