@@ -28,7 +28,8 @@ END = "<!-- results:end -->"
 
 #: sections in this order; files of other benchmarks follow in name order
 ORDER = ("trainers", "orders", "semi_markov", "hmm", "after_parser", "after_parser_weak", "jackknife",
-         "after_parser_ner", "after_parser_deprel", "conll2000_chunking", "ewt_upos",
+         "after_parser_ner", "after_parser_deprel", "neural_upos", "neural_ner", "conll2000_chunking",
+         "ewt_upos",
          "uner_english_ewt", "ewt_tree", "scaling")
 
 
