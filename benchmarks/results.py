@@ -67,7 +67,12 @@ def provenance(report: Dict[str, Any]) -> str:
     wall = report.get("benchmark_wall_s", report.get("total_s"))
     if wall is not None:
         parts.append(f"{wall / 60:.0f} min wall")
-    return "Measured at " + ", ".join(parts) + "."
+    line = "Measured at " + ", ".join(parts) + "."
+    again = report.get("decode_remeasured", {}).get("environment", {}).get("git", {})
+    if again:
+        line += (f" Decode speeds measured again on the same models at commit "
+                 f"{again.get('commit', '')[:7]} (`--decode-only`).")
+    return line
 
 
 def render(reports: Sequence[Dict[str, Any]]) -> str:
