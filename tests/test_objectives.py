@@ -10,7 +10,6 @@
 """
 
 import pickle
-import shutil
 import sys
 from pathlib import Path
 
@@ -29,11 +28,10 @@ from spacy_crf.pipeline.crf_tagger import CRFTagger
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kernels"))
 from oracle import all_labellings  # noqa: E402
 from test_tree_kernels import random_problem as random_forest_problem  # noqa: E402
-from test_training_cli import run  # noqa: E402
+from conftest import convert_ewt_sample, run_python  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
-EWT = ROOT / "assets" / "ewt_sample"
 NEG_INF = -np.inf
 PARAMS = ("emissions", "transitions", "start", "end", "pair", "root")
 SEEDS = range(12)
@@ -451,24 +449,21 @@ def test_loss_setting_survives_disk_bytes_and_pickle(toy, tmp_path):
 @pytest.fixture(scope="module")
 def ewt_corpus(tmp_path_factory):
     work = tmp_path_factory.mktemp("ewt_objectives")
-    conllu = work / "conllu"
-    conllu.mkdir()
-    for split in ("train", "dev"):
-        shutil.copy(EWT / f"en_ewt-{split}.conllu", conllu)
-    run(["-m", "spacy", "convert", conllu, work, "-c", "conllu", "-n", "1"], cwd=work)
-    return work
+    convert_ewt_sample(work, ("train", "dev"))
+    return work / "corpus"
 
 
 @pytest.mark.parametrize("loss", ["perceptron", "hinge"])
 def test_shipped_config_trains_end_to_end(ewt_corpus, loss):
     config = CONFIGS / f"ewt_upos_{loss}.cfg"
-    assert "Config is valid" in run(["-m", "spacy", "debug", "config", config], cwd=ewt_corpus).stdout
+    assert "Config is valid" in run_python(["-m", "spacy", "debug", "config", config],
+                                           cwd=ewt_corpus).stdout
     out = ewt_corpus / f"out_{loss}"
-    run(["-m", "spacy", "train", config, "--output", out,
-         "--paths.train", ewt_corpus / "en_ewt-train.spacy",
-         "--paths.dev", ewt_corpus / "en_ewt-dev.spacy", "--training.max_epochs", "2",
-         "--training.eval_frequency", "20", "--components.crf_tagger.model.n_buckets", "65536"],
-        cwd=ewt_corpus)
+    run_python(["-m", "spacy", "train", config, "--output", out,
+                "--paths.train", ewt_corpus / "en_ewt-train.spacy",
+                "--paths.dev", ewt_corpus / "en_ewt-dev.spacy", "--training.max_epochs", "2",
+                "--training.eval_frequency", "20",
+                "--components.crf_tagger.model.n_buckets", "65536"], cwd=ewt_corpus)
     nlp = spacy.load(out / "model-best")
     assert nlp.get_pipe("crf_tagger").cfg["loss"] == loss
     perf = srsly.read_json(out / "model-best" / "meta.json")["performance"]
