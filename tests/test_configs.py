@@ -17,19 +17,52 @@ def test_there_are_configs():
     assert len(CONFIGS) >= 9
 
 
+@pytest.fixture(scope="module")
+def sample_parser(tmp_path_factory):
+    """What a config that sources a parser (``paths.parser``) reads: a pipeline of
+    the shipped parser config's tok2vec and parser, initialized on a few sample
+    sentences (untrained: the configs only need its components)."""
+    import spacy
+    from spacy.tokens import Doc
+    from spacy.training import Example
+    from spacy.training.converters import conllu_to_docs
+
+    nlp = spacy.util.load_model_from_config(load_config(ROOT / "configs" / "ewt_parser.cfg"),
+                                            auto_fill=True)
+    text = (EWT / "en_ewt-train.conllu").read_text(encoding="utf8")
+    gold = list(conllu_to_docs(text, n_sents=1, no_print=True))[:20]
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in doc]), doc) for doc in gold]
+    nlp.initialize(lambda: examples)
+    out = tmp_path_factory.mktemp("parser") / "model"
+    nlp.to_disk(out)
+    return out
+
+
+def with_parser(path: Path, parser: Path, tmp_path: Path) -> Path:
+    """``path`` as it is, or a copy whose ``paths.parser`` is ``parser`` if it sources one
+    (a fresh clone has no trained parser at the config's default path)."""
+    config = load_config(path, interpolate=False)
+    if "parser" not in config["paths"]:
+        return path
+    config["paths"]["parser"] = str(parser)
+    copy = tmp_path / path.name
+    config.to_disk(copy)
+    return copy
+
+
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
-def test_spacy_debug_config_accepts_the_config(path, capsys):
+def test_spacy_debug_config_accepts_the_config(path, sample_parser, tmp_path, capsys):
     # show_validation_error exits with status 1 on a config spaCy rejects
-    debug_config(path)
+    debug_config(with_parser(path, sample_parser, tmp_path))
     out = capsys.readouterr().out
     assert "Config is valid" in out
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
-def test_config_is_complete_as_fill_config_writes_it(path, tmp_path):
+def test_config_is_complete_as_fill_config_writes_it(path, sample_parser, tmp_path):
     """No section or setting that ``spacy init fill-config`` would add is missing."""
     filled = tmp_path / "filled.cfg"
-    fill_config(filled, path, silent=True)
+    fill_config(filled, with_parser(path, sample_parser, tmp_path), silent=True)
     original = load_config(path, interpolate=False)
     completed = load_config(filled, interpolate=False)
     assert not missing_settings(original, completed), \
