@@ -34,9 +34,12 @@ ORDER = ("trainers", "orders", "semi_markov", "hmm", "after_parser", "after_pars
 
 
 def load_reports(paths: Sequence[Path]) -> List[Dict[str, Any]]:
-    """Read each JSON report; one without a ``summary`` is an error naming the file."""
+    """Read each JSON report (a directory: every ``*.json`` in it); one without a
+    ``summary`` is an error naming the file."""
     reports = []
-    for path in paths:
+    files = [f for path in paths
+             for f in (sorted(Path(path).glob("*.json")) if Path(path).is_dir() else [path])]
+    for path in files:
         try:
             report = json.loads(Path(path).read_text(encoding="utf8"))
         except (OSError, ValueError) as err:
@@ -93,7 +96,8 @@ def replace_block(text: str, block: str) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("reports", type=Path, nargs="+", help="benchmark JSON files")
+    parser.add_argument("reports", type=Path, nargs="+",
+                        help="benchmark JSON files, or directories of them")
     parser.add_argument("--readme", type=Path, default=None,
                         help="write the results between this file's markers")
     parser.add_argument("--check", action="store_true",

@@ -74,6 +74,24 @@ def test_sections_follow_the_benchmark_order(tmp_path):
     assert ordered == ["conll2000_chunking", "uner_english_ewt"]
 
 
+def test_a_directory_stands_for_every_report_in_it(tmp_path):
+    write(tmp_path, "z_uner.json", fake_report("uner_english_ewt"))
+    write(tmp_path, "b_conll.json", fake_report("conll2000_chunking"))
+    (tmp_path / "notes.txt").write_text("not a report", encoding="utf8")
+    ordered = [r["benchmark"] for r in results.load_reports([tmp_path])]
+    assert ordered == ["conll2000_chunking", "uner_english_ewt"]
+
+
+def test_the_project_command_renders_every_committed_report():
+    import srsly
+
+    project = srsly.read_yaml(ROOT / "project.yml")
+    script = next(c for c in project["commands"] if c["name"] == "results")["script"]
+    assert script == ["python benchmarks/results.py benchmarks/results --readme README.md"]
+    assert results.main([str(ROOT / "benchmarks" / "results"), "--readme", str(ROOT / "README.md"),
+                         "--check"]) == 0
+
+
 def test_report_without_summary_names_the_file(tmp_path):
     bad = write(tmp_path, "old.json", {"benchmark": "x"})
     with pytest.raises(SystemExit, match="old.json: no 'summary'"):
