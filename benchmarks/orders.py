@@ -32,7 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (SHARED_DATA, disk_bytes, environment, log, make_summary,  # noqa: E402
                     render_summary, run_isolated, score_and_decode, summary_row, write_json)
-from trainers import CONFIGS, TASKS, UNER_TRAIN, read_task, timed_process, to_docbin  # noqa: E402
+from trainers import (CONFIGS, TASKS, UNER_TRAIN, phase_plain_loop, read_task,  # noqa: E402
+                      timed_process, to_docbin)
+
+#: the plain loop of the factory-default rows: what trainers.py gives a new user
+PLAIN_EPOCHS, PLAIN_BATCH = 5, 32
 
 ORDERS = (1, 2)
 #: configs with input-dependent transitions (transition_templates), first order only
@@ -122,6 +126,20 @@ def run_task(task: str, data_dir: Path, workdir: Path, limit: int, runs: int,
         rows[name] = result
         log(f"  {100 * result['score']:.2f} in {result['train_s']:.1f} s, "
             f"{result['decode_tokens_per_s']:,.0f} tok/s, {result['n_label_pairs']} label pairs")
+    for order in ORDERS:
+        # what a new user gets: nlp.add_pipe("crf_tagger", config={"target": ..., "order": k}),
+        # nlp.initialize() and a plain nlp.update loop, scored and timed as the rows above
+        name = f"factory defaults, nlp.update loop, order {order}"
+        log(f"{task}: {name}")
+        trained = run_isolated(phase_plain_loop, task, sents["train"], sents["test"],
+                               PLAIN_EPOCHS, PLAIN_BATCH, {"order": order})
+        scored = run_isolated(phase_score_and_decode, task, trained["model"],
+                              str(corpus["test"]), runs)
+        rows[name] = {**{k: v for k, v in scored.items() if k != "peak_rss_mb"},
+                      "train_s": trained["train_s"], "peak_rss_mb": trained["peak_rss_mb"],
+                      "decode_peak_rss_mb": scored["peak_rss_mb"],
+                      "model_bytes": trained["model_bytes"]}
+        log(f"  {100 * rows[name]['score']:.2f} in {trained['train_s']:.1f} s")
     return {"n_train_sentences": len(sents["train"]), "systems": rows}
 
 
@@ -156,6 +174,10 @@ def orders_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                          f"slower decoding")
     notes.append("spacy train of the shipped config, the whole process; decoding is nlp.pipe "
                  "over the test docs in a fresh process")
+    notes.append(f"factory defaults rows: nlp.add_pipe(\"crf_tagger\", config={{\"target\": ..., "
+                 f"\"order\": k}}), nlp.initialize()'s optimizer and a plain nlp.update loop of "
+                 f"{PLAIN_EPOCHS} epochs, batches of {PLAIN_BATCH} sentences, on train only; train s "
+                 f"is the loop alone; scored and decoded as the shipped-config rows")
     tables = []
     kernels = report.get("kernels")
     if kernels:

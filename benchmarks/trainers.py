@@ -123,8 +123,11 @@ def score(task: str, gold: Sequence[List[str]], pred: Sequence[List[str]]) -> fl
 # -- systems (each runs in a fresh process) --------------------------------------
 
 def phase_plain_loop(task: str, train: Sentences, test: Sentences, epochs: int,
-                     batch_size: int) -> Dict[str, Any]:
-    """Factory defaults, nlp.initialize()'s optimizer, a plain nlp.update loop."""
+                     batch_size: int, settings: Optional[Dict[str, Any]] = None
+                     ) -> Dict[str, Any]:
+    """Factory defaults, nlp.initialize()'s optimizer, a plain nlp.update loop;
+    ``settings`` are component settings a user would pass too (e.g. ``order``).
+    The trained pipeline is saved; its path is ``model``."""
     import spacy
     from spacy.tokens import Doc
     from spacy.training import Example, biluo_tags_to_spans, iob_to_biluo
@@ -132,7 +135,7 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, epochs: int,
     from spacy_crf import set_doc_labels
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": TASKS[task]["target"]})
+    nlp.add_pipe("crf_tagger", config={"target": TASKS[task]["target"], **(settings or {})})
 
     def example(words: List[str], labels: List[str]) -> Example:
         ref = Doc(nlp.vocab, words=words)
@@ -157,7 +160,8 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, epochs: int,
         gold = [t for _, t in test]
     model = Path(os.environ.get("TMPDIR", "/tmp")) / f"plain_loop_{task}_{os.getpid()}"
     nlp.to_disk(model)
-    return {"train_s": train_s, "score": score(task, gold, pred), "model_bytes": disk_bytes(model)}
+    return {"train_s": train_s, "score": score(task, gold, pred), "model_bytes": disk_bytes(model),
+            "model": str(model)}
 
 
 def phase_crfsuite(task: str, train: Sentences, test: Sentences, workdir: str) -> Dict[str, Any]:
