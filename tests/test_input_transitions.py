@@ -288,31 +288,41 @@ def test_order2_with_token_transitions_matches_brute_force(seed, prune):
         o += n
 
 
-@pytest.mark.parametrize("seed", SEEDS[:3])
-def test_order2_with_token_transitions_gradient_and_counts(seed):
+def check_gradient_and_counts(scores, layout, rng, brute, differentiated, counted, score_of):
+    """NLL against enumeration (``brute``) with a third of the gold labels unknown,
+    its gradient in every ``differentiated`` parameter against finite
+    differences, and the labelling counts of the ``counted`` parameters as the
+    gradient of the path score (``score_of(o, ys)`` of the sequence at row ``o``)."""
     from spacy_crf import objectives
 
-    scores, layout, rng = order2_problem(seed, L=2)
-    N, L = scores.emissions.shape
+    N = scores.emissions.shape[0]
     gold, _ = inference.viterbi(scores, layout)
     gold = np.where(rng.random(N) < 0.3, -1, gold)
     nll, gradient = inference.nll_and_gradient(scores, layout, gold)
-    free, clamped = order2_brute(scores, layout), order2_brute(scores, layout, gold)
+    free, clamped = brute(scores, layout), brute(scores, layout, gold)
     np.testing.assert_allclose(nll, [f[0] - c[0] for f, c in zip(free, clamped)], atol=1e-9)
-    for name in ("emissions", "transitions", "triples", "token_transitions"):
+    for name in differentiated:
         expected = central_difference(
             lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(), getattr(scores, name))
         np.testing.assert_allclose(getattr(gradient, name), expected, atol=1e-5, err_msg=name)
     labels = gold.clip(0)
     out = objectives._zero_gradient(scores, layout)
     objectives.labelling_counts(layout, labels, np.ones(len(layout.lengths)), out)
-    total = sum(float(np.sum(getattr(out, n) * getattr(scores, n)))
-                for n in ("emissions", "transitions", "start", "end", "triples", "token_transitions"))
+    total = sum(float(np.sum(getattr(out, n) * getattr(scores, n))) for n in counted)
     o, expected = 0, 0.0
     for n in layout.lengths:
-        expected += order2_score(scores, o, tuple(labels[o:o + n]))
+        expected += score_of(o, tuple(labels[o:o + n]))
         o += n
     assert total == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_order2_with_token_transitions_gradient_and_counts(seed):
+    scores, layout, rng = order2_problem(seed, L=2)
+    check_gradient_and_counts(
+        scores, layout, rng, order2_brute, ("emissions", "transitions", "triples", "token_transitions"),
+        ("emissions", "transitions", "start", "end", "triples", "token_transitions"),
+        lambda o, ys: order2_score(scores, o, ys))
 
 
 def test_order2_with_transition_templates_trains_and_gives_confidences(tmp_path):
@@ -406,29 +416,10 @@ def test_tree_with_token_transitions_matches_brute_force(seed):
 
 @pytest.mark.parametrize("seed", SEEDS[:3])
 def test_tree_with_token_transitions_gradient_and_counts(seed):
-    from spacy_crf import objectives
-
     scores, layout, rng = tree_problem(seed, L=2)
-    N, L = scores.emissions.shape
-    gold, _ = inference.viterbi(scores, layout)
-    gold = np.where(rng.random(N) < 0.3, -1, gold)
-    nll, gradient = inference.nll_and_gradient(scores, layout, gold)
-    free, clamped = tree_brute(scores, layout), tree_brute(scores, layout, gold)
-    np.testing.assert_allclose(nll, [f[0] - c[0] for f, c in zip(free, clamped)], atol=1e-9)
-    for name in ("emissions", "pair", "root", "token_transitions"):
-        expected = central_difference(
-            lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(), getattr(scores, name))
-        np.testing.assert_allclose(getattr(gradient, name), expected, atol=1e-5, err_msg=name)
-    labels = gold.clip(0)
-    out = objectives._zero_gradient(scores, layout)
-    objectives.labelling_counts(layout, labels, np.ones(len(layout.lengths)), out)
-    total = sum(float(np.sum(getattr(out, n) * getattr(scores, n)))
-                for n in ("emissions", "pair", "root", "token_transitions"))
-    o, expected = 0, 0.0
-    for n in layout.lengths:
-        expected += tree_score(scores, layout, o, tuple(labels[o:o + n]))
-        o += n
-    assert total == pytest.approx(expected, rel=1e-9)
+    params = ("emissions", "pair", "root", "token_transitions")
+    check_gradient_and_counts(scores, layout, rng, tree_brute, params, params,
+                              lambda o, ys: tree_score(scores, layout, o, ys))
 
 
 def test_tree_with_transition_templates_trains_saves_and_loads(tmp_path):
