@@ -13,7 +13,7 @@ import spacy
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from finite_differences import central_difference
+from finite_differences import assert_counts_are_path_score_gradient, central_difference
 from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
@@ -293,8 +293,6 @@ def check_gradient_and_counts(scores, layout, rng, brute, differentiated, counte
     its gradient in every ``differentiated`` parameter against finite
     differences, and the labelling counts of the ``counted`` parameters as the
     gradient of the path score (``score_of(o, ys)`` of the sequence at row ``o``)."""
-    from spacy_crf import objectives
-
     N = scores.emissions.shape[0]
     gold, _ = inference.viterbi(scores, layout)
     gold = np.where(rng.random(N) < 0.3, -1, gold)
@@ -305,15 +303,8 @@ def check_gradient_and_counts(scores, layout, rng, brute, differentiated, counte
         expected = central_difference(
             lambda: inference.nll_and_gradient(scores, layout, gold)[0].sum(), getattr(scores, name))
         np.testing.assert_allclose(getattr(gradient, name), expected, atol=1e-5, err_msg=name)
-    labels = gold.clip(0)
-    out = objectives._zero_gradient(scores, layout)
-    objectives.labelling_counts(layout, labels, np.ones(len(layout.lengths)), out)
-    total = sum(float(np.sum(getattr(out, n) * getattr(scores, n))) for n in counted)
-    o, expected = 0, 0.0
-    for n in layout.lengths:
-        expected += score_of(o, tuple(labels[o:o + n]))
-        o += n
-    assert total == pytest.approx(expected, rel=1e-9)
+    assert_counts_are_path_score_gradient(scores, layout, gold.clip(0), np.ones(len(layout.lengths)),
+                                          counted, score_of)
 
 
 @pytest.mark.parametrize("seed", SEEDS[:3])

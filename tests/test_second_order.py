@@ -14,8 +14,8 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from finite_differences import central_difference
-from spacy_crf import inference, objectives
+from finite_differences import assert_counts_are_path_score_gradient, central_difference
+from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
@@ -162,16 +162,9 @@ def test_labelling_counts_are_the_gradient_of_the_path_score(seed):
     N, L = scores.emissions.shape
     labels = rng.integers(0, L, size=N)
     weights = rng.normal(size=len(layout.lengths))
-    out = objectives._zero_gradient(scores, layout)
-    objectives.labelling_counts(layout, labels, weights, out)
-    # path scores are linear in the parameters: <counts, params> = sum_s w_s score_s
-    total = sum(float(np.sum(getattr(out, name) * getattr(scores, name)))
-                for name in ("emissions", "transitions", "start", "end", "triples"))
-    o, expected = 0, 0.0
-    for s, n in enumerate(layout.lengths):
-        expected += weights[s] * path_score(scores, o, tuple(labels[o:o + n]))
-        o += n
-    assert total == pytest.approx(expected, rel=1e-9)
+    assert_counts_are_path_score_gradient(
+        scores, layout, labels, weights, ("emissions", "transitions", "start", "end", "triples"),
+        lambda o, ys: path_score(scores, o, ys))
 
 
 def test_seen_pairs_are_the_adjacent_known_gold_labels():

@@ -14,8 +14,8 @@ import pytest
 import spacy
 from spacy.training import Example
 
-from finite_differences import central_difference
-from spacy_crf import inference, objectives, schemes
+from finite_differences import assert_counts_are_path_score_gradient, central_difference
+from spacy_crf import inference, schemes
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
@@ -250,16 +250,9 @@ def test_labelling_counts_are_the_gradient_of_the_path_score(seed, scheme):
     scores, layout, tags, rng = problem(seed, scheme)
     labels, _ = inference.viterbi(scores, layout)
     weights = rng.normal(size=len(layout.lengths))
-    out = objectives._zero_gradient(scores, layout)
-    objectives.labelling_counts(layout, labels, weights, out)
-    total = sum(float(np.sum(getattr(out, name) * getattr(scores, name)))
-                for name in ("emissions", "transitions", "start", "end", "segments"))
-    o, expected = 0, 0.0
-    for s, n in enumerate(layout.lengths):
-        ys = tuple(labels[o:o + n])
-        expected += weights[s] * path_score(scores, o, ys, parse([tags[y] for y in ys], scheme))
-        o += n
-    assert total == pytest.approx(expected, rel=1e-9)
+    assert_counts_are_path_score_gradient(
+        scores, layout, labels, weights, ("emissions", "transitions", "start", "end", "segments"),
+        lambda o, ys: path_score(scores, o, ys, parse([tags[y] for y in ys], scheme)))
 
 
 # ------------------------------------------------------------------ the component
