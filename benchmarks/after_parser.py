@@ -161,6 +161,9 @@ def systems_of(task: str, parser: Path, workdir: Path) -> Dict[str, Path]:
                 structure="chain"),
             "tree over the parser's predicted trees": after_parser_config(
                 CONFIGS / "ewt_upos_tree.cfg", parser, workdir / "tree_after_parser.cfg"),
+            "chain and tree as two experts (chain_tree) after the parser": after_parser_config(
+                CONFIGS / "ewt_upos_tree.cfg", parser, workdir / "chain_tree_after_parser.cfg",
+                structure="chain_tree", sequence="doc"),
             "tree over gold trees (oracle)": CONFIGS / "ewt_upos_tree.cfg",
         }
     # entities are spans: a tree CRF does not label them (E018), so the tree
@@ -333,6 +336,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="the report's benchmark name (default: after_parser[_TASK])")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--systems", nargs="+", default=None,
+                        help="run only the rows whose names contain one of these strings "
+                             "(with --name, so the report does not replace the full one)")
     parser.add_argument("--decode-only", action="store_true",
                         help="measure the decode speeds of the finished run in --workdir again "
                              "(e.g. on a quiet machine) and rewrite --out's rows")
@@ -346,6 +352,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="after_parser_"))
     workdir.mkdir(parents=True, exist_ok=True)
     systems = systems_of(args.task, args.parser, workdir)
+    if args.systems:
+        systems = {name: config for name, config in systems.items()
+                   if any(part in name for part in args.systems)}
+        if not systems:
+            raise SystemExit(f"--systems {args.systems} matches none of: {list(systems_of(args.task, args.parser, workdir))}")
     task = TASKS[args.task]
     results: Dict[str, Dict[str, Any]] = {}
     for name, config in systems.items():
@@ -399,6 +410,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "--corpus corpus/ewt --out benchmarks/results/after_parser_deprel.json",
                }[args.task]
     title = f"{task['title'].replace('UD English ', '')} after a trained parser"
+    if args.systems:
+        command += " --systems " + " ".join(f"'{part}'" for part in args.systems)
     if args.name:  # another parser: say which in the command and the title
         command = (command.replace("--parser PARSER", "--parser PARSER --parser-about TEXT")
                    .replace(f"results/{default_name(args.task)}.json", f"results/{name}.json")

@@ -43,8 +43,8 @@ class Errors(metaclass=_Codes):
             "config and the weights do not match. Retrain, or load the pipeline they were "
             "saved with.")
     E012 = "Unknown structure '{structure}'. Use one of {allowed}."
-    E013 = ("The emission scores have {n_labels} label columns but '{name}' has {expected} "
-            "labels. This is a bug (the model and the label set went out of step); please "
+    E013 = ("The emission scores have {n_labels} label columns but '{name}' expects {expected} "
+            "(one per label, per CRF of its structure). This is a bug (the model and the label set went out of step); please "
             "report it.")
     E015 = ("'{name}' needs a dependency parse ({why}) but a Doc has none. Add a parser "
             "before it in the pipeline (or list one in [training] annotating_components), "
@@ -185,6 +185,23 @@ class Errors(metaclass=_Codes):
     E112 = ("sequence must be \"sentence\" (a CRF sequence per sentence where a parser, a "
             "senter or the corpus sets sentence boundaries, else per doc) or \"doc\" (one "
             "sequence per doc, whatever its sentence boundaries); got {value!r}.")
+    E113 = ("structure = '{structure}' trains with loss = \"nll\" only (got loss = "
+            "'{loss}'): it decodes from marginals, so it has no best labelling score for the "
+            "perceptron or the hinge loss to compare. Set loss = \"nll\", or use structure = "
+            "\"chain\" or \"tree\" for {loss}.")
+
+    E114 = ("structure = \"chain_tree\" gives its chain the model's templates that read the "
+            "words, but every template of this model reads the parse. Add word templates "
+            "(e.g. \"NORM[-1..1]\", \"SUFFIX3\") to the model's templates.")
+    E115 = ("structure = \"chain_tree\" needs a spacy-crf.FeatureCRF.v1 model (its chain and "
+            "its tree each get a copy of the hashed features), got '{model}'. Use "
+            "spacy-crf.FeatureCRF.v1, or structure = \"tree\" with this model.")
+    E116 = ("python -m spacy_crf.fit does not train structure = \"chain_tree\" (two CRFs in "
+            "one model): train this config with python -m spacy train.")
+
+    E117 = ("structure = \"chain_tree\" reads emissions of shape (N, {expected}) for {n_labels} "
+            "labels (the chain's scores, then the tree's), got {got}. Build the scores with "
+            "the component's model.")
 
 class Warnings(metaclass=_Codes):
     W006 = ("{n} gold span(s) of '{name}' are longer than max_segment_length = {length} "

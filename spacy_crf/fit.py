@@ -39,6 +39,7 @@ from spacy.util import load_config, load_model_from_config, registry, resolve_do
 from thinc.api import fix_random_seed
 
 from .errors import Errors
+from .models.experts import is_two_experts
 from .models.segment_scores import is_wrapped
 from .pipeline.crf_tagger import CRFTagger
 from .training.corpus import (FEATURE_CRF, check_emissions, featurize_corpus, read_corpus,
@@ -280,9 +281,12 @@ def _check_corpora(**corpora: Callable) -> None:
 
 
 def _not_fittable(model) -> ValueError:
-    """E110 for the semi-Markov CRF's segment features, E031 for other models."""
+    """E110 for the semi-Markov CRF's segment features, E116 for the chain_tree
+    structure's two experts, E031 for other models."""
     if is_wrapped(model):
         return ValueError(Errors.E110)
+    if is_two_experts(model):
+        return ValueError(Errors.E116)
     return ValueError(Errors.E031.format(model=model.name))
 
 

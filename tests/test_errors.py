@@ -98,6 +98,7 @@ def test_emission_width_that_is_not_the_label_count_is_reported_as_a_bug(toy):
     nlp, _ = toy.trained_nlp("tag", n_iter=1)
     tagger = nlp.get_pipe("crf_tagger")
     n = len(tagger.labels)
-    with pytest.raises(ValueError, match=rf"^\[E013\] .* {n + 1} label columns .* {n} labels\. "
+    with pytest.raises(ValueError, match=rf"^\[E013\] .* {n + 1} label columns .* expects {n} "
+                                         r"\(one per label, per CRF of its structure\)\. "
                                          r"This is a bug"):
         tagger._check_width(_scores(4, n_labels=n + 1))

@@ -6,6 +6,7 @@ import numpy as np
 from spacy.tokens import Doc
 from thinc.api import Model
 
+from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..features.extract import extract_features
 from ..features.templates import FeatureTemplates
@@ -66,6 +67,25 @@ def use_tree_templates(model: Model, allow_dep: bool = True) -> None:
                  and (allow_dep or not FeatureTemplates([text]).reads("DEP"))]
         if added:
             node.attrs["templates"] = FeatureTemplates(current.source + added)
+
+
+def drop_tree_templates(model: Model) -> None:
+    """Remove, from each featurize layer of ``model``, the templates that read
+    the parse (``head:X``, DEP, the tree's structure attributes) and its
+    ``tree_templates``: the model then reads the words alone."""
+    for node in model.walk():
+        if "templates" not in node.attrs or TREE_TEMPLATES not in node.attrs:
+            continue
+        current: FeatureTemplates = node.attrs["templates"]
+        kept = [text for text in current.source if not _reads_parse(FeatureTemplates([text]))]
+        if not kept:
+            raise ValueError(Errors.E114)
+        node.attrs["templates"] = FeatureTemplates(kept)
+        node.attrs[TREE_TEMPLATES] = []
+
+
+def _reads_parse(templates: FeatureTemplates) -> bool:
+    return templates.uses_tree or templates.reads("DEP")
 
 
 def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, Callable]:

@@ -203,6 +203,8 @@ class CRFTagger(TrainablePipe):
         # E105 for transition templates on anything but a first-order chain
         crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
         get_objective(loss)  # E040 for an unknown name
+        if loss != "nll" and not crf_structure.exact_map:
+            raise ValueError(Errors.E113.format(structure=structure, loss=loss))
         _check_max_segment_length(max_segment_length, crf_structure)
         if not isinstance(sequence, str) or sequence not in SEQUENCES:
             raise ValueError(Errors.E112.format(value=sequence))
@@ -660,9 +662,10 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E007.format(name=self.name))
 
     def _check_width(self, scores: CRFScores) -> None:
-        if scores.emissions.shape[1] != len(self.labels):
+        expected = self.crf_structure.emission_width(len(self.labels))
+        if scores.emissions.shape[1] != expected:
             raise ValueError(Errors.E013.format(name=self.name, n_labels=scores.emissions.shape[1],
-                                                expected=len(self.labels)))
+                                                expected=expected))
 
     def __reduce__(self):
         # rebuilt through __init__ in a worker process (nlp.pipe(n_process=...),

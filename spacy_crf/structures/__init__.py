@@ -1,7 +1,8 @@
 """CRF structures, keyed by the component's ``structure`` setting (see ``base``).
 
 ``chain`` (a linear chain per sentence), ``tree`` (the dependency parse),
-``chain_order2``, ``chain_input``, ``tree_input`` and ``semi_markov`` are
+``chain_order2``, ``chain_input``, ``tree_input``, ``semi_markov`` and
+``chain_tree`` (both the chain and the tree over the same scores) are
 registered here; a
 new structure is a new module that subclasses :class:`CRFStructure`,
 decorates it with :func:`register_structure`, and is imported below.
@@ -15,3 +16,4 @@ from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401
 from .input_chain import InputChainLayout, InputTransitionChain  # noqa: F401
 from .input_tree import InputTransitionTree, InputTreeLayout  # noqa: F401
 from .semi_markov import SemiMarkovLayout, SemiMarkovStructure  # noqa: F401
+from .chain_tree import ChainTreeLayout, ChainTreeStructure  # noqa: F401

@@ -134,6 +134,9 @@ class CRFStructure:
     needs_span_target: bool = False
     #: the structure labels segments of at most ``max_segment_length`` tokens
     has_segments: bool = False
+    #: ``viterbi`` finds the labelling of highest score (so the perceptron and the
+    #: hinge loss can train it); a structure that decodes from marginals sets False
+    exact_map: bool = True
 
     # -- building ------------------------------------------------------------
 
@@ -155,6 +158,11 @@ class CRFStructure:
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         """Name -> shape of each of ``params``."""
         raise NotImplementedError
+
+    def emission_width(self, n_labels: int) -> int:
+        """Columns of the model's emissions: one score per label, unless the
+        structure runs several CRFs with scores of their own."""
+        return n_labels
 
     # -- inference -----------------------------------------------------------
 

@@ -1,0 +1,184 @@
+"""The chain and the tree together: two CRFs, each with scores of its own.
+
+A tree CRF over a *predicted* parse loses the order of the words wherever the
+parse is wrong, and a chain never sees the parse. Joining both kinds of edge in
+one graph makes it loopy (a word, its head and the words between them close a
+cycle), where log Z and the marginals are no longer exact. This structure keeps
+every computation exact by keeping the two CRFs apart, as two experts:
+
+* **the chain** scores the words alone: a copy of the component's model
+  without the templates that read the parse, with ``transitions``, ``start``,
+  ``end``;
+* **the tree** is the tree CRF over the parse (its model with the tree
+  templates), with ``pair`` and ``root``;
+* **training** sums the two CRFs' negative log-likelihoods of the gold labels,
+  each exact; as no score is shared, each expert learns as it would alone;
+* **decoding** takes each token's label from the product of the two CRFs'
+  token marginals, renormalised, ``q_t(j) ∝ P_chain(y_t = j) P_tree(y_t = j)``
+  (a product of experts read token by token); ``q_t`` of the chosen label is
+  the token's confidence. Where the parse is right the tree's marginals are
+  sharp and lead; where it is wrong the two disagree, and the chain, which a
+  parse error cannot mislead, keeps the word order in the vote.
+
+The model (``models/experts.py``) puts the two experts' emissions side by side,
+``(N, 2L)``: the chain's first. Fixed labels (partial gold, ``keep_existing``)
+hold in both CRFs. Token targets only: the product of two marginals is not a
+span labelling (E018).
+"""
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import Errors
+from ..features.doc_arrays import doc_lengths
+from ..models.experts import is_two_experts, two_experts
+from ..models.featurize import drop_tree_templates
+from ..models.potentials import CRFScores
+from .base import BatchLayout, CRFStructure, as_f64, register_structure
+from .chain import ChainLayout, ChainStructure
+from .tree import TreeLayout, TreeStructure
+
+_CHAIN = ChainStructure()
+_TREE = TreeStructure()
+
+
+@dataclass
+class ChainTreeLayout(BatchLayout):
+    """A batch seen as chains and as forests; its sequences are the docs.
+
+    Attributes
+    ----------
+    chain : ChainLayout
+        The chain's sequences (sentences or docs, by the ``sequence`` setting).
+    tree : TreeLayout
+        The docs' dependency forests.
+    """
+
+    chain: ChainLayout = None
+    tree: TreeLayout = None
+    structure_name = "chain_tree"
+
+    def __post_init__(self) -> None:
+        self.lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
+
+    def per_doc(self, per_chain: np.ndarray) -> np.ndarray:
+        """Sum values of the chain's sequences (sentences) into their docs."""
+        starts = np.cumsum(self.chain.lengths) - self.chain.lengths
+        doc = np.searchsorted(np.cumsum(self.lengths), starts, side="right")
+        # a trailing empty sequence starts at the batch's end: no doc holds it, nothing to add
+        keep = doc < self.n_sequences
+        return np.bincount(doc[keep], weights=per_chain[keep], minlength=self.n_sequences)
+
+
+@register_structure
+class ChainTreeStructure(CRFStructure):
+    """A chain CRF (the words) and a tree CRF (the words and the parse), trained
+    by the sum of their likelihoods and decoded by the product of their marginals."""
+
+    name = "chain_tree"
+    params = _CHAIN.params + _TREE.params
+    layout_class = ChainTreeLayout
+    needs_parse = True
+    exact_map = False
+
+    def prepare_model(self, model, target: str):
+        """Two experts from the component's model: a copy reading the words
+        alone (the chain's), and the model with its tree templates (the tree's)."""
+        if model is None or is_two_experts(model):
+            return model
+        if model.name != "feature_crf":
+            raise ValueError(Errors.E115.format(model=model.name))
+        words_only = model.copy()
+        drop_tree_templates(words_only)
+        _TREE.prepare_model(model, target)
+        return two_experts(words_only, model)
+
+    def emission_width(self, n_labels: int) -> int:
+        return 2 * n_labels
+
+    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+        return _TREE.initialize_cfg(pipe, get_examples)
+
+    def layout(self, docs: Sequence, pipe) -> ChainTreeLayout:
+        return ChainTreeLayout(doc_lengths(docs), _CHAIN.layout(docs, pipe),
+                               _TREE.layout(docs, pipe))
+
+    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
+        return {**_CHAIN.param_shapes(n_labels), **_TREE.param_shapes(n_labels, n_relations)}
+
+    def check(self, scores: CRFScores, layout: ChainTreeLayout) -> np.ndarray:
+        chain_scores, tree_scores = self.experts(scores)
+        _CHAIN.check(chain_scores, layout.chain)
+        _TREE.check(tree_scores, layout.tree)
+        return as_f64(scores.emissions)
+
+    @staticmethod
+    def experts(scores: CRFScores) -> Tuple[CRFScores, CRFScores]:
+        """The chain's scores and the tree's: each expert's half of the emissions."""
+        L = scores.n_labels
+        emissions = scores.emissions
+        if emissions.ndim != 2 or emissions.shape[1] != 2 * L:
+            raise ValueError(Errors.E117.format(n_labels=L, expected=2 * L,
+                                                got=np.shape(emissions)))
+        return (replace(scores, emissions=emissions[:, :L]),
+                replace(scores, emissions=emissions[:, L:]))
+
+    def marginals(self, scores, layout, fixed=None):
+        """The renormalised product of the chain's and the tree's token
+        marginals, and (S,) the sum of the two log partitions of each doc."""
+        chain_scores, tree_scores = self.experts(scores)
+        chain_marginals, chain_log_z = _CHAIN.marginals(chain_scores, layout.chain, fixed)
+        tree_marginals, tree_log_z = _TREE.marginals(tree_scores, layout.tree, fixed)
+        return (product_of_marginals(chain_marginals, tree_marginals),
+                layout.per_doc(chain_log_z) + tree_log_z)
+
+    def viterbi(self, scores, layout, fixed=None):
+        """Each token's most probable label under :meth:`marginals`, and (S,)
+        the summed log of those probabilities per doc."""
+        q, _ = self.marginals(scores, layout, fixed)
+        labels = q.argmax(axis=1).astype(np.int64)
+        with np.errstate(divide="ignore"):
+            log_q = np.log(q[np.arange(q.shape[0]), labels])
+        doc = np.repeat(np.arange(layout.n_sequences), layout.lengths)
+        return labels, np.bincount(doc, weights=log_q, minlength=layout.n_sequences)
+
+    def nll_and_gradient(self, scores, layout, gold):
+        """The sum of the two CRFs' nll per doc, and its gradient."""
+        chain_scores, tree_scores = self.experts(scores)
+        chain_nll, chain_grad = _CHAIN.nll_and_gradient(chain_scores, layout.chain, gold)
+        tree_nll, tree_grad = _TREE.nll_and_gradient(tree_scores, layout.tree, gold)
+        gradient = replace(chain_grad, emissions=np.hstack([chain_grad.emissions,
+                                                            tree_grad.emissions]),
+                           pair=tree_grad.pair, root=tree_grad.root)
+        return layout.per_doc(chain_nll) + tree_nll, gradient
+
+    def labelling_counts(self, layout, labels, weights, out):
+        """The counts of the summed chain and tree scores of ``labels``: the caller
+        counts the chain's emissions (the first L columns), this the tree's."""
+        chain_out, tree_out = self.experts(out)  # views: the counts land in ``out``
+        token_weight = np.repeat(np.asarray(weights, dtype=np.float64), layout.lengths)
+        np.add.at(tree_out.emissions, (np.arange(labels.shape[0]), labels), token_weight)
+        _CHAIN.labelling_counts(layout.chain, labels, self._chain_weights(layout, weights),
+                                chain_out)
+        _TREE.labelling_counts(layout.tree, labels, weights, tree_out)
+
+    @staticmethod
+    def _chain_weights(layout: ChainTreeLayout, weights: np.ndarray) -> np.ndarray:
+        # each chain sequence takes the weight of the doc holding it
+        starts = np.cumsum(layout.chain.lengths) - layout.chain.lengths
+        doc = np.searchsorted(np.cumsum(layout.lengths), starts, side="right")
+        return np.asarray(weights, dtype=np.float64)[np.minimum(doc, layout.n_sequences - 1)]
+
+
+def product_of_marginals(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Row-normalised ``first * second``; a row where the two have no label in
+    common (possible only by underflow) falls back to their average."""
+    product = as_f64(first) * as_f64(second)
+    total = product.sum(axis=1, keepdims=True)
+    empty = total[:, 0] <= 0
+    if empty.any():
+        product[empty] = 0.5 * (first[empty] + second[empty])
+        total[empty] = 1.0
+    return product / total
