@@ -1,4 +1,4 @@
-"""The real pipeline: ``spacy train`` of a parser, then of a tree CRF behind it.
+"""The real pipeline: ``spacy train`` of a parser, then of the chain and tree CRFs behind it.
 
 ``configs/ewt_upos_tree_after_parser.cfg`` sources the parser (and its tok2vec)
 from ``paths.parser``, frozen and annotating, so the CRF trains on predicted
@@ -37,7 +37,7 @@ def after_parser(tmp_path_factory):
 def test_the_pipeline_reads_raw_text_with_the_parsers_trees(after_parser):
     nlp = spacy.load(after_parser["model"])
     assert nlp.pipe_names == ["tok2vec", "parser", "crf_tagger"]
-    assert nlp.get_pipe("crf_tagger").crf_structure.name == "tree"
+    assert nlp.get_pipe("crf_tagger").crf_structure.name == "chain_tree"
     training = nlp.config["training"]
     assert training["annotating_components"] == ["tok2vec", "parser"]
     doc = nlp(TEXT)
