@@ -417,6 +417,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    .replace(f"results/{default_name(args.task)}.json", f"results/{name}.json")
                    + f" --name {name}")
         title = f"{task['title'].replace('UD English ', '')} after a parser: {args.parser_about}"
+    if args.systems:  # a subset of the rows: say which, so its section is not another's twin
+        title += ": " + ", ".join(args.systems) + " (same run)"
     summary = make_summary(title, command, rows, notes)
     write_json(args.out, {"benchmark": name, "environment": environment(),
                           "parser": parsed, "systems": results, "summary": summary,
