@@ -2,9 +2,8 @@
 
 ``chain`` (a linear chain per sentence), ``tree`` (the dependency parse),
 ``chain_order2``, ``chain_input``, ``tree_input``, ``semi_markov`` and
-``chain_tree`` (both the chain and the tree over the same scores) are
-registered here; a
-new structure is a new module that subclasses :class:`CRFStructure`,
+``chain_tree`` (a chain and a tree CRF as two experts, each with its own
+scores) are registered here; a new structure is a new module that subclasses :class:`CRFStructure`,
 decorates it with :func:`register_structure`, and is imported below.
 """
 
