@@ -195,17 +195,77 @@ def train_and_score(name: str, config: Path, corpus: Path, workdir: Path,
     train_s = time.perf_counter() - start
     if run.returncode:
         raise SystemExit(f"{name}: spacy train failed\n{run.stderr[-3000:]}")
-    scores = workdir / f"{out.name}.json"
-    run = subprocess.run([sys.executable, "-m", "spacy_crf.evaluate", str(out / "model-best"),
-                          str(corpus / test), "--output", str(scores)],
-                         capture_output=True, text=True)
-    if run.returncode:
-        raise SystemExit(f"{name}: evaluate failed\n{run.stderr[-3000:]}")
+    return score_model(name, out / "model-best", corpus / test, workdir / f"{out.name}.json",
+                       train_s)
+
+
+def score_model(name: str, model: Path, test: Path, scores: Path,
+                train_s: float) -> Dict[str, Any]:
+    """spacy_crf.evaluate of ``model`` on ``test`` (raw text, report into
+    ``scores``), and its decode speeds."""
     import srsly
 
+    run = subprocess.run([sys.executable, "-m", "spacy_crf.evaluate", str(model), str(test),
+                          "--output", str(scores)], capture_output=True, text=True)
+    if run.returncode:
+        raise SystemExit(f"{name}: evaluate failed\n{run.stderr[-3000:]}")
     result = srsly.read_json(scores)
     return {"score": result["crf_score"], "train_s": train_s, "evaluate": result,
-            "decode": decode_speed(out / "model-best", corpus / test)}
+            "decode": decode_speed(model, test)}
+
+
+#: the factory-default rows of EWT UPOS: what a new user gets from
+#: nlp.add_pipe("crf_tagger", config={"target": "pos", ...}), nlp.initialize()'s
+#: optimizer and a plain nlp.update loop (benchmarks/defaults.py), the parser in
+#: front where there is one; name -> (after the parser, component settings)
+FACTORY_UPOS = {
+    "chain, no parser, factory defaults (nlp.update loop)": (False, {}),
+    "chain_tree after the parser, factory defaults (nlp.update loop)":
+        (True, {"structure": "chain_tree"}),
+}
+FACTORY_EPOCHS, FACTORY_BATCH = 5, 32
+
+
+def phase_factory(parser: Optional[str], train: str, settings: Dict[str, Any],
+                  out: str) -> Dict[str, Any]:
+    """Train a factory-default crf_tagger (behind ``parser``'s pipeline if given)
+    on ``train`` with the plain loop, and save the pipeline to ``out``. Only the
+    crf_tagger is initialized and updated (``nlp.select_pipes``), so the loaded
+    parser stays as trained; it annotates the training docs once, as a frozen
+    annotating component would in every epoch of spacy train (the same trees)."""
+    import spacy
+    from spacy.tokens import Doc, DocBin
+    from spacy.training import Example
+
+    from defaults import update_loop
+
+    nlp = spacy.load(parser) if parser else spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos", **settings})
+    gold = list(DocBin().from_disk(train).get_docs(nlp.vocab))
+    start = time.perf_counter()
+    words = (Doc(nlp.vocab, words=[t.text for t in ref], spaces=[bool(t.whitespace_) for t in ref])
+             for ref in gold)
+    with nlp.select_pipes(disable=["crf_tagger"]):
+        predicted = list(nlp.pipe(words, batch_size=256))
+    examples = [Example(doc, ref) for doc, ref in zip(predicted, gold)]
+    with nlp.select_pipes(enable=["crf_tagger"]):
+        update_loop(nlp, examples, FACTORY_EPOCHS, FACTORY_BATCH)
+    train_s = time.perf_counter() - start
+    nlp.to_disk(out)
+    return {"train_s": train_s}
+
+
+def factory_and_score(name: str, parser: Optional[Path], corpus: Path,
+                      workdir: Path, settings: Dict[str, Any]) -> Dict[str, Any]:
+    """A factory-default row of EWT UPOS: trained in a fresh process, then scored
+    as the spacy train rows are."""
+    from common import run_isolated
+
+    out = workdir / f"upos_{name.replace(' ', '_')}"
+    train, _, test = TASKS["upos"]["files"]
+    trained = run_isolated(phase_factory, str(parser) if parser else None, str(corpus / train),
+                           settings, str(out))
+    return score_model(name, out, corpus / test, workdir / f"{out.name}.json", trained["train_s"])
 
 
 def decode_speed(model: Path, test: Path, runs: int = 3) -> Dict[str, Any]:
@@ -357,11 +417,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                    if any(part in name for part in args.systems)}
         if not systems:
             raise SystemExit(f"--systems {args.systems} matches none of: {list(systems_of(args.task, args.parser, workdir))}")
+    factory = {name: row for name, row in FACTORY_UPOS.items()
+               if args.task == "upos" and (not args.systems
+                                           or any(part in name for part in args.systems))}
     task = TASKS[args.task]
     results: Dict[str, Dict[str, Any]] = {}
     for name, config in systems.items():
         log(name)
         results[name] = train_and_score(name, config, args.corpus, workdir, args.task)
+        log(f"  {100 * results[name]['score']:.2f} in {results[name]['train_s']:.1f} s")
+    for name, (after_parser, settings) in factory.items():
+        log(name)
+        results[name] = factory_and_score(name, args.parser if after_parser else None,
+                                          args.corpus, workdir, settings)
         log(f"  {100 * results[name]['score']:.2f} in {results[name]['train_s']:.1f} s")
     parsed = parser_scores(args.parser, args.ewt_corpus or args.corpus)
     log(f"parser on test: {parsed}")
@@ -385,6 +453,14 @@ def main(argv: Optional[List[str]] = None) -> int:
              "Test docs are read as spacy_crf.evaluate reads them: from the raw text, tokenized by "
              "spaCy, and aligned to the treebank's tokens; so the chain's score here and on the "
              "gold tokens in the orders and trainers benchmarks come from the same config, read two ways."]
+    if factory:
+        notes.append(f"factory defaults rows: nlp.add_pipe(\"crf_tagger\", config={{\"target\": "
+                     f"\"pos\", ...}}) behind the loaded parser (or on a blank pipeline), "
+                     f"nlp.initialize()'s optimizer and a plain nlp.update loop ({FACTORY_EPOCHS} "
+                     f"epochs, batches of {FACTORY_BATCH} sentences, train only; the crf_tagger "
+                     f"alone initialized and updated, the parser annotating the training docs "
+                     f"once); train s is the parse and the loop; the other rows are the shipped "
+                     f"configs with spacy train.")
     notes.append(DECODE_NOTE)
     if args.task == "deprel":
         notes[1] = ("Over predicted heads: [parser, crf_tagger] with the parser frozen and "
