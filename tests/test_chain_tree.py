@@ -16,6 +16,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
+from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels.tree import check_forest
 from spacy_crf.models.potentials import CRFScores
@@ -86,10 +87,6 @@ def enumerate_doc(scores, layout, o, n, allowed=None):
     tree = np.array([tree_score(scores, layout, o, y) for y in ys])
     return np.asarray(ys), chain, tree
 
-
-def logsumexp(x):
-    top = x.max()
-    return top + np.log(np.exp(x - top).sum())
 
 
 def brute(scores, layout, fixed=None):

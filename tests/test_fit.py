@@ -22,6 +22,7 @@ import spacy
 from spacy.tokens import DocBin
 from spacy.training.converters import conllu_to_docs
 
+from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
 from spacy_crf._kernels.tree import check_forest
@@ -35,10 +36,6 @@ from spacy_crf.training.owlqn import Iteration
 ROOT = Path(__file__).parent.parent
 SAMPLE = ROOT / "assets" / "ewt_sample"
 
-
-def logsumexp(x):
-    m = np.max(x)
-    return m + np.log(np.exp(x - m).sum()) if np.isfinite(m) else m
 
 
 # ---------------------------------------------------------------- random featurized corpora

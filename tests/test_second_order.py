@@ -15,6 +15,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
+from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
@@ -23,10 +24,6 @@ from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = range(6)
 
-
-def logsumexp(x):
-    m = np.max(x) if len(x) else -np.inf
-    return m + np.log(np.exp(x - m).sum()) if np.isfinite(m) else m
 
 
 def problem(seed, L=3, prune=False):

@@ -15,6 +15,7 @@ import spacy
 from spacy.training import Example
 
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
+from kernels.oracle import logsumexp
 from spacy_crf import inference, schemes
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
@@ -24,11 +25,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SEEDS = range(5)
 SCHEMES = ["BIO", "BILUO"]
 
-
-def logsumexp(x):
-    x = np.asarray(x, dtype=float)
-    m = np.max(x) if len(x) else -np.inf
-    return m + np.log(np.exp(x - m).sum()) if np.isfinite(m) else m
 
 
 def parse(tags, scheme):

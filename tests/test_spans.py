@@ -26,6 +26,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 from thinc.api import Adam
 
+from kernels.oracle import logsumexp
 from spacy_crf import inference, schemes
 from spacy_crf.inference import Structure
 from spacy_crf.models.potentials import CRFScores
@@ -284,10 +285,6 @@ def path_scores(seqs, emissions, scores):
         total += tr[seqs[:, :-1], seqs[:, 1:]].sum(axis=1)
     return total
 
-
-def logsumexp(x):
-    m = np.max(x)
-    return m + np.log(np.sum(np.exp(x - m)))
 
 
 def case_stream(seed, n_cases, max_len=5):

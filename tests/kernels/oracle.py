@@ -15,6 +15,8 @@ def all_labellings(n, L):
 
 
 def logsumexp(x):
+    """log(sum(exp(x))) of a sequence of scores; -inf when empty or all -inf."""
+    x = np.asarray(x, dtype=np.float64)
     m = np.max(x) if x.size else NEG_INF
     if m == NEG_INF:
         return NEG_INF
