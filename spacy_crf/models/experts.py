@@ -38,20 +38,27 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, C
     first, second = model.layers
     (a, back_a), (b, back_b) = first(docs, is_train), second(docs, is_train)
     L = a.emissions.shape[1]
-    own = {name: getattr(a if name in CHAIN_PARAMS else b, name)
-           for name in PARAMS + OPTIONAL_PARAMS}
-    scores = CRFScores(np.hstack([a.emissions, b.emissions]), **own)
+    scores = CRFScores(np.hstack([a.emissions, b.emissions]), **_owned(a, b))
 
     def backprop(d_scores: CRFScores) -> List[Doc]:
-        for half, back, names in ((slice(0, L), back_a, CHAIN_PARAMS),
-                                  (slice(L, 2 * L), back_b, None)):
-            grads = {name: (getattr(d_scores, name) if (name in CHAIN_PARAMS) == (names is not None)
-                            else None) for name in PARAMS + OPTIONAL_PARAMS}
-            back(replace(d_scores, emissions=np.ascontiguousarray(d_scores.emissions[:, half]),
-                         **grads))
+        # each model gets its emission columns and the gradients of the parameters it owns
+        grads = {name: getattr(d_scores, name) for name in PARAMS + OPTIONAL_PARAMS}
+        first_grads = {name: (g if name in CHAIN_PARAMS else None) for name, g in grads.items()}
+        second_grads = {name: (None if name in CHAIN_PARAMS else g) for name, g in grads.items()}
+        for back, columns, params in ((back_a, slice(0, L), first_grads),
+                                      (back_b, slice(L, 2 * L), second_grads)):
+            back(replace(d_scores, emissions=np.ascontiguousarray(d_scores.emissions[:, columns]),
+                         **params))
         return []
 
     return scores, backprop
+
+
+def _owned(first: CRFScores, second: CRFScores) -> dict:
+    """The label-interaction parameters by name: ``CHAIN_PARAMS`` from ``first``,
+    the others from ``second``."""
+    return {name: getattr(first if name in CHAIN_PARAMS else second, name)
+            for name in PARAMS + OPTIONAL_PARAMS}
 
 
 def init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:

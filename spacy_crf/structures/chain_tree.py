@@ -63,12 +63,17 @@ class ChainTreeLayout(BatchLayout):
     def __post_init__(self) -> None:
         self.lengths = np.ascontiguousarray(self.lengths, dtype=np.int64)
 
+    def chain_docs(self) -> np.ndarray:
+        """(chain sequences,) the doc holding each of the chain's sequences; a
+        trailing empty sequence starts at the batch's end, past the last doc
+        (``n_sequences``)."""
+        starts = np.cumsum(self.chain.lengths) - self.chain.lengths
+        return np.searchsorted(np.cumsum(self.lengths), starts, side="right")
+
     def per_doc(self, per_chain: np.ndarray) -> np.ndarray:
         """Sum values of the chain's sequences (sentences) into their docs."""
-        starts = np.cumsum(self.chain.lengths) - self.chain.lengths
-        doc = np.searchsorted(np.cumsum(self.lengths), starts, side="right")
-        # a trailing empty sequence starts at the batch's end: no doc holds it, nothing to add
-        keep = doc < self.n_sequences
+        doc = self.chain_docs()
+        keep = doc < self.n_sequences  # no doc holds a trailing empty sequence: nothing to add
         return np.bincount(doc[keep], weights=per_chain[keep], minlength=self.n_sequences)
 
 
@@ -160,16 +165,11 @@ class ChainTreeStructure(CRFStructure):
         chain_out, tree_out = self.experts(out)  # views: the counts land in ``out``
         token_weight = np.repeat(np.asarray(weights, dtype=np.float64), layout.lengths)
         np.add.at(tree_out.emissions, (np.arange(labels.shape[0]), labels), token_weight)
-        _CHAIN.labelling_counts(layout.chain, labels, self._chain_weights(layout, weights),
-                                chain_out)
-        _TREE.labelling_counts(layout.tree, labels, weights, tree_out)
-
-    @staticmethod
-    def _chain_weights(layout: ChainTreeLayout, weights: np.ndarray) -> np.ndarray:
         # each chain sequence takes the weight of the doc holding it
-        starts = np.cumsum(layout.chain.lengths) - layout.chain.lengths
-        doc = np.searchsorted(np.cumsum(layout.lengths), starts, side="right")
-        return np.asarray(weights, dtype=np.float64)[np.minimum(doc, layout.n_sequences - 1)]
+        chain_weights = np.asarray(weights, dtype=np.float64)[
+            np.minimum(layout.chain_docs(), layout.n_sequences - 1)]
+        _CHAIN.labelling_counts(layout.chain, labels, chain_weights, chain_out)
+        _TREE.labelling_counts(layout.tree, labels, weights, tree_out)
 
 
 def product_of_marginals(first: np.ndarray, second: np.ndarray) -> np.ndarray:
