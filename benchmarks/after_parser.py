@@ -13,7 +13,13 @@ each with ``spacy train`` in a fresh process on UD English EWT r2.9 train
   from the predicted tree);
 * the tree CRF after the parser (``configs/ewt_upos_tree.cfg`` over the
   parser's predicted trees, in training and at test);
-* the tree CRF over gold trees copied from the treebank (the oracle).
+* the chain and the tree CRF as two experts after the parser
+  (``structure = "chain_tree"``);
+* the tree CRF over gold trees copied from the treebank (the oracle);
+* what a new user gets (EWT UPOS): ``nlp.add_pipe("crf_tagger", ...)`` with the
+  factory defaults, on a blank pipeline and with ``structure = "chain_tree"``
+  behind the loaded parser, trained by ``nlp.initialize()``'s optimizer and a
+  plain ``nlp.update`` loop (``FACTORY_UPOS``).
 
 It also scores the parser itself on test (UAS, LAS). With ``--task ner``, on
 Universal NER English EWT (the same sentences, joined to the EWT trees by
