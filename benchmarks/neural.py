@@ -5,9 +5,11 @@ For each task, one config made by ``spacy init config --pipeline tagger|ner
 it), and systems that differ only in the head:
 
 * spaCy's ``tagger`` / ``ner``;
-* ``crf_tagger`` with ``spacy-crf.NeuralCRF.v1`` on the same listener, no
+* ``crf_tagger`` with ``spacy-crf.NeuralCRF.v2`` on the same listener, no
   hashed features (tok2vec only);
-* the same with the factory's default feature templates added (both);
+* the same with the factory's default feature templates added (both): v2 pools
+  a CRF over the tok2vec and a CRF over the features, each trained on its own
+  likelihood (``neural_weight`` 0.2);
 * ``crf_tagger`` with its factory default model, ``spacy-crf.FeatureCRF.v1``,
   and no tok2vec component (features only).
 
@@ -77,9 +79,9 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
     heads = {
         f"spaCy {head}": None,
         "crf_tagger, NeuralCRF on the shared tok2vec (tok2vec only)": {
-            "@architectures": "spacy-crf.NeuralCRF.v1", "tok2vec": listener, "templates": None},
-        "crf_tagger, NeuralCRF on the shared tok2vec + default features (both)": {
-            "@architectures": "spacy-crf.NeuralCRF.v1", "tok2vec": listener,
+            "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener, "templates": None},
+        "crf_tagger, NeuralCRF.v2 on the shared tok2vec + default features (both, pooled)": {
+            "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener,
             "templates": list(DEFAULT_MODEL["templates"])},
         "crf_tagger, factory default FeatureCRF, no tok2vec (features only)": "features",
     }
@@ -177,7 +179,8 @@ def main(argv: Optional[List[str]] = None) -> int:
              f"component; the features-only row has no tok2vec.",
              "'dev best at step S of T': where the dev score peaked; a peak well before T means "
              "the budget was long enough for that system.",
-             "train s: the whole spacy train process, one system at a time."]
+             "train s: the whole spacy train process, one system at a time per task (the "
+             "two tasks may run side by side, one process each, on a 2-core machine)."]
     heads = " and ".join(TASKS[task]["head"] for task in args.tasks)
     summary = make_summary(f"The CRF head on a shared tok2vec against spaCy's {heads}",
                            f"python benchmarks/neural.py --ewt corpus/ewt --uner corpus/uner "

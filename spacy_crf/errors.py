@@ -202,6 +202,18 @@ class Errors(metaclass=_Codes):
     E117 = ("structure = \"chain_tree\" reads emissions of shape (N, {expected}) for {n_labels} "
             "labels (the chain's scores, then the tree's), got {got}. Build the scores with "
             "the component's model.")
+    E118 = ("A pool of experts needs two or more experts and one weight per expert, each "
+            "above 0 and together 1 (got weights {weights} for {n} experts).")
+    E119 = ("The experts of a pool must score the same things (emissions and label "
+            "interactions), but only some of them have a score the others lack. Pool "
+            "models of the same kind.")
+    E120 = ("neural_weight must be a number strictly between 0 and 1: the share of the "
+            "tok2vec's CRF in the pool with the hashed features' CRF (got {value!r}). "
+            "The default, 0.2, suits both EWT UPOS and UNER; for the tok2vec alone, "
+            "leave out templates.")
+    E121 = ("structure = '{structure}' cannot train a pool of experts "
+            "(spacy-crf.NeuralCRF.v2 with templates): {why}. Use structure = \"chain\", "
+            "\"tree\" or order = 2, or spacy-crf.NeuralCRF.v1 (one CRF over the summed scores).")
 
 class Warnings(metaclass=_Codes):
     W006 = ("{n} gold span(s) of '{name}' are longer than max_segment_length = {length} "

@@ -18,7 +18,10 @@ scores are linear in the counts, so the counts are the gradient of a
 labelling's score. Averaging (the *averaged* perceptron) is the optimizer's
 ``use_averages``.
 
-A new objective registers itself with :func:`register_objective`.
+A new objective registers itself with :func:`register_objective`. For the
+scores of a pool of experts (``models/pooled_experts.py``) every objective is
+each expert's own loss, summed (:func:`each_expert`, which the component
+calls).
 """
 
 from dataclasses import fields, replace
@@ -51,6 +54,20 @@ def get_objective(name: str) -> Objective:
     if not isinstance(name, str) or name not in OBJECTIVES:
         raise ValueError(Errors.E040.format(loss=name, allowed=", ".join(map(repr, OBJECTIVES))))
     return OBJECTIVES[name]
+
+
+def each_expert(objective: Objective, scores: CRFScores, structure: BatchLayout,
+                gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
+    """``objective`` of ``scores``; for a pool of experts, the sum of the
+    objective of each expert's own scores, its gradient in ``experts`` (the
+    pooled scores get none: no expert is trained through the other)."""
+    if scores.experts is None:
+        return objective(scores, structure, gold)
+    results = [objective(expert, structure, gold) for expert in scores.experts]
+    loss = np.sum([per_sequence for per_sequence, _ in results], axis=0)
+    gradient = CRFScores(np.zeros_like(scores.emissions), None, None, None, None, None,
+                         experts=tuple(grad for _, grad in results))
+    return loss, gradient
 
 
 register_objective("nll")(inference.nll_and_gradient)

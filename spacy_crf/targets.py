@@ -386,7 +386,10 @@ class SpanTarget(Target):
         penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
         return replace(scores, transitions=penalty(allowed_t, scores.transitions),
                        start=penalty(allowed_start, scores.start),
-                       end=penalty(allowed_end, scores.end))
+                       end=penalty(allowed_end, scores.end),
+                       # a pool's experts are trained as CRFs of their own: each obeys the scheme
+                       experts=(None if scores.experts is None
+                                else tuple(self.constrain(expert) for expert in scores.experts)))
 
     def repair_gold(self, scores: CRFScores, gold: np.ndarray,
                     layout: BatchLayout) -> Tuple[np.ndarray, int]:

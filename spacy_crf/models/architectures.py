@@ -1,6 +1,6 @@
 """Registered architectures: Docs -> CRFScores."""
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from spacy.tokens import Doc
 from spacy.util import registry
@@ -11,6 +11,7 @@ from ..errors import Errors
 from .featurize import featurize
 from .hashed_linear import LABEL_SIZED, hashed_linear
 from .hmm import hmm
+from .pooled_experts import pooled_experts
 from .potentials import CRFScores, crf_potentials
 from .sparse_table import ATTR as SPARSE_TABLE, LR_SCALE
 from .sum_emissions import sum_emissions
@@ -18,6 +19,8 @@ from .token_transitions import LABEL_PAIR_SIZED, with_token_transitions
 
 #: default learning-rate scale of the sparse (hashed) weights and the potentials
 SPARSE_LR_SCALE = 3.0
+#: the tok2vec CRF's share of NeuralCRF.v2's pool (chosen on EWT UPOS dev)
+DEFAULT_NEURAL_WEIGHT = 0.2
 
 
 def set_n_labels(model: Model, n_labels: int) -> None:
@@ -167,11 +170,7 @@ def NeuralCRF(
         layer.
     """
     _check_positive("n_relations", n_relations)
-    output = Linear(nO=nO)
-    potentials = crf_potentials(nO=nO, n_relations=n_relations)
-    _label_sized(output, potentials)
-    _scale_learn_rate(learn_rate_scale, potentials)
-    neural = chain(tok2vec, list2array(), output)
+    neural, potentials = _tok2vec_emissions(tok2vec, n_relations, learn_rate_scale, nO)
     if templates:
         _check_positive("n_buckets", n_buckets)
         linear = hashed_linear(n_buckets, nO=nO)
@@ -184,6 +183,77 @@ def NeuralCRF(
     model.name = "neural_crf"
     model.set_ref("tok2vec", tok2vec)
     return model
+
+
+@registry.architectures("spacy-crf.NeuralCRF.v2")
+def NeuralCRF_v2(
+    tok2vec: Model[List[Doc], List[Floats2d]],
+    templates: Optional[List[str]] = None,
+    neural_weight: float = DEFAULT_NEURAL_WEIGHT,
+    n_buckets: int = 2**18,
+    n_relations: int = 1,
+    learn_rate_scale: float = SPARSE_LR_SCALE,
+    nO: Optional[int] = None,
+) -> Model[List[Doc], CRFScores]:
+    """A CRF over a spaCy tok2vec (own or listener) and, with ``templates``, a
+    CRF over hashed features, pooled: two experts, each trained as it would
+    be alone.
+
+    With templates the model is a logarithmic opinion pool
+    (``models/pooled_experts.py``) of two CRFs with scores of their own: one
+    over the tok2vec (a linear layer and its own label interactions) and one
+    exactly as ``spacy-crf.FeatureCRF.v1`` over the templates. Each expert is
+    trained on its own likelihood; the component decodes the pool, whose
+    scores are ``neural_weight`` times the tok2vec CRF's plus ``1 -
+    neural_weight`` times the feature CRF's. v1 instead trains one CRF over
+    the summed emissions, where the tok2vec, which fits the training data
+    fastest, takes the gradient from the hashed features; on EWT UPOS and
+    UNER that joint model scores below the feature CRF alone.
+
+    Without templates the model is the tok2vec CRF alone, as in v1.
+
+    Parameters
+    ----------
+    tok2vec : Model
+        Any spaCy tok2vec: ``spacy.Tok2Vec.v2``, ``spacy.Tok2VecListener.v1``,
+        a transformer listener.
+    templates : list of str, optional
+        Feature templates of the hashed-feature expert.
+    neural_weight : float
+        The tok2vec CRF's share of the pool, in (0, 1). A tok2vec CRF is
+        sharper on its training data than on new text, so it gets the smaller
+        share; the default was chosen on EWT's dev set and holds on UNER.
+    n_buckets, n_relations, learn_rate_scale, nO
+        As in ``spacy-crf.FeatureCRF.v1``; ``learn_rate_scale`` applies to the
+        hashed weights and both experts' label interactions, not to the
+        tok2vec or its output layer.
+    """
+    _check_positive("n_relations", n_relations)
+    neural, potentials = _tok2vec_emissions(tok2vec, n_relations, learn_rate_scale, nO)
+    if not templates:
+        model = chain(neural, potentials)
+    else:
+        if (isinstance(neural_weight, bool) or not isinstance(neural_weight, (int, float))
+                or not 0.0 < neural_weight < 1.0):
+            raise ValueError(Errors.E120.format(value=neural_weight))
+        features = FeatureCRF(templates, n_buckets=n_buckets, n_relations=n_relations,
+                              learn_rate_scale=learn_rate_scale, nO=nO)
+        model = pooled_experts([features, chain(neural, potentials)],
+                               [1.0 - neural_weight, neural_weight])
+    model.name = "neural_crf"
+    model.set_ref("tok2vec", tok2vec)
+    return model
+
+
+def _tok2vec_emissions(tok2vec: Model, n_relations: int, learn_rate_scale: float,
+                       nO: Optional[int]) -> Tuple[Model, Model]:
+    """The tok2vec's emissions (a linear layer over its vectors) and label
+    interactions for them."""
+    output = Linear(nO=nO)
+    potentials = crf_potentials(nO=nO, n_relations=n_relations)
+    _label_sized(output, potentials)
+    _scale_learn_rate(learn_rate_scale, potentials)
+    return chain(tok2vec, list2array(), output), potentials
 
 
 @registry.architectures("spacy-crf.HMM.v1")

@@ -42,6 +42,9 @@ class CRFScores:
     # (N, D, L): score of the segment of length d + 1 starting at row t when its
     # first tag is j (semi-Markov CRF, ``segment_scores.py``; rows past a sequence unused)
     segments: Optional[Floats3d] = None
+    # the scores of each expert of a pooled model (``pooled_experts.py``), whose
+    # weighted sum the other fields hold; in a gradient, each expert's gradient
+    experts: Optional[Tuple["CRFScores", ...]] = None
 
     @property
     def n_labels(self) -> int:

@@ -26,7 +26,7 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .. import inference
 from .. import schemes
-from ..objectives import get_objective
+from ..objectives import each_expert, get_objective
 from ..errors import Errors, Warnings
 from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, doc_lengths,
                                    read_once)
@@ -393,7 +393,8 @@ class CRFTagger(TrainablePipe):
               structure: BatchLayout):
         self._check_width(scores)
         gold = self._gold(examples, scores, structure)
-        per_sequence, gradient = get_objective(self.cfg.get("loss", "nll"))(scores, structure, gold)
+        per_sequence, gradient = each_expert(get_objective(self.cfg.get("loss", "nll")),
+                                             scores, structure, gold)
         loss = float(per_sequence.sum())
         if not np.isfinite(loss):
             raise ValueError(Errors.E009.format(name=self.name, value=loss))

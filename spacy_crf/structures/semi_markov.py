@@ -33,6 +33,7 @@ import numpy as np
 from .._kernels import semi_markov as kernels
 from ..errors import Errors, Warnings
 from ..models.potentials import CRFScores
+from ..models.pooled_experts import is_pooled
 from ..models.segment_scores import (get_max_segment_length, is_wrapped,
                                      set_max_segment_length, with_segment_scores)
 from ..schemes import BEGIN, INSIDE, LAST, OUT, UNIT, parse_tags
@@ -122,6 +123,10 @@ class SemiMarkovStructure(CRFStructure):
 
     def prepare_model(self, model, target: str):
         """The component's model with segment features (once)."""
+        if is_pooled(model):
+            raise ValueError(Errors.E121.format(
+                structure=self.name, why="its segment features would score the pool, while "
+                                         "each expert trains as a CRF of its own"))
         return model if is_wrapped(model) else with_segment_scores(model)
 
     def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
