@@ -82,7 +82,8 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
             "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener, "templates": None},
         "crf_tagger, NeuralCRF.v2 on the shared tok2vec + default features (both, pooled)": {
             "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener,
-            "templates": list(DEFAULT_MODEL["templates"])},
+            # the factory default's features: the feature expert is the features-only row's model
+            "templates": list(DEFAULT_MODEL["templates"]), "n_buckets": DEFAULT_MODEL["n_buckets"]},
         "crf_tagger, factory default FeatureCRF, no tok2vec (features only)": "features",
     }
     configs = {}

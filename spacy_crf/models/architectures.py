@@ -190,7 +190,7 @@ def NeuralCRF_v2(
     tok2vec: Model[List[Doc], List[Floats2d]],
     templates: Optional[List[str]] = None,
     neural_weight: float = DEFAULT_NEURAL_WEIGHT,
-    n_buckets: int = 2**18,
+    n_buckets: int = 2**20,
     n_relations: int = 1,
     learn_rate_scale: float = SPARSE_LR_SCALE,
     nO: Optional[int] = None,
@@ -215,15 +215,18 @@ def NeuralCRF_v2(
     Parameters
     ----------
     tok2vec : Model
-        Any spaCy tok2vec: ``spacy.Tok2Vec.v2``, ``spacy.Tok2VecListener.v1``,
-        a transformer listener.
+        As in ``spacy-crf.NeuralCRF.v1``.
     templates : list of str, optional
         Feature templates of the hashed-feature expert.
     neural_weight : float
         The tok2vec CRF's share of the pool, in (0, 1). A tok2vec CRF is
         sharper on its training data than on new text, so it gets the smaller
         share; the default was chosen on EWT's dev set and holds on UNER.
-    n_buckets, n_relations, learn_rate_scale, nO
+    n_buckets : int
+        Rows of the feature expert's hashed table; the default is the
+        ``crf_tagger`` factory's, so with the factory's templates the feature
+        expert is the factory's default model.
+    n_relations, learn_rate_scale, nO
         As in ``spacy-crf.FeatureCRF.v1``; ``learn_rate_scale`` applies to the
         hashed weights and both experts' label interactions, not to the
         tok2vec or its output layer.

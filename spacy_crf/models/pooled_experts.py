@@ -30,6 +30,9 @@ from ..errors import Errors
 from .potentials import CRFScores
 
 NAME = "crf_pooled_experts"
+#: attrs key of a pool's weights; it marks the pool whatever its name
+#: (an architecture may rename it, as NeuralCRF.v2 does)
+WEIGHTS = "crf_pool_weights"
 #: the per-batch and per-model scores the pool sums (``experts`` excluded)
 _SUMMED = tuple(f.name for f in fields(CRFScores) if f.name != "experts")
 
@@ -49,16 +52,16 @@ def pooled_experts(experts: Sequence[Model[List[Doc], CRFScores]],
     if (len(weights) != len(experts) or len(experts) < 2 or min(weights) <= 0
             or abs(sum(weights) - 1.0) > 1e-6):
         raise ValueError(Errors.E118.format(weights=weights, n=len(experts)))
-    return Model(NAME, forward, init=init, layers=list(experts), attrs={"weights": weights})
+    return Model(NAME, forward, init=init, layers=list(experts), attrs={WEIGHTS: weights})
 
 
 def is_pooled(model: Optional[Model]) -> bool:
     """Whether ``model`` holds a pool of experts."""
-    return model is not None and any(node.name == NAME for node in model.walk())
+    return model is not None and any(WEIGHTS in node.attrs for node in model.walk())
 
 
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, Callable]:
-    weights = model.attrs["weights"]
+    weights = model.attrs[WEIGHTS]
     outputs = [expert(docs, is_train) for expert in model.layers]
     experts = tuple(scores for scores, _ in outputs)
     pooled = CRFScores(**{name: weighted_sum([getattr(s, name) for s in experts], weights)
