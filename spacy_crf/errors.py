@@ -209,7 +209,7 @@ class Errors(metaclass=_Codes):
             "models of the same kind.")
     E120 = ("neural_weight must be a number strictly between 0 and 1: the share of the "
             "tok2vec's CRF in the pool with the hashed features' CRF (got {value!r}). "
-            "The default, 0.2, suits both EWT UPOS and UNER; for the tok2vec alone, "
+            "The default is 0.2 (chosen on EWT UPOS dev); for the tok2vec alone, "
             "leave out templates.")
     E121 = ("structure = '{structure}' cannot train a pool of experts "
             "(spacy-crf.NeuralCRF.v2 with templates): {why}. Use structure = \"chain\", "
