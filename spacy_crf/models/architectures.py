@@ -66,10 +66,15 @@ def _label_sized(*layers: Model) -> None:
 
 
 def _scale_learn_rate(scale: float, *layers: Model) -> None:
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+    if not _is_number(scale) or not scale > 0:
         raise ValueError(Errors.E021.format(value=scale))
     for layer in layers:
         layer.attrs[LR_SCALE] = float(scale)
+
+
+def _is_number(value) -> bool:
+    """An int or a float, not a bool (a config's ``true`` is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -237,8 +242,7 @@ def NeuralCRF_v2(
     if not templates:
         model = chain(neural, potentials)
     else:
-        if (isinstance(neural_weight, bool) or not isinstance(neural_weight, (int, float))
-                or not 0.0 < neural_weight < 1.0):
+        if not _is_number(neural_weight) or not 0.0 < neural_weight < 1.0:
             raise ValueError(Errors.E120.format(value=neural_weight))
         features = FeatureCRF(templates, n_buckets=n_buckets, n_relations=n_relations,
                               learn_rate_scale=learn_rate_scale, nO=nO)
@@ -280,7 +284,7 @@ def HMM(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
         Number of tags, usually inferred from the component's labels.
     """
     _check_positive("n_buckets", n_buckets)
-    if isinstance(smoothing, bool) or not isinstance(smoothing, (int, float)) or not smoothing > 0:
+    if not _is_number(smoothing) or not smoothing > 0:
         raise ValueError(Errors.E104.format(value=smoothing))
     model = hmm(n_buckets, float(smoothing), nO=nO)
     _label_sized(model)
