@@ -10,6 +10,9 @@ it), and systems that differ only in the head:
 * the same with the factory's default feature templates added (both): v2 pools
   a CRF over the tok2vec and a CRF over the features, each trained on its own
   likelihood (``neural_weight`` 0.2);
+* the same pool with its weight fitted on dev before every evaluation
+  (``[training.before_update]`` = ``spacy-crf.fit_pool_weights.v1``: the
+  weight that maximises the dev likelihood, Smith et al. 2005);
 * ``crf_tagger`` with its factory default model, ``spacy-crf.FeatureCRF.v1``,
   and no tok2vec component (features only).
 
@@ -46,6 +49,11 @@ TASKS = {
 }
 
 
+#: the pooled system whose weight is fitted on dev in training
+FITTED = ("crf_tagger, NeuralCRF.v2 as above, pool weight fitted on dev "
+          "(spacy-crf.fit_pool_weights.v1)")
+
+
 def upos_as_tags(corpus: Path, out: Path) -> Path:
     """EWT's .spacy files with each token's UPOS as its tag (and nothing else)."""
     import spacy
@@ -76,14 +84,15 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
                 "width": "${components.tok2vec.model.encode.width}", "upstream": "*"}
     from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
 
+    pooled = {"@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener,
+              # the factory default's features: the feature expert is the features-only row's model
+              "templates": list(DEFAULT_MODEL["templates"]), "n_buckets": DEFAULT_MODEL["n_buckets"]}
     heads = {
         f"spaCy {head}": None,
         "crf_tagger, NeuralCRF on the shared tok2vec (tok2vec only)": {
             "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener, "templates": None},
-        "crf_tagger, NeuralCRF.v2 on the shared tok2vec + default features (both, pooled)": {
-            "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener,
-            # the factory default's features: the feature expert is the features-only row's model
-            "templates": list(DEFAULT_MODEL["templates"]), "n_buckets": DEFAULT_MODEL["n_buckets"]},
+        "crf_tagger, NeuralCRF.v2 on the shared tok2vec + default features (both, pooled)": pooled,
+        FITTED: pooled,
         "crf_tagger, factory default FeatureCRF, no tok2vec (features only)": "features",
     }
     configs = {}
@@ -107,6 +116,9 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
                 config["nlp"]["pipeline"] = ["tok2vec", "crf_tagger"]
             config["components"]["crf_tagger"] = component
             training["score_weights"] = {}
+        if name == FITTED:
+            training["before_update"] = {"@callbacks": "spacy-crf.fit_pool_weights.v1",
+                                         "every": "${training.eval_frequency}"}
         raw = workdir / f"{task}_{i}_raw.cfg"
         config.to_disk(raw)
         filled = workdir / f"{task}_{i}.cfg"
@@ -118,9 +130,11 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
 def train_and_score(name: str, config: Path, corpus: Path, task: str, workdir: Path,
                     index: int) -> Dict[str, Any]:
     """spacy train (timed), its dev curve, and the test score of model-best."""
+    import spacy
     import srsly
 
     from spacy_crf.evaluate import evaluate
+    from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node
 
     spec = TASKS[task]
     train, dev, test = (corpus / f for f in spec["files"])
@@ -135,10 +149,18 @@ def train_and_score(name: str, config: Path, corpus: Path, task: str, workdir: P
         raise SystemExit(f"{name}: spacy train failed\n{proc.stderr[-3000:]}")
     curve = [(int(row["step"]), float(row["score"])) for row in srsly.read_jsonl(train_log)]
     best_step, best_dev = max(curve, key=lambda point: (point[1], -point[0]))
-    scores = evaluate(str(out / "model-best"), test, [])
+    nlp = spacy.load(out / "model-best")
+    scores = evaluate(nlp, test, [])
+    weights = pool_weights_node(nlp.get_pipe(nlp.pipe_names[-1]).model)
     return {"score": scores[spec["score"]], "train_s": train_s, "curve": curve,
             "best_step": best_step, "best_dev": best_dev, "last_step": curve[-1][0],
+            "pool_weights": None if weights is None else list(weights.attrs[WEIGHTS]),
             "evaluate": {k: v for k, v in scores.items() if isinstance(v, (int, float))}}
+
+
+def _weight_note(weights: Optional[List[float]]) -> str:
+    """The tok2vec CRF's share of model-best's pool (NeuralCRF.v2 lists it second)."""
+    return "" if weights is None else f"; tok2vec CRF's weight {weights[1]:.3f}"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -171,7 +193,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 f"{r['best_step']} of {r['last_step']} ({r['train_s']:.0f} s)")
             rows.append(summary_row(TASKS[task]["title"], name, TASKS[task]["metric"], r["score"],
                                     r["train_s"], None, None, None, None,
-                                    note=f"dev best at step {r['best_step']} of {r['last_step']}"))
+                                    note=f"dev best at step {r['best_step']} of {r['last_step']}"
+                                    + _weight_note(r["pool_weights"])))
     notes = [f"Every system: spaCy's efficiency config for the task (spacy init config "
              f"--optimize efficiency: CNN tok2vec of width 96, depth 4; Adam 0.001; words "
              f"batches compounding 100 to 1000), {args.steps} steps, dev evaluated every "

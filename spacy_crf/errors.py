@@ -214,6 +214,8 @@ class Errors(metaclass=_Codes):
     E121 = ("structure = '{structure}' cannot train a pool of experts "
             "(spacy-crf.NeuralCRF.v2 with templates): {why}. Use structure = \"chain\", "
             "\"tree\" or order = 2, or spacy-crf.NeuralCRF.v1 (one CRF over the summed scores).")
+    E122 = ("spacy-crf.fit_pool_weights.v1 (fitting a pool's weights on held-out data): "
+            "{why}.")
 
 class Warnings(metaclass=_Codes):
     W006 = ("{n} gold span(s) of '{name}' are longer than max_segment_length = {length} "

@@ -44,6 +44,7 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
 # -- options, console-log parsing, the skip path
 
 import html  # noqa: E402
+import numpy as np  # noqa: E402
 
 from spacy.tokens import Doc  # noqa: E402
 from thinc.api import Adam  # noqa: E402
@@ -199,6 +200,33 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     L = len(component.labels)
     assert f"pair matrices (tree), 3 relation groups of {L}x{L} + root" in result.stdout
     assert (tmp_path / "out" / "transitions.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_pool_of_experts_plots_the_pools_transitions(tmp_path):
+    """NeuralCRF.v2 decodes the weighted sum of its experts' label interactions:
+    that is what the heatmap draws, not the first expert's."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": {
+        "@architectures": "spacy-crf.NeuralCRF.v2", "templates": SMALL_MODEL["templates"],
+        "n_buckets": 256, "neural_weight": 0.3,
+        "tok2vec": {"@architectures": "spacy.HashEmbedCNN.v2", "width": 16, "depth": 1,
+                    "embed_size": 100, "window_size": 1, "maxout_pieces": 2,
+                    "subword_features": False, "pretrained_vectors": None}}})
+    examples = [Example.from_dict(Doc(nlp.vocab, words=w), {"tags": t})
+                for w, t in ((["the", "cat", "sat"], ["DT", "NN", "VBD"]),
+                             (["dogs", "run"], ["NNS", "VBP"]))]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    component = nlp.get_pipe("crf_tagger")
+    docs = [nlp.make_doc("the cat sat")]
+    decoded = component.model.predict(docs)
+    params = figures.potentials_params(component)
+    for name in ("transitions", "start", "end"):
+        np.testing.assert_allclose(params[name], getattr(decoded, name), rtol=1e-6)
+    assert not np.allclose(params["transitions"], decoded.experts[0].transitions)
+    figures.plot_transitions(component, tmp_path / "transitions.png")
+    assert (tmp_path / "transitions.png").read_bytes()[:8] == PNG_MAGIC
 
 
 # -- installed as a user tool: no matplotlib, the wrong component

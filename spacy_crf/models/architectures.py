@@ -228,6 +228,8 @@ def NeuralCRF_v2(
         The tok2vec CRF's share of the pool, in (0, 1). A tok2vec CRF is
         sharper on its training data than on new text, so it gets the smaller
         share; the default was chosen on EWT UPOS dev (README, Architectures).
+        The ``spacy train`` callback ``spacy-crf.fit_pool_weights.v1`` refits
+        it on the dev corpus before every evaluation.
     n_buckets : int
         Rows of the feature expert's hashed table; the default is the
         ``crf_tagger`` factory's, so with the factory's templates the feature

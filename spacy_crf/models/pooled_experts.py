@@ -57,15 +57,13 @@ def pooled_experts(experts: Sequence[Model[List[Doc], CRFScores]],
 
 def is_pooled(model: Optional[Model]) -> bool:
     """Whether ``model`` holds a pool of experts."""
-    return model is not None and any(WEIGHTS in node.attrs for node in model.walk())
+    return pool_weights_node(model) is not None
 
 
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, Callable]:
     weights = model.attrs[WEIGHTS]
     outputs = [expert(docs, is_train) for expert in model.layers]
-    experts = tuple(scores for scores, _ in outputs)
-    pooled = CRFScores(**{name: weighted_sum([getattr(s, name) for s in experts], weights)
-                          for name in _SUMMED}, experts=experts)
+    pooled = pool_scores(tuple(scores for scores, _ in outputs), weights)
 
     def backprop(d_pooled: CRFScores) -> List[Doc]:
         own = d_pooled.experts or (None,) * len(outputs)
@@ -74,6 +72,17 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, C
         return []
 
     return pooled, backprop
+
+
+def pool_weights_node(model: Optional[Model]) -> Optional[Model]:
+    """The node of ``model`` that holds the pool's weights (``attrs[WEIGHTS]``), if any."""
+    return next((node for node in model.walk() if WEIGHTS in node.attrs), None) if model else None
+
+
+def pool_scores(experts: Sequence[CRFScores], weights: Sequence[float]) -> CRFScores:
+    """The pool of the experts' scores under ``weights``, carrying the experts' own."""
+    return CRFScores(**{name: weighted_sum([getattr(s, name) for s in experts], weights)
+                        for name in _SUMMED}, experts=tuple(experts))
 
 
 def weighted_sum(values: Sequence, weights: Sequence[float]):

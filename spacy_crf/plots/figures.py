@@ -19,12 +19,23 @@ except ImportError as err:  # the plots extra is not installed
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..models.pooled_experts import WEIGHTS, pool_weights_node, weighted_sum  # noqa: E402
 from ..pipeline.crf_tagger import CRFTagger, _potentials  # noqa: E402
 
 
 def potentials_params(component: CRFTagger) -> Dict[str, np.ndarray]:
-    """The label-interaction parameters of the component's potentials layer."""
-    node = _potentials(component.model)
+    """The label-interaction parameters the component decodes with: those of its
+    potentials layer, or for a pool of experts (NeuralCRF.v2) the weighted sum
+    of its experts' (the pool's own)."""
+    pool = pool_weights_node(component.model)
+    if pool is None:
+        return _layer_params(_potentials(component.model))
+    experts = [_layer_params(_potentials(expert)) for expert in pool.layers]
+    return {name: weighted_sum([params[name] for params in experts], pool.attrs[WEIGHTS])
+            for name in experts[0]}
+
+
+def _layer_params(node) -> Dict[str, np.ndarray]:
     return {name: np.asarray(node.get_param(name))
             for name in ("transitions", "start", "end", "pair", "root") if node.has_param(name)}
 
