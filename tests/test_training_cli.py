@@ -56,6 +56,28 @@ def test_ewt_model_best_reproduces_its_dev_score(ewt_run):
     assert doc[0].pos_ == "DET"
 
 
+def test_the_neural_config_fits_its_pool_weight_on_dev_and_keeps_it(tmp_path):
+    """configs/ewt_upos_neural.cfg refits NeuralCRF.v2's pool weight before every
+    evaluation (spacy-crf.fit_pool_weights.v1): the saved models carry a fitted
+    weight, and model-best scores on dev what it scored when it was chosen."""
+    from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node
+
+    corpus = convert_ewt_sample(tmp_path, ("train", "dev"))
+    out = tmp_path / "output"
+    run_python(["-m", "spacy", "train", CONFIGS / "ewt_upos_neural.cfg", "--output", out,
+                "--paths.train", corpus["train"], "--paths.dev", corpus["dev"],
+                "--training.max_steps", "40", "--training.eval_frequency", "20",
+                "--training.batcher.size", "250"], cwd=tmp_path)
+    for which in ("model-best", "model-last"):
+        nlp = spacy.load(out / which)
+        weights = pool_weights_node(nlp.get_pipe("crf_tagger").model).attrs[WEIGHTS]
+        assert weights != [0.8, 0.2] and sum(weights) == pytest.approx(1.0)
+    perf = srsly.read_json(out / "model-best" / "meta.json")["performance"]
+    best = spacy.load(out / "model-best")
+    dev = list(Corpus(str(corpus["dev"]))(best))
+    assert best.evaluate(dev)["pos_acc"] == pytest.approx(perf["pos_acc"], abs=1e-6)
+
+
 def test_ewt_labels_are_upos(ewt_run):
     from spacy.parts_of_speech import IDS
 
