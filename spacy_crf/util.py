@@ -5,6 +5,16 @@ from spacy.attrs import IDX, LENGTH, ORTH, SPACY
 from spacy.tokens import Doc
 
 
+def is_number(value) -> bool:
+    """An int or a float, not a bool (a config's ``true`` is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_count(value, least: int = 1) -> bool:
+    """An int (not a bool) of at least ``least``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
 def same_tokens(a: Doc, b: Doc) -> bool:
     """Whether two docs have the same text split into the same tokens (vectorised).
 

@@ -8,6 +8,7 @@ from thinc.api import Linear, Model, chain, list2array
 from thinc.types import Floats2d
 
 from ..errors import Errors
+from ..util import is_count, is_number
 from .featurize import featurize
 from .hashed_linear import LABEL_SIZED, hashed_linear
 from .hmm import hmm
@@ -66,19 +67,14 @@ def _label_sized(*layers: Model) -> None:
 
 
 def _scale_learn_rate(scale: float, *layers: Model) -> None:
-    if not _is_number(scale) or not scale > 0:
+    if not is_number(scale) or not scale > 0:
         raise ValueError(Errors.E021.format(value=scale))
     for layer in layers:
         layer.attrs[LR_SCALE] = float(scale)
 
 
-def _is_number(value) -> bool:
-    """An int or a float, not a bool (a config's ``true`` is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _check_positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_count(value):
         raise ValueError(Errors.E005.format(name=name, value=value))
 
 
@@ -244,7 +240,7 @@ def NeuralCRF_v2(
     if not templates:
         model = chain(neural, potentials)
     else:
-        if not _is_number(neural_weight) or not 0.0 < neural_weight < 1.0:
+        if not is_number(neural_weight) or not 0.0 < neural_weight < 1.0:
             raise ValueError(Errors.E120.format(value=neural_weight))
         features = FeatureCRF(templates, n_buckets=n_buckets, n_relations=n_relations,
                               learn_rate_scale=learn_rate_scale, nO=nO)
@@ -286,7 +282,7 @@ def HMM(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
         Number of tags, usually inferred from the component's labels.
     """
     _check_positive("n_buckets", n_buckets)
-    if not _is_number(smoothing) or not smoothing > 0:
+    if not is_number(smoothing) or not smoothing > 0:
         raise ValueError(Errors.E104.format(value=smoothing))
     model = hmm(n_buckets, float(smoothing), nO=nO)
     _label_sized(model)

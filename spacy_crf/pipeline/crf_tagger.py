@@ -41,6 +41,7 @@ from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
 from ..structures.base import sequence_lengths
 from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
 from ..targets import Target, make_target
+from ..util import is_count
 from .pipe_meta import declare_pipe_meta
 
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
@@ -209,7 +210,7 @@ class CRFTagger(TrainablePipe):
         if not isinstance(sequence, str) or sequence not in SEQUENCES:
             raise ValueError(Errors.E112.format(value=sequence))
         schemes.check_scheme(scheme)
-        if isinstance(n_best, bool) or not isinstance(n_best, int) or n_best < 0:
+        if not is_count(n_best, 0):
             raise ValueError(Errors.E019.format(value=n_best))
         if n_best and not crf_structure.supports_n_best:
             raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
@@ -481,14 +482,9 @@ class CRFTagger(TrainablePipe):
         needed = {attr for attr, _ in self.input_attrs()}
         if nlp is None or not docs or all(d.has_annotation(a) for d in docs for a in needed):
             return docs
-        docs = [doc.copy() for doc in docs]
         # components, not pipeline: spacy train disables frozen components while
         # it initializes, and a parser it sources is frozen
-        for name, proc in nlp.components:
-            if name == self.name:
-                break
-            docs = list(proc.pipe(docs)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
-        return docs
+        return run_components_before(self.name, nlp.components, [doc.copy() for doc in docs])
 
     def add_label(self, label: str) -> int:
         """Add a label before ``initialize``; returns 1 if it was new, else 0."""
@@ -672,6 +668,17 @@ class CRFTagger(TrainablePipe):
         # rebuilt through __init__ in a worker process (nlp.pipe(n_process=...),
         # spawn start method): that registers the token extensions there too
         return (_rebuild, (self.vocab, self.model, self.name, self.cfg, self.scorer))
+
+
+def run_components_before(name: str, components: Sequence[Tuple[str, Any]], docs: List[Doc],
+                          batch_size: Optional[int] = None) -> List[Doc]:
+    """``docs`` run through the ``(name, component)`` pairs that come before ``name``."""
+    batching = {} if batch_size is None else {"batch_size": batch_size}
+    for other, proc in components:
+        if other == name:
+            break
+        docs = list(proc.pipe(docs, **batching)) if hasattr(proc, "pipe") else [proc(d) for d in docs]
+    return docs
 
 
 def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],

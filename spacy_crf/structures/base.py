@@ -30,6 +30,7 @@ from .._kernels.objective import scatter_sum
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
 from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
+from ..util import is_count
 
 _STRUCTURES: Dict[str, "CRFStructure"] = {}
 #: the structure that scores input-dependent transitions, by the one that does not
@@ -66,7 +67,7 @@ def structure_key(structure: str, order: int = 1, token_transitions: bool = Fals
         if key not in TOKEN_TRANSITION_STRUCTURES:
             raise ValueError(Errors.E105.format(structure=structure, order=order))
         return TOKEN_TRANSITION_STRUCTURES[key]
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+    if not is_count(order):
         raise ValueError(Errors.E094.format(order=order, structure=structure,
                                             available=_orders()))
     if order == 1:

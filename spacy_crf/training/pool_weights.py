@@ -46,7 +46,8 @@ from .. import inference
 from ..errors import Errors
 from ..features.doc_arrays import read_once
 from ..models.pooled_experts import WEIGHTS, pool_scores, pool_weights_node
-from ..pipeline.crf_tagger import CRFTagger
+from ..pipeline.crf_tagger import CRFTagger, run_components_before
+from ..util import is_count
 
 logger = logging.getLogger("spacy_crf")
 
@@ -126,12 +127,8 @@ def golden_section(func: Callable[[float], float], low: float, high: float,
 def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[Example],
                      batch_size: int) -> _HeldOut:
     """The experts' scores of every batch of ``examples``, with its structure and gold."""
-    docs = [eg.predicted for eg in examples]
-    for upstream, proc in nlp.pipeline:  # the docs as the component meets them in nlp.pipe
-        if upstream == name:
-            break
-        docs = list(proc.pipe(docs, batch_size=batch_size)) if hasattr(proc, "pipe") \
-            else [proc(doc) for doc in docs]
+    # the docs as the component meets them in nlp.pipe (enabled components only)
+    docs = run_components_before(name, nlp.pipeline, [eg.predicted for eg in examples], batch_size)
     held_out = []
     for start in range(0, len(docs), batch_size):
         batch, batch_docs = examples[start:start + batch_size], docs[start:start + batch_size]
@@ -175,8 +172,7 @@ def create_fit_pool_weights(every: int = 200,
         ``callback(nlp, {"step": ..., "epoch": ...})``.
     """
     for key, value in (("every", every), ("max_examples", max_examples)):
-        if (value is not None or key == "every") and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        if not is_count(value) and not (key == "max_examples" and value is None):
             raise ValueError(Errors.E122.format(why=f"{key} must be a positive integer "
                                                      f"(got {value!r})"))
     dev_corpus: List[Callable] = []
