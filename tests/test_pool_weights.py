@@ -17,7 +17,7 @@ from spacy.training import Example
 from thinc.api import fix_random_seed
 
 from spacy_crf import inference
-from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node
+from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node, weighted_sum
 from spacy_crf.structures.chain import ChainLayout
 from spacy_crf.training.pool_weights import (BOUNDS, _held_out_scores, _pooled_nll,
                                              create_fit_pool_weights, fit_pool_weights,
@@ -100,6 +100,32 @@ def test_the_fit_minimises_the_held_out_likelihood_and_the_component_decodes_wit
     assert crf.predict(docs).label_ids.tolist() == labels.tolist()
     nlp.to_disk(tmp_path / "nlp")
     assert weights_of(spacy.load(tmp_path / "nlp")) == weights
+
+
+def test_an_expert_that_only_misleads_gets_weight_zero_and_the_pool_decodes_as_the_other():
+    nlp = trained_pool()
+    crf = nlp.get_pipe("crf_tagger")
+    feature_expert, tok2vec_expert = pool_weights_node(crf.model).layers
+    # the tok2vec CRF's output layer turned against what it learnt: on held-out
+    # text it now prefers the wrong tags, so any weight on it costs likelihood
+    output = next(node for node in tok2vec_expert.walk() if node.name == "linear")
+    for param in ("W", "b"):
+        output.set_param(param, -20.0 * output.get_param(param))
+    fit_pool_weights(nlp, examples_of(nlp, HELD_OUT))
+    assert weights_of(nlp) == [1.0, 0.0]  # the end of the interval, exactly
+    docs = [nlp.make_doc(text) for text, _ in HELD_OUT]
+    scores = crf.model.predict(docs)
+    np.testing.assert_array_equal(scores.emissions, scores.experts[0].emissions)
+    alone, _ = inference.viterbi(feature_expert.predict(docs),
+                                 ChainLayout(np.array([len(d) for d in docs])))
+    assert crf.predict(docs).label_ids.tolist() == alone.tolist()
+
+
+def test_a_zero_weight_drops_its_expert_even_where_its_scores_are_minus_infinity():
+    first = np.array([[1.0, -np.inf]])
+    second = np.array([[-np.inf, 2.0]])
+    np.testing.assert_array_equal(weighted_sum([first, second], [1.0, 0.0]), first)
+    np.testing.assert_array_equal(weighted_sum([first, second], [0.0, 1.0]), second)
 
 
 def test_examples_without_labels_leave_the_weights_as_they_were():

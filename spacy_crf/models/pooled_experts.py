@@ -46,7 +46,8 @@ def pooled_experts(experts: Sequence[Model[List[Doc], CRFScores]],
     experts : sequence of Model
         Two or more CRF models of the same labels.
     weights : sequence of float
-        One per expert, each in (0, 1), summing to 1.
+        One per expert, each in (0, 1), summing to 1. (A fit on held-out data,
+        ``training/pool_weights.py``, may later set one to 0.)
     """
     weights = [float(w) for w in weights]
     if (len(weights) != len(experts) or len(experts) < 2 or min(weights) <= 0
@@ -93,8 +94,11 @@ def weighted_sum(values: Sequence, weights: Sequence[float]):
         return None
     if not all(present):
         raise ValueError(Errors.E119)
-    total = weights[0] * values[0]
-    for weight, value in zip(weights[1:], values[1:]):
+    # an expert of weight 0 (a fit can drop one) is left out, not multiplied:
+    # 0 * -inf would be nan
+    terms = [(weight, value) for weight, value in zip(weights, values) if weight]
+    total = terms[0][0] * terms[0][1]
+    for weight, value in terms[1:]:
         total = total + weight * value
     return total.astype(values[0].dtype, copy=False)
 
