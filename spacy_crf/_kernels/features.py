@@ -42,21 +42,24 @@ def sequence_bounds(lengths, begin, end):
 
 
 @njit(cache=True)
-def hash_templates(values, begin, end, part_ptr, part_col, part_off, features):
+def hash_templates(values, begin, end, part_ptr, part_col, part_off, first, features):
     """Fill ``features`` (N, K) with one hashed id per token and template.
 
     Template ``k`` has parts ``part_ptr[k]:part_ptr[k+1]``; part ``p`` reads
     column ``part_col[p]`` of the token at offset ``part_off[p]``:
 
-        features[t, k] = mix(... mix(mix(SEED, k), v_p1) ..., v_pm)
+        features[t, k] = mix(... mix(mix(SEED, first + k), v_p1) ..., v_pm)
         v_p = values[t + off_p, col_p]   if t + off_p lies in t's sequence
             = PAD + off_p + 1024        otherwise (a padding value per offset)
+
+    ``first`` is the templates' position in a longer list (0 for a whole
+    list): hashing a list's last templates alone gives that list's last columns.
     """
     n_tokens = values.shape[0]
     n_templates = part_ptr.shape[0] - 1
     for t in range(n_tokens):
         for k in range(n_templates):
-            h = mix64(SEED, np.uint64(k))
+            h = mix64(SEED, np.uint64(first + k))
             for p in range(part_ptr[k], part_ptr[k + 1]):
                 u = t + part_off[p]
                 if u >= begin[t] and u < end[t]:

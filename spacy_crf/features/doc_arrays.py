@@ -7,7 +7,9 @@ A component reads a batch's sequences (sentence boundaries) and heads twice:
 its features stop their windows at the sequences and read the heads, and its
 structure builds the CRF's graph from the same ones. Inside
 :func:`read_once`, the second reading of the same Docs returns the first's
-arrays, so both are computed once per batch and cannot disagree.
+arrays, so both are computed once per batch and cannot disagree. The two
+experts of a ``chain_tree`` model share their features the same way
+(``extract.py``).
 """
 
 from contextlib import contextmanager
@@ -39,7 +41,7 @@ def _batch_key(docs: Sequence[Doc]) -> Tuple[int, ...]:
 
 @contextmanager
 def read_once(docs: Sequence[Doc]) -> Iterator[None]:
-    """Within the block, read the sequence lengths and heads of ``docs`` once.
+    """Within the block, read the sequence lengths, heads and features of ``docs`` once.
 
     Parameters
     ----------
@@ -63,6 +65,11 @@ def _shared(name: str, docs: Sequence[Doc], compute: Callable[[], object]):
     if name not in reading.arrays:
         reading.arrays[name] = compute()
     return reading.arrays[name]
+
+def batch_memo(docs: Sequence[Doc], name: str) -> Dict:
+    """A dict kept for ``docs`` under ``name`` inside :func:`read_once` (a
+    fresh one, thrown away, outside it), for values computed once per batch."""
+    return _shared(name, docs, dict)
 
 #: the component's ``sequence`` setting: what one CRF sequence is (chain-like structures)
 SEQUENCE_SENTENCE, SEQUENCE_DOC = "sentence", "doc"

@@ -10,7 +10,7 @@ from .._kernels import features as kernels
 from .._kernels import tree_features as tree
 from ..errors import Errors
 from .affixes import affix_columns
-from .doc_arrays import attribute_matrix, batch_heads, batch_sequence_lengths
+from .doc_arrays import attribute_matrix, batch_heads, batch_memo, batch_sequence_lengths
 from .templates import FeatureTemplates
 
 
@@ -33,8 +33,44 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     numpy.ndarray
         ``(N, len(templates))`` uint64 feature ids. Windows stop at sentence
         boundaries where the docs have them (if ``by_sentence``), else at doc
-        boundaries.
+        boundaries. Inside ``read_once`` it may be shared with other
+        readers of the batch: do not write to it.
+
+    Notes
+    -----
+    Inside :func:`~spacy_crf.features.doc_arrays.read_once`, a batch's
+    features are hashed once per template list. A list that begins with
+    another one already hashed for the batch (the tree expert of
+    ``chain_tree`` reads its chain's templates and then the tree's) reuses
+    those columns and hashes only the templates that follow, and a list that
+    begins another one is its first columns: a feature id depends on the
+    template's position in its list, not on the list.
     """
+    source = tuple(templates.source)
+    hashed = batch_memo(docs, "features")
+    known = hashed.get((by_sentence, source))
+    if known is not None:
+        return known
+    done, done_source = None, ()
+    for (sequence, other), features in hashed.items():
+        if sequence != by_sentence:
+            continue
+        if other[:len(source)] == source:  # a longer list, hashed already
+            return np.ascontiguousarray(features[:, :len(templates)])
+        if source[:len(other)] == other and len(other) > len(done_source):
+            done, done_source = features, other
+    if done is None:
+        features = _hash(docs, templates, by_sentence, 0)
+    else:
+        rest = FeatureTemplates(source[len(done_source):])
+        features = np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1])])
+    hashed[(by_sentence, source)] = features
+    return features
+
+
+def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
+          first: int) -> np.ndarray:
+    """The features of ``templates``, placed at ``first`` in their list."""
     attr_ids = list(templates.attr_ids)
     if templates.uses_affixes:
         attr_ids.append(LOWER)
@@ -51,7 +87,7 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     kernels.sequence_bounds(lengths, begin, end)
     features = np.empty((n_tokens, len(templates)), dtype=np.uint64)
     kernels.hash_templates(values, begin, end, templates.part_ptr, templates.part_col,
-                           templates.part_off, features)
+                           templates.part_off, first, features)
     return features
 
 

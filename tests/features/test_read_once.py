@@ -112,3 +112,65 @@ def test_nested_blocks_restore_the_outer_batch():
             assert batch_sequence_lengths(inner) is batch_sequence_lengths(inner)
         assert batch_sequence_lengths(outer) is first
     assert np.array_equal(first, [6, 3])
+
+
+# ---------------------------------------------------------- shared features
+WORD_TEMPLATES = ["NORM[-1..1]", "SUFFIX3", "SHAPE"]
+TREE_TEMPLATES = ["head:NORM", "DEP|HEAD_DIST"]
+
+
+@pytest.fixture
+def hashings(monkeypatch):
+    """The templates hashed, call by call (their count and first position)."""
+    from spacy_crf.features import extract
+    calls = []
+    hash_templates = extract.kernels.hash_templates
+
+    def counted(values, begin, end, ptr, col, off, first, out):
+        calls.append((ptr.shape[0] - 1, first))
+        return hash_templates(values, begin, end, ptr, col, off, first, out)
+
+    monkeypatch.setattr(extract.kernels, "hash_templates", counted)
+    return calls
+
+
+@pytest.mark.parametrize("by_sentence", [True, False])
+def test_a_template_list_that_extends_another_hashes_only_its_new_templates(hashings, by_sentence):
+    from spacy_crf.features.extract import extract_features
+    from spacy_crf.features.templates import FeatureTemplates
+
+    vocab = spacy.blank("en").vocab
+    starts = [i in (0, 6) for i in range(len(WORDS))]
+    docs = [Doc(vocab, words=WORDS, heads=HEADS, deps=DEPS, sent_starts=starts), parsed(vocab)]
+    words, both = FeatureTemplates(WORD_TEMPLATES), FeatureTemplates(WORD_TEMPLATES + TREE_TEMPLATES)
+    alone_words = extract_features(docs, words, by_sentence)
+    alone_both = extract_features(docs, both, by_sentence)
+    assert np.array_equal(alone_both[:, :len(words)], alone_words)  # ids depend on position only
+    del hashings[:]
+    with read_once(docs):  # as chain_tree's experts: the chain's templates, then the tree's
+        shared_words = extract_features(docs, words, by_sentence)
+        shared_both = extract_features(docs, both, by_sentence)
+        assert extract_features(docs, words, by_sentence) is shared_words
+    assert hashings == [(len(words), 0), (len(both) - len(words), len(words))]
+    np.testing.assert_array_equal(shared_words, alone_words)
+    np.testing.assert_array_equal(shared_both, alone_both)
+    del hashings[:]
+    with read_once(docs):  # the longer list first: the shorter is its first columns
+        np.testing.assert_array_equal(extract_features(docs, both, by_sentence), alone_both)
+        np.testing.assert_array_equal(extract_features(docs, words, by_sentence), alone_words)
+        # other sequences are other features: hashed anew
+        extract_features(docs, words, not by_sentence)
+    assert hashings == [(len(both), 0), (len(words), 0)]
+
+
+def test_chain_tree_hashes_the_chains_templates_once_per_batch(hashings):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree"})
+    examples = [Example(parsed(nlp.vocab), parsed(nlp.vocab, pos=True))]
+    nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe("crf_tagger")
+    for call in (lambda: pipe.predict([parsed(nlp.vocab)]), lambda: nlp.update(examples)):
+        del hashings[:]
+        call()
+        (n_chain, first_chain), (n_tree, first_tree) = hashings
+        assert first_chain == 0 and first_tree == n_chain > 0 and n_tree > 0
