@@ -27,3 +27,19 @@ def same_tokens(a: Doc, b: Doc) -> bool:
         return True
     attrs = [ORTH, IDX, LENGTH, SPACY]
     return bool(np.array_equal(a.to_array(attrs), b.to_array(attrs)))
+
+
+def training_seed(nlp) -> int:
+    """The pipeline config's ``[training] seed`` (``${system.seed}`` resolved, as
+    ``spacy train --system.seed N`` sets it); where there is none (no pipeline,
+    a null seed, a config that does not interpolate), a draw from numpy's
+    global generator, which ``thinc.api.fix_random_seed`` fixes."""
+    seed = None
+    if nlp is not None:
+        try:
+            seed = nlp.config.interpolate().get("training", {}).get("seed")
+        except Exception:  # confection's errors for a broken reference: no seed to read
+            seed = None
+    if is_count(seed, 0):
+        return seed
+    return int(np.random.randint(0, 2 ** 31 - 1))

@@ -1,6 +1,6 @@
 """Layer: hashed feature ids -> emission scores, one weight row per bucket."""
 
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 from thinc.api import Model
@@ -13,12 +13,19 @@ from .sparse_table import ATTR, SparseTable
 InT = np.ndarray  # (N, K) uint64 feature ids
 OutT = Floats2d  # (N, nO) emission scores
 
+NAME = "crf_hashed_linear"
 #: attrs key saying how ids map to rows: UNSIGNED (``id % n_buckets``) for
 #: tables trained since the flag exists, SIGNED for tables saved before it
 #: (``serialize.model_from_bytes`` marks those); thinc saves attrs with the model
 BUCKETING = "crf_bucketing"
 UNSIGNED = "unsigned"
 SIGNED = "signed"
+#: attrs keys of a table's own dropout stream: ``[seed..., table index]``, set
+#: by the component at initialize (:func:`seed_dropout`), and the count of
+#: training passes drawn from it (saved with the model, so resumed training
+#: goes on with the stream)
+DROPOUT_STREAM = "crf_dropout_stream"
+DROPOUT_DRAWS = "crf_dropout_draws"
 #: attrs key marking a layer whose output has one column per label (the
 #: component sets its ``nO`` to the number of labels, ``architectures.set_n_labels``)
 LABEL_SIZED = "crf_label_sized"
@@ -41,10 +48,13 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
     thinc's ``set_dropout_rate``) and the kept ones are scaled by
     ``1 / (1 - rate)`` (inverted dropout), so a token's expected training
     emissions equal its prediction-time ones; only kept features get a
-    gradient. Prediction never drops.
+    gradient. Prediction never drops. The masks come from the table's own
+    stream (:func:`seed_dropout`), not numpy's global one: what other layers
+    or components draw (a tok2vec, a parser) does not change which features a
+    CRF drops, so a CRF trains the same beside them as alone.
     """
     return Model(
-        "crf_hashed_linear",
+        NAME,
         forward,
         init=init,
         dims={"nO": nO, "nV": n_buckets},
@@ -64,7 +74,7 @@ def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[Out
     if rate:
         if not 0.0 < rate < 1.0:
             raise ValueError(Errors.E052.format(rate=rate))
-        rows[model.ops.get_dropout_mask(rows.shape, rate) == 0] = -1
+        rows[~_kept(model, rows.shape, rate)] = -1
         scale = W.dtype.type(1.0 / (1.0 - rate))
     scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
     gather_sum(W, b, rows, scale, scores)
@@ -82,6 +92,33 @@ def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[Out
         return features
 
     return scores, backprop
+
+
+def seed_dropout(model: Model, seed: Sequence[int]) -> None:
+    """Give every hashed table of ``model`` a dropout stream of its own.
+
+    Parameters
+    ----------
+    model : Model
+        A component's model; its tables are numbered in ``walk`` order.
+    seed : sequence of int
+        What the streams are drawn from (the component passes the config's
+        ``[training] seed`` and its name); table ``i`` gets ``seed + [i]``.
+    """
+    tables = [node for node in model.walk() if node.name == NAME]
+    for index, table in enumerate(tables):
+        table.attrs[DROPOUT_STREAM] = [int(part) for part in seed] + [index]
+        table.attrs[DROPOUT_DRAWS] = 0
+
+
+def _kept(model: Model, shape: Tuple[int, ...], rate: float) -> np.ndarray:
+    """(shape) bool: the features a training pass keeps, each with probability
+    ``1 - rate``; the k-th pass of a seeded table draws from ``stream + [k]``."""
+    stream = model.attrs.get(DROPOUT_STREAM)
+    if stream is None:  # a table no component seeded (a bare layer, a model saved before)
+        return model.ops.get_dropout_mask(shape, rate) != 0
+    draws = model.attrs[DROPOUT_DRAWS] = int(model.attrs.get(DROPOUT_DRAWS, 0)) + 1
+    return np.random.default_rng(list(stream) + [draws]).random(shape) >= rate
 
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = None) -> None:

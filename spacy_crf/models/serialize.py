@@ -25,11 +25,10 @@ from thinc.api import Model
 from thinc.util import convert_recursive, is_xp_array
 
 from .hashed_linear import BUCKETING, SIGNED
+from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
 
 #: the message key listing the compacted tables: {node index: {"rows", "n_rows"}}
 KEY = "spacy_crf_sparse_rows"
-#: the layers whose ``W`` is a hashed table (see ``hashed_linear.py``)
-TABLE_LAYER = "crf_hashed_linear"
 
 
 def model_to_bytes(model: Model) -> bytes:

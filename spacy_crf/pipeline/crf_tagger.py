@@ -9,6 +9,7 @@ predictions.
 
 import copy
 import warnings
+import zlib
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -32,6 +33,7 @@ from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, d
                                    read_once)
 from ..models.featurize import set_sequence
 from ..models.architectures import has_token_transitions, set_n_labels
+from ..models.hashed_linear import seed_dropout
 from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
 from ..models.sparse_table import step_model, sync_averages
@@ -41,7 +43,7 @@ from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
 from ..structures.base import sequence_lengths
 from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
 from ..targets import Target, make_target
-from ..util import is_count
+from ..util import is_count, training_seed
 from .pipe_meta import declare_pipe_meta
 
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
@@ -463,6 +465,8 @@ class CRFTagger(TrainablePipe):
         self.cfg.update(self.crf_structure.initialize_cfg(self, get_examples))
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=self._upstream_annotated(sample, nlp) or None)
+        # feature dropout of its own: the same masks whatever else the pipeline draws
+        seed_dropout(self.model, [training_seed(nlp), zlib.crc32(self.name.encode("utf8"))])
         fit_counts = self.model.attrs.get(FIT_COUNTS)
         if fit_counts is not None:  # a generative model (the HMM) learns its counts here
             examples = [eg for eg in get_examples() if len(eg.predicted)]

@@ -11,7 +11,8 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_crf._kernels.emissions import feature_rows
-from spacy_crf.models.hashed_linear import BUCKETING, SIGNED, UNSIGNED, hashed_linear
+from spacy_crf.models.hashed_linear import (BUCKETING, DROPOUT_DRAWS, DROPOUT_STREAM, SIGNED,
+                                            UNSIGNED, hashed_linear, seed_dropout)
 from spacy_crf.models.serialize import KEY, model_from_bytes
 from spacy_crf.models.sparse_table import ATTR
 
@@ -216,10 +217,13 @@ def test_zero_dropout_is_bit_identical_to_no_dropout():
     assert np.array_equal(got, dense)
 
 
+@pytest.mark.parametrize("seeded", [True, False])
 @pytest.mark.parametrize("rate", [0.3, 0.7])
-def test_dropout_drops_features_in_training_and_scales_the_rest(rate):
+def test_dropout_drops_features_in_training_and_scales_the_rest(rate, seeded):
     n_tokens, n_templates = 300, 5
     layer = layer_with_rows(10000, n_labels=2)
+    if seeded:  # a component's table: a stream of its own (else numpy's global one)
+        seed_dropout(layer, [3, 1])
     rows, ids = distinct_row_ids(n_tokens, n_templates, 10000)
     layer.attrs["dropout_rate"] = rate
     predicted = layer.predict(ids)
@@ -249,9 +253,12 @@ def test_dropout_drops_features_in_training_and_scales_the_rest(rate):
     assert np.array_equal(layer.get_grad("b"), d_scores.sum(axis=0))
 
 
-def test_dropout_keeps_the_expected_emissions():
+@pytest.mark.parametrize("seeded", [True, False])
+def test_dropout_keeps_the_expected_emissions(seeded):
     """Inverted dropout: averaged over draws, training emissions are prediction's."""
     layer = layer_with_rows(4000, n_labels=2)
+    if seeded:
+        seed_dropout(layer, [3, 1])
     rows, ids = distinct_row_ids(20, 8, 4000)
     layer.attrs["dropout_rate"] = 0.5
     predicted = layer.predict(ids)
@@ -283,6 +290,64 @@ def trained_weights(drop, n_steps=3):
 def test_nlp_update_drop_reaches_the_features():
     assert np.array_equal(trained_weights(0.0), trained_weights(0.0))
     assert not np.array_equal(trained_weights(0.0), trained_weights(0.4))
+
+
+def training_pass(layer, ids):
+    return layer(ids, is_train=True)[0]
+
+
+def test_a_seeded_tables_masks_are_its_own_and_go_on_after_a_save():
+    _, ids = distinct_row_ids(50, 4, 3000)
+    first, second = layer_with_rows(3000), layer_with_rows(3000)
+    for layer in (first, second):
+        layer.attrs["dropout_rate"] = 0.5
+        seed_dropout(layer, [11, 2])
+    np.random.seed(1)
+    a = [training_pass(first, ids) for _ in range(3)]
+    np.random.seed(2)  # numpy's global generator elsewhere: the masks do not follow it
+    np.random.random(1000)
+    b = [training_pass(second, ids) for _ in range(3)]
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+    assert not np.array_equal(a[0], a[1])  # each pass draws anew
+    assert first.attrs[DROPOUT_DRAWS] == 3
+    # saved and loaded, the stream goes on where it was
+    loaded = hashed_linear(3000, nO=2).from_bytes(first.to_bytes())
+    assert np.array_equal(training_pass(loaded, ids), training_pass(second, ids))
+    # another seed, or another table of the same model, is another stream
+    other = layer_with_rows(3000)
+    other.attrs["dropout_rate"] = 0.5
+    seed_dropout(other, [12, 2])
+    assert not np.array_equal(training_pass(other, ids), a[0])
+
+
+def test_the_component_seeds_its_tables_from_the_configs_training_seed():
+    nlp = spacy.blank("en")
+    # input-dependent transitions: a second hashed table
+    nlp.add_pipe("crf_tagger", config={"model": dict(LEGACY_MODEL, n_buckets=4096,
+                                                     transition_templates=["NORM[0]"])})
+    nlp.config["system"]["seed"] = 5  # as spacy train --system.seed 5
+    examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TOY]
+    nlp.initialize(lambda: examples)
+    tables = [n for n in nlp.get_pipe("crf_tagger").model.walk() if n.name == "crf_hashed_linear"]
+    streams = [table.attrs[DROPOUT_STREAM] for table in tables]
+    assert len(streams) == 2 and streams[0][0] == 5 and streams[0][:2] == streams[1][:2]
+    assert streams[0] != streams[1]  # one stream per table
+
+
+def test_trained_weights_do_not_depend_on_what_else_draws_from_numpy():
+    def train(disturb):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("crf_tagger", config={"model": dict(LEGACY_MODEL, n_buckets=4096)})
+        examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TOY]
+        nlp.initialize(lambda: examples)
+        optimizer = Adam(0.1)
+        for step in range(3):
+            np.random.seed(step + disturb)  # another component's draws, say
+            nlp.update(examples, sgd=optimizer, drop=0.4)
+        return table_layer(nlp).get_param("W").copy()
+
+    assert np.array_equal(train(0), train(100))
 
 
 @pytest.mark.parametrize("rate", [1.0, 1.5, -0.1])

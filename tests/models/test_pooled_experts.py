@@ -145,9 +145,11 @@ def pos_examples(nlp):
     return [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t}) for w, t in zip(WORDS, tags)]
 
 
-def test_the_feature_expert_learns_exactly_as_a_feature_crf_alone():
+@pytest.mark.parametrize("drop", [0.0, 0.3])
+def test_the_feature_expert_learns_exactly_as_a_feature_crf_alone(drop):
     """No expert trains through the other: NeuralCRF.v2's feature expert takes
-    the same steps as FeatureCRF.v1 with the same templates and optimizer."""
+    the same steps as FeatureCRF.v1 with the same templates and optimizer, with
+    dropout too (the tok2vec's dropout draws do not move the features' masks)."""
     pooled = neural_nlp()
     alone = spacy.blank("en")
     alone.add_pipe("crf_tagger", config={"target": "pos", "model": {
@@ -157,7 +159,7 @@ def test_the_feature_expert_learns_exactly_as_a_feature_crf_alone():
         examples = pos_examples(nlp)
         optimizer = nlp.initialize(lambda: examples)  # spaCy's default optimizer
         for _ in range(5):
-            nlp.update(examples, sgd=optimizer)
+            nlp.update(examples, sgd=optimizer, drop=drop)
         trained.append(next(node for node in nlp.get_pipe("crf_tagger").model.walk()
                             if node.name == "feature_crf"))
     for name in ("transitions", "start", "end"):
