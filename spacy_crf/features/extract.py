@@ -48,9 +48,17 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     """
     source = tuple(templates.source)
     hashed = batch_memo(docs, "features")
-    known = hashed.get((by_sentence, source))
-    if known is not None:
-        return known
+    key = (by_sentence, source)
+    if key not in hashed:
+        hashed[key] = _from_hashed(docs, templates, by_sentence, hashed)
+    return hashed[key]
+
+
+def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
+                 hashed: dict) -> np.ndarray:
+    """The features of ``templates``, from the batch's ``hashed`` lists where one
+    begins with them or they begin with the longest of those that can serve."""
+    source = tuple(templates.source)
     done, done_source = None, ()
     for (sequence, other), features in hashed.items():
         if sequence != by_sentence:
@@ -60,12 +68,9 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
         if source[:len(other)] == other and len(other) > len(done_source):
             done, done_source = features, other
     if done is None:
-        features = _hash(docs, templates, by_sentence, 0)
-    else:
-        rest = FeatureTemplates(source[len(done_source):])
-        features = np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1])])
-    hashed[(by_sentence, source)] = features
-    return features
+        return _hash(docs, templates, by_sentence, 0)
+    rest = FeatureTemplates(source[len(done_source):])
+    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1])])
 
 
 def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,

@@ -16,9 +16,9 @@ is a log-sum-exp of scores linear in ``w``), so a golden-section search over
 ``[0, 1]`` finds its minimum. An end is a fit like any other: where dev says
 one expert adds nothing (a tok2vec CRF beside the features on a small NER
 corpus), its weight goes to 0 and the pool decodes as the other expert alone,
-so a pool is never held below its better expert by a floor on the weights. The experts' scores are computed once per
-fit; each step of the search only pools, constrains and runs the likelihood
-kernel.
+so a pool is never held below its better expert by a floor on the weights.
+The experts' scores are computed once per fit; each step of the search only
+pools, constrains and runs the likelihood kernel.
 
 In ``spacy train`` the callback refits before every evaluation, on the
 training config's own dev corpus (``[training] dev_corpus``, augmenters
