@@ -28,10 +28,20 @@ class LexemeFeatures:
     def __init__(self, attrs: Sequence[str]) -> None:
         import spacy
 
+        from spacy_crf.features.templates import cluster_bits
+
         self.vocab = spacy.blank("en").vocab
         self.attrs = list(attrs)
+        self.cluster_masks = {a: (1 << cluster_bits(a)) - 1 if cluster_bits(a) else -1
+                              for a in self.attrs if cluster_bits(a) is not None}
+        if self.cluster_masks:  # the same table the crf_tagger reads: spacy-lookups-data's
+            from spacy.lookups import load_lookups
+
+            table = load_lookups("en", ["lexeme_cluster"]).get_table("lexeme_cluster")
+            self.vocab.lookups.add_table("lexeme_cluster", table)
         for attr in self.attrs:
             if not (attr in self.BOOL or attr in self.TEXT or attr == "LENGTH"
+                    or attr in self.cluster_masks
                     or attr[:-1] in ("PREFIX", "SUFFIX") and attr[-1] in "1234"):
                 raise ValueError(f"no crfsuite rendering of template attribute {attr}")
         self.cache: Dict[str, Dict[str, str]] = {}
@@ -49,6 +59,8 @@ class LexemeFeatures:
                     values[attr] = getattr(lex, self.TEXT[attr])
                 elif attr == "LENGTH":
                     values[attr] = str(lex.length)
+                elif attr in self.cluster_masks:  # Token.cluster, as spaCy v2's models read it
+                    values[attr] = str(lex.cluster & self.cluster_masks[attr])
                 elif attr.startswith("PREFIX"):
                     values[attr] = lower[:int(attr[-1])]
                 else:

@@ -59,6 +59,40 @@ def score(task: str, gold: Sequence[List[str]], pred: Sequence[List[str]]) -> fl
     return 100.0 * f1_score(list(gold), list(pred))
 
 
+def task_example(nlp: "Language", task: str, words: List[str], tags: List[str]) -> "Example":
+    """A training Example of ``task``: UPOS tags, or IOB2 tags as doc.ents."""
+    from spacy.tokens import Doc
+    from spacy.training import Example, biluo_tags_to_spans, iob_to_biluo
+
+    if task == "upos":
+        return Example.from_dict(Doc(nlp.vocab, words=words), {"pos": tags})
+    ref = Doc(nlp.vocab, words=words)
+    ref.ents = biluo_tags_to_spans(ref, iob_to_biluo(tags))
+    return Example(Doc(nlp.vocab, words=words), ref)
+
+
+def read_predictions(task: str, docs: Sequence["Doc"]) -> List[List[str]]:
+    """Predicted UPOS tags, or IOB2 tags of the predicted entities, per doc."""
+    if task == "upos":
+        return [[t.pos_ for t in doc] for doc in docs]
+    return [[f"{t.ent_iob_}-{t.ent_type_}" if t.ent_iob_ != "O" else "O" for t in doc]
+            for doc in docs]
+
+
+def run_systems(task: str, gold: Sequence[List[str]],
+                systems: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Run each system (a function returning a result with ``pred``), score it, print a line."""
+    rows = {}
+    for name, system in systems.items():
+        result = system()
+        result["score"] = score(task, gold, result.pop("pred"))
+        rows[name] = result
+        print(f"{task}: {name}: {result['score']:.2f} ({result['train_s']:.1f} s train, "
+              f"{result['decode_tokens_per_s']:,.0f} tok/s, peak "
+              f"{result.get('peak_rss_mb', 0):.0f} MB)", flush=True)
+    return rows
+
+
 def update_loop(nlp: "Language", examples: List["Example"], epochs: int,
                 batch_size: int) -> Tuple[float, Any]:
     """What a new user writes: ``nlp.initialize()`` (spaCy's default optimizer),
@@ -81,31 +115,19 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, model: Dict[s
     """Factory defaults + nlp.initialize()'s optimizer + a plain nlp.update loop."""
     import spacy
     from spacy.tokens import Doc
-    from spacy.training import Example, biluo_tags_to_spans, iob_to_biluo
 
     nlp = spacy.blank("en")
     config: Dict[str, Any] = {"target": "pos" if task == "upos" else "ents"}
     if model:
         config["model"] = model
     nlp.add_pipe("crf_tagger", config=config)
-
-    def example(words: List[str], tags: List[str]) -> Example:
-        if task == "upos":
-            return Example.from_dict(Doc(nlp.vocab, words=words), {"pos": tags})
-        ref = Doc(nlp.vocab, words=words)
-        ref.ents = biluo_tags_to_spans(ref, iob_to_biluo(tags))
-        return Example(Doc(nlp.vocab, words=words), ref)
-
-    train_s, optimizer = update_loop(nlp, [example(w, t) for w, t in train], epochs, batch_size)
+    examples = [task_example(nlp, task, w, t) for w, t in train]
+    train_s, optimizer = update_loop(nlp, examples, epochs, batch_size)
     docs = [Doc(nlp.vocab, words=w) for w, _ in test]
     start = time.perf_counter()
     docs = list(nlp.pipe(docs, batch_size=1000))
     decode_s = time.perf_counter() - start
-    if task == "upos":
-        pred = [[t.pos_ for t in doc] for doc in docs]
-    else:
-        pred = [[f"{t.ent_iob_}-{t.ent_type_}" if t.ent_iob_ != "O" else "O" for t in doc]
-                for doc in docs]
+    pred = read_predictions(task, docs)
     n_tokens = sum(len(w) for w, _ in test)
     return {"train_s": train_s, "decode_tokens_per_s": n_tokens / decode_s, "pred": pred,
             "optimizer": {"learn_rate": optimizer.learn_rate, "L2": optimizer.L2,
@@ -159,14 +181,7 @@ def run(data_dir: Path, epochs: int, batch_size: int, tasks: Sequence[str]) -> D
             "sklearn-crfsuite, same templates": lambda: run_isolated(
                 phase_crfsuite, train, test, templates),
         }
-        rows = {}
-        for name, system in systems.items():
-            result = system()
-            result["score"] = score(task, gold, result.pop("pred"))
-            rows[name] = result
-            print(f"{task}: {name}: {result['score']:.2f} ({result['train_s']:.1f} s train, "
-                  f"peak {result.get('peak_rss_mb', 0):.0f} MB)", flush=True)
-        report["tasks"][task] = rows
+        report["tasks"][task] = run_systems(task, gold, systems)
     return report
 
 

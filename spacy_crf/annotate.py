@@ -21,19 +21,29 @@ never holds part of a shard: a killed run started again skips the finished
 shards and redoes the rest, a lost worker's shards are retried on the others,
 and a run over finished output does nothing and changes nothing.
 
-Bad rows (not a JSON object, no ``id``, an ``id`` seen before in the shard,
-a missing or non-string ``text``) are left out of the output and listed in
-``OUTPUT/_errors.jsonl`` with their shard and 1-based line; the run goes on
+Bad rows (not valid UTF-8, not a JSON object, no ``id``, an ``id`` seen
+before in the shard, a missing or non-string ``text``, a ``text`` or ``id``
+with a lone surrogate such as the JSON escape ``\\ud800``, a ``text`` longer
+than the pipeline's ``nlp.max_length``, a text the pipeline fails on) are left
+out of the output and listed in ``OUTPUT/_errors.jsonl`` with their shard,
+1-based line and reason; the shard's good rows are written, the run goes on
 and exits with status 1. A shard that fails as a whole (unreadable) is listed
-there too, with no line, and has no output, so the next run retries it.
+there too, with no line, and has no output, so the next run retries it. An
+input shard may not be named ``_errors.jsonl`` (E140).
+
+Ctrl-C stops the run with "N of M shard(s) done; run the same command again
+to resume" and exit status 130; the workers ignore the interrupt and are shut
+down by the driver.
 
 OUTPUT remembers the pipeline that wrote it: a run with another pipeline stops
 (E102) rather than mix the two, unless ``--overwrite`` is given, which
 annotates every shard again. Exit status: 0 all good, 1 bad rows or failed
-shards, 2 a usage, input or model error (nothing annotated).
+shards, 2 a usage, input, output or model error (nothing annotated), 130
+interrupted.
 """
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -43,7 +53,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 import srsly
 
 from .errors import Errors
-from .shard_io import (list_shards, output_schema, parquet_id_type, read_rows,
+from .shard_io import (list_shards, not_unicode, output_schema, parquet_id_type, read_rows,
                        remove_stale_temp_files, write_rows)
 
 ERRORS_FILE = "_errors.jsonl"
@@ -75,6 +85,9 @@ class AnnotateReport:
         pipeline on every worker.
     worker_memory_mb : dict
         Resident memory of each worker at the end.
+    worker_peak_memory_mb : dict
+        Peak resident memory of each worker process over its life (the run's
+        high-water mark, not what is left at the end).
     """
 
     shards: int = 0
@@ -86,6 +99,7 @@ class AnnotateReport:
     seconds: float = 0.0
     startup_seconds: float = 0.0
     worker_memory_mb: Dict[str, float] = field(default_factory=dict)
+    worker_peak_memory_mb: Dict[str, float] = field(default_factory=dict)
 
     @property
     def tokens_per_second(self) -> float:
@@ -131,30 +145,39 @@ def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int =
     Returns
     -------
     AnnotateReport
+
+    Raises
+    ------
+    ValueError
+        A usage error (E097-E099, E101, E102, E140, E141): nothing annotated.
+    KeyboardInterrupt
+        On Ctrl-C, after saying how many shards are done (finished shards are kept).
     """
     begin = time.perf_counter()
     log = log or sys.stderr
     model, input_dir, output_dir = Path(model), Path(input_dir), Path(output_dir)
     shards = list_shards(input_dir)
     _check_dirs(model, input_dir, output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / ERRORS_DIR).mkdir(exist_ok=True)
-    _claim_output(output_dir, model, component, shards, overwrite)
-    remove_stale_temp_files(output_dir)
-    remove_stale_temp_files(output_dir / ERRORS_DIR)
+    _check_shard_names(input_dir, shards)
+    _prepare_output(output_dir, model, component, shards, overwrite)
     todo = [s for s in shards if not (output_dir / s.name).exists()]
     report = AnnotateReport(skipped=len(shards) - len(todo))
     failures: List[Dict[str, Any]] = []
-    if todo:
-        if client is not None:
+    try:
+        if todo and client is not None:
             _run(client, model, component, todo, output_dir, batch_size, report, failures,
                  log, on_shard_done, begin)
-        else:
+        elif todo:
             from .cluster import dask_client
 
             with dask_client(n_workers=n_workers, address=address) as own:
                 _run(own, model, component, todo, output_dir, batch_size, report, failures,
                      log, on_shard_done, begin)
+    except KeyboardInterrupt:
+        n_done = sum((output_dir / s.name).exists() for s in shards)
+        _say(log, f"Interrupted: {n_done} of {len(shards)} shard(s) done. Run the same "
+                  "command again to resume: finished shards are kept and skipped.")
+        raise
     report.bad_rows = _merge_errors(output_dir, shards, failures)
     report.seconds = time.perf_counter() - begin
     _say(log, _summary(report, len(shards)))
@@ -170,13 +193,10 @@ def annotate_shard(model: str, component: Optional[str], shard: str, output: str
     begin = time.perf_counter()
     nlp, pipe = _pipeline(model, component)
     shard_path, output_path = Path(shard), Path(output)
-    rows, bad = _valid_rows(shard_path)
-    records = []
-    n_tokens = 0
-    texts = (text for _, text in rows)
-    for (doc_id, _), doc in zip(rows, nlp.pipe(texts, batch_size=batch_size)):
-        records.append(doc_record(pipe, doc, doc_id))
-        n_tokens += len(doc)
+    rows, bad = _valid_rows(shard_path, nlp.max_length)
+    records, failed, n_tokens = _annotate_rows(nlp, pipe, rows, batch_size, shard_path.name)
+    if failed:
+        bad = sorted(bad + failed, key=lambda row: row["line"])
     errors_path = output_path.parent / ERRORS_DIR / (output_path.name + ".jsonl")
     if bad:
         write_rows(errors_path, bad)
@@ -188,6 +208,47 @@ def annotate_shard(model: str, component: Optional[str], shard: str, output: str
     write_rows(output_path, records, schema)
     return {"shard": shard_path.name, "documents": len(records), "tokens": n_tokens,
             "bad_rows": len(bad), "seconds": time.perf_counter() - begin}
+
+
+def _annotate_rows(nlp: Any, pipe: Any, rows: List[Tuple[int, Any, str]], batch_size: int,
+                   shard: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], int]:
+    """The output records of ``rows`` (``(line, id, text)``), the error rows of the
+    texts the pipeline failed on, and the number of tokens written.
+
+    Each batch goes through ``nlp.pipe``; a batch that raises is redone one
+    text at a time, so one text the pipeline cannot handle costs that row
+    alone, not the shard.
+    """
+    records: List[Dict[str, Any]] = []
+    failed: List[Dict[str, Any]] = []
+    n_tokens = 0
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        try:
+            docs = list(nlp.pipe([text for _, _, text in batch], batch_size=batch_size))
+        except Exception:  # noqa: BLE001 -- find the row(s) at fault below
+            docs = [_doc_or_error(nlp, text) for _, _, text in batch]
+        for (line, doc_id, _), doc in zip(batch, docs):
+            if isinstance(doc, Exception):
+                failed.append({"shard": shard, "line": line, "id": doc_id,
+                               "error": f"the pipeline failed on this text: {_describe(doc)}"})
+                continue
+            records.append(doc_record(pipe, doc, doc_id))
+            n_tokens += len(doc)
+    return records, failed, n_tokens
+
+
+def _doc_or_error(nlp: Any, text: str) -> Any:
+    """``nlp(text)``, or the exception it raised."""
+    try:
+        return nlp(text)
+    except Exception as err:  # noqa: BLE001 -- reported as the row's error
+        return err
+
+
+def _describe(err: BaseException) -> str:
+    """``Type: message``, with the exception's repr where its message is empty."""
+    return f"{type(err).__name__}: {str(err) or repr(err)}"
 
 
 def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
@@ -208,9 +269,14 @@ def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
     return record
 
 
-def _valid_rows(path: Path) -> Tuple[List[Tuple[Any, str]], List[Dict[str, Any]]]:
-    """``(id, text)`` of the good rows of a shard, and an error row for each bad one."""
-    good: List[Tuple[Any, str]] = []
+def _valid_rows(path: Path, max_length: Optional[int] = None
+                ) -> Tuple[List[Tuple[int, Any, str]], List[Dict[str, Any]]]:
+    """``(line, id, text)`` of the good rows of a shard, and an error row for each bad one.
+
+    ``max_length`` is the pipeline's ``nlp.max_length``: a longer text is a bad
+    row (spaCy would raise E088 for the batch, and the shard would fail).
+    """
+    good: List[Tuple[int, Any, str]] = []
     bad: List[Dict[str, Any]] = []
     first_line: Dict[Any, int] = {}
 
@@ -226,6 +292,10 @@ def _valid_rows(path: Path) -> Tuple[List[Tuple[Any, str]], List[Dict[str, Any]]
             reject(line, None, "no 'id' (a string or an integer)" if doc_id is None
                    else f"'id' is a {type(doc_id).__name__}, not a string or an integer")
             continue
+        if isinstance(doc_id, str) and not_unicode(doc_id) is not None:
+            reject(line, None, f"'id' is not valid Unicode ({not_unicode(doc_id)}): "
+                               "write ids as UTF-8 text, without \\ud800-\\udfff escapes")
+            continue
         if doc_id in first_line:
             reject(line, doc_id, f"duplicate id: line {first_line[doc_id]} has it too "
                                  "(the first is kept)")
@@ -236,7 +306,17 @@ def _valid_rows(path: Path) -> Tuple[List[Tuple[Any, str]], List[Dict[str, Any]]
             reject(line, doc_id, "no 'text'" if text is None
                    else f"'text' is a {type(text).__name__}, not a string")
             continue
-        good.append((doc_id, text))
+        where = not_unicode(text)
+        if where is not None:
+            reject(line, doc_id, f"'text' is not valid Unicode ({where}): write texts as "
+                                 "UTF-8, without lone \\ud800-\\udfff escapes")
+            continue
+        if max_length is not None and len(text) > max_length:
+            reject(line, doc_id, f"'text' has {len(text)} characters, more than the "
+                                 f"pipeline's nlp.max_length = {max_length}: split the "
+                                 "document into shorter ones")
+            continue
+        good.append((line, doc_id, text))
     return good, bad
 
 
@@ -295,7 +375,7 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
          begin: float) -> None:
     from distributed import as_completed
 
-    from .cluster import worker_memory_mb
+    from .cluster import worker_memory_mb, worker_peak_memory_mb
 
     model_path = str(model.resolve())
     load_on_workers(client, model_path, component)
@@ -313,7 +393,7 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
             done = future.result()
         except Exception as err:  # noqa: BLE001 -- one shard's failure must not stop the rest
             failures.append({"shard": shard.name, "line": None, "id": None,
-                             "error": f"the shard failed: {type(err).__name__}: {err}"})
+                             "error": f"the shard failed: {_describe(err)}"})
             report.failed_shards.append(shard.name)
             progress.update(shard.name, None)
             continue
@@ -325,6 +405,7 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
             on_shard_done(shard.name)
     progress.close()
     report.worker_memory_mb = worker_memory_mb(client)
+    report.worker_peak_memory_mb = worker_peak_memory_mb(client)
 
 
 def _merge_errors(output_dir: Path, shards: List[Path], failures: List[Dict[str, Any]]) -> int:
@@ -376,6 +457,32 @@ def _claim_output(output_dir: Path, model: Path, component: Optional[str],
         srsly.write_json(path, mine)
 
 
+def _check_shard_names(input_dir: Path, shards: List[Path]) -> None:
+    """E140 for an input shard that has the name of annotate's error list: its
+    output would be overwritten by the list (or deleted with it)."""
+    if any(shard.name == ERRORS_FILE for shard in shards):
+        raise ValueError(Errors.E140.format(path=input_dir / ERRORS_FILE, name=ERRORS_FILE))
+
+
+def _prepare_output(output_dir: Path, model: Path, component: Optional[str],
+                    shards: List[Path], overwrite: bool) -> None:
+    """Create OUTPUT, claim it for the pipeline and clear a killed run's temporary
+    files; E141 when OUTPUT cannot be created or written."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        (output_dir / ERRORS_DIR).mkdir(exist_ok=True)
+        # a file written and removed: a directory that exists but refuses writes
+        # fails here, not on every worker
+        probe = output_dir / f".tmp-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        _claim_output(output_dir, model, component, shards, overwrite)
+        remove_stale_temp_files(output_dir)
+        remove_stale_temp_files(output_dir / ERRORS_DIR)
+    except OSError as err:
+        raise ValueError(Errors.E141.format(output=output_dir, why=_describe(err))) from err
+
+
 def _check_dirs(model: Path, input_dir: Path, output_dir: Path) -> None:
     if not (model / "config.cfg").exists():
         raise ValueError(Errors.E098.format(
@@ -420,6 +527,9 @@ def _summary(report: AnnotateReport, n_shards: int) -> str:
                 f"{report.documents} documents, {report.tokens} tokens in "
                 f"{report.seconds:.1f} s, {report.tokens_per_second:,.0f} tokens/s "
                 f"(start-up {report.startup_seconds:.1f} s).")
+        if report.worker_peak_memory_mb:
+            peaks = ", ".join(f"{mb:,.0f}" for mb in sorted(report.worker_peak_memory_mb.values()))
+            head += f" Worker peak memory: {peaks} MB."
     failures = (f" Failures: {report.bad_rows} bad row(s), {len(report.failed_shards)} failed "
                 f"shard(s), listed in {ERRORS_FILE}." if not report.ok else " Failures: none.")
     return head + failures
@@ -455,8 +565,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, RuntimeError) as err:
         print(err, file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # annotate() has said how many shards are done
+        return 130
     return 0 if report.ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as ``python -m spacy_crf.annotate``, this module is ``__main__``, whose
+    # functions Dask pickles by value: each task would then see a fresh module
+    # with an empty _PIPELINES and load the pipeline again. Calling main() of the
+    # imported module makes every task function spacy_crf.annotate's, pickled by
+    # reference, so a worker loads the pipeline once and keeps it.
+    import importlib
+
+    sys.exit(importlib.import_module("spacy_crf.annotate").main())

@@ -32,6 +32,8 @@ For CoNLL-U use spaCy's converter directly:
 import argparse
 import sys
 from pathlib import Path
+
+import numpy as np
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from spacy.attrs import ENT_IOB, ENT_TYPE
@@ -40,6 +42,7 @@ from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.training.converters import conll_ner_to_docs
 from spacy.vocab import Vocab
 
+from ._kernels.tree import check_forest
 from .errors import Errors
 from .targets import set_doc_labels
 
@@ -172,16 +175,23 @@ def convert_uner(text: str, vocab: Vocab, conllu: Optional[str] = None,
 
     With ``conllu``, each sentence is joined to its tree (:func:`join_trees`);
     ``report["join"]`` is set to the join used if ``report`` is given.
+
+    Raises
+    ------
+    ValueError
+        E144 for a tag that is not ``O``, ``B-TYPE`` or ``I-TYPE``, E145 for a
+        line with fewer than 3 tab-separated columns (both with the line
+        number), E146 for a joined CoNLL-U tree whose heads are not a tree (a
+        cycle, a head out of range or not a number), E090 when no join works.
     """
-    blocks = []
-    for lines in _blocks(text):
-        rows = [line.split("\t") for line in lines if line and not line.startswith("#")]
-        blocks.append((_sent_id(lines), [r[1] for r in rows], [r[2] for r in rows]))
+    blocks = [_uner_sentence(lines) for lines in _numbered_blocks(text)]
     trees: List[Optional[List[List[str]]]] = [None] * len(blocks)
     if conllu is not None:
         trees, join = join_trees([(sid, words) for sid, words, _ in blocks], read_conllu(conllu))
         if report is not None:
             report["join"] = join
+        for i, ((sid, words, _), tree) in enumerate(zip(blocks, trees), start=1):
+            _check_tree(tree, i, sid, words)
     docs = []
     for (sid, words, tags), tree in zip(blocks, trees):
         extra = {}
@@ -199,6 +209,60 @@ def convert_uner(text: str, vocab: Vocab, conllu: Optional[str] = None,
             doc.user_data[("spacy_crf", "sent_id")] = sid
         docs.append(doc)
     return docs
+
+
+def _numbered_blocks(text: str) -> List[List[Tuple[int, str]]]:
+    """The sentences of a blank-line separated text, as ``(1-based line, line)`` lists
+    (a line of whitespace alone separates sentences too)."""
+    blocks: List[List[Tuple[int, str]]] = [[]]
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            blocks[-1].append((number, line))
+        elif blocks[-1]:
+            blocks.append([])
+    return [block for block in blocks if block]
+
+
+def _uner_sentence(lines: List[Tuple[int, str]]) -> Tuple[Optional[str], List[str], List[str]]:
+    """``(sent_id, words, tags)`` of a UNER sentence; E145 / E144 name the bad line."""
+    sid = _sent_id([line for _, line in lines])
+    words, tags = [], []
+    for number, line in lines:
+        if line.startswith("#"):
+            continue
+        row = line.split("\t")
+        if len(row) < 3:
+            raise ValueError(Errors.E145.format(line=number, n=len(row), text=line[:80]))
+        tag = row[2]
+        if tag != "O" and not _is_iob(tag):
+            raise ValueError(Errors.E144.format(line=number, sid=sid, tag=tag))
+        words.append(row[1])
+        tags.append(tag)
+    return sid, words, tags
+
+
+def _check_tree(tree: Optional[List[List[str]]], i: int, sid: Optional[str],
+                words: List[str]) -> None:
+    """E146 unless the CoNLL-U rows joined to sentence ``i`` have heads that form
+    a tree: whole numbers from 0 (the root) to the sentence length, no token its
+    own head, no cycle (spaCy takes any heads, and training failed later, E016)."""
+    if tree is None:
+        return
+    n = len(tree)
+    where = dict(i=i, sid=sid, words=" ".join(words[:8]))
+    if any(len(r) < 8 for r in tree):
+        raise ValueError(Errors.E146.format(**where, why="a CoNLL-U line has fewer than "
+                                                         "the 10 columns"))
+    bad = next((k for k, r in enumerate(tree, 1) if not r[6].isdigit() or int(r[6]) > n), None)
+    if bad is not None:
+        raise ValueError(Errors.E146.format(**where, why=f"token {bad}'s head "
+                                                         f"'{tree[bad - 1][6]}' is not 0..{n}"))
+    heads = np.asarray([int(r[6]) - 1 for r in tree], dtype=np.int64)  # -1: the root
+    status = check_forest(heads, np.asarray([n], dtype=np.int64), np.empty(n, dtype=np.int64))
+    if status:
+        why = ("a token is its own head" if status == 1 else
+               "its heads form a cycle (no path from some token to the root)")
+        raise ValueError(Errors.E146.format(**where, why=why))
 
 
 def repair_iob(tags: List[str]) -> Tuple[List[str], int]:
@@ -292,7 +356,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             docs = convert_uner(text, Vocab(), conllu, report)
         except ValueError as err:
-            parser.error(f"{err} Check that --conllu is the treebank split of {args.input.name}.")
+            hint = (f" Check that --conllu is the treebank split of {args.input.name}."
+                    if "[E090]" in str(err) else "")
+            parser.error(f"{args.input}: {err}{hint}")
         if conllu is not None:
             print(f"Joined {args.input.name} to {args.conllu.name} on {report['join']}")
     if args.limit:

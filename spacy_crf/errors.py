@@ -26,7 +26,8 @@ class Errors(metaclass=_Codes):
     E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep', 'ents', 'spans:KEY' or "
             "'_.NAME' (a custom token extension, e.g. '_.chunk').")
     E018 = ("Target '{target}' decodes spans with the scheme's transition constraints, "
-            "which need structure = \"chain\".")
+            "which the tree structures (\"tree\", \"chain_tree\") do not have. Use "
+            "structure = \"chain\" (order = 1 or 2) or structure = \"semi_markov\".")
     E007 = ("The component '{name}' has no labels: it was not initialized. Call "
             "nlp.initialize() (or train it with `spacy train`) before using it, or load a "
             "trained pipeline.")
@@ -56,8 +57,9 @@ class Errors(metaclass=_Codes):
             "cycles, heads inside the doc).")
     E017 = ("Target 'dep' predicts the relation labels, so its features must not read DEP "
             "(found in templates {templates}) and the model must have n_relations = 1.")
-    E019 = ("n_best must be a whole number >= 0 (0 turns it off), with structure = "
-            "\"chain\"; got {value}.")
+    E019 = ("n_best must be a whole number >= 0 (0 turns it off), on a structure with a "
+            "k-best decoder: structure = \"chain\" (order = 1 or 2, without "
+            "transition_templates) or structure = \"semi_markov\"; got {value}.")
     E020 = ("The training corpus of '{name}' has no examples{where}. Check that "
             "[paths.train] points at a non-empty .spacy file (python -m spacy debug data "
             "CONFIG shows what it holds).")
@@ -216,8 +218,80 @@ class Errors(metaclass=_Codes):
             "\"tree\" or order = 2, or spacy-crf.NeuralCRF.v1 (one CRF over the summed scores).")
     E122 = ("spacy-crf.fit_pool_weights.v1 (fitting a pool's weights on held-out data): "
             "{why}.")
+    E123 = ("Cannot read the Brown cluster file {path}: {why}. Give Liang's 'paths' "
+            "format (bits<TAB>word<TAB>count per line) or a JSON table {{\"word\": value}} "
+            "as written by python -m spacy_crf.clusters import.")
+    E124 = ("VECTOR_CLUSTERk templates cluster the pipeline's static vectors, but {why}. "
+            "Add vectors in the default mode (spacy init vectors LANG VECTORS_FILE DIR, then "
+            "[initialize] vectors = DIR), or leave the VECTOR_CLUSTERk templates out.")
+    E125 = ("Cannot read the gazetteer: {why}. A gazetteer file has JSON lines "
+            "{{\"label\": \"CITY\", \"pattern\": \"New York\"}} (.jsonl) or NAME<TAB>phrase "
+            "lines (any other name).")
+    E127 = ("boost_updates must be an integer of at least 0 (the updates that get a head "
+            "start; 0 turns it off), got {value!r}.")
+    E126 = ("The feature templates read {attrs}, but the component has no table for "
+            "them. Word clusters, vector clusters and gazetteers are read when the "
+            "component is initialized: call nlp.initialize() (spacy train does), with a "
+            "cluster table (spacy-lookups-data, nlp.vocab.lookups 'lexeme_cluster', or "
+            "[initialize.components.NAME] clusters = PATH), vectors, or [initialize."
+            "components.NAME] gazetteer = PATH; or leave those templates out.")
+    # E140-E159: issue 29 (fit, annotate, convert, order 2, divergence)
+    E140 = ("The input shard '{path}' has the name annotate keeps for its list of bad rows "
+            "in OUTPUT ({name}): its annotated copy would be overwritten by that list. "
+            "Rename the shard (e.g. errors.jsonl) and run again.")
+    E141 = ("Cannot write to OUTPUT '{output}' ({why}). Give annotate a directory it may "
+            "create and write to, on a file system with free space.")
+    E142 = ("The dev corpus '{path}' has no documents (an empty .spacy file, or a path "
+            "with no .spacy file in it): every dev score would be 0.0 and model-best the "
+            "first evaluation. Point --paths.dev at a .spacy file or folder of annotated "
+            "docs (python -m spacy convert makes one).")
+    E143 = ("--output '{path}' is a file, not a directory. Give python -m spacy_crf.fit a "
+            "directory (new or existing) for model-best and model-last.")
+    E144 = ("Line {line} (sentence {sid}) of the UNER file has the tag '{tag}', which is not "
+            "IOB2: the third column must hold O, B-TYPE or I-TYPE (e.g. B-PER). Fix the tag, "
+            "or convert IOB1 / BILUO files to IOB2 first.")
+    E145 = ("Line {line} of the UNER file has {n} column(s), not at least 3 "
+            "(index, token, tag, separated by tabs): '{text}'. Separate the columns with "
+            "tabs, and sentences with a blank line.")
+    E146 = ("The CoNLL-U tree joined to sentence {i} (sent_id {sid}: {words} ...) is not a "
+            "tree: {why}. Fix the HEAD column (7th) of that sentence in the --conllu file, "
+            "or leave out --conllu.")
+    E147 = ("'{name}' has {n} labels, too many for order = 2: its label-pair states grow "
+            "with the cube of the label count ({triples} label triples, about 60 bytes "
+            "each), and order = 2 takes at most 2**22 triples, which is 160 labels. Use "
+            "order = 1 (its memory grows with the square), or fewer labels.")
+    # E160-E179: the pipe contract (issue 35) and loading (issue 29 item 6)
+    E160 = ("'{name}'.initialize() needs get_examples: a function that returns an iterable "
+            "of Example objects, as nlp.initialize(lambda: examples) passes it; got {obj}. "
+            "Pass a function returning at least one Example (or, with labels, "
+            "initialize(labels=...) and a function returning the Examples to sample from).")
+    E161 = ("The hashed weight table of '{layer}' would hold {n_buckets} rows x {n_labels} "
+            "labels = {size:.1f} GiB, above the bound of {bound:.1f} GiB "
+            "(spacy_crf.models.hashed_linear.MAX_TABLE_BYTES, or the environment variable "
+            "SPACY_CRF_MAX_TABLE_BYTES). Lower n_buckets in the model config (e.g. "
+            "n_buckets = {suggest} keeps it under the bound), use fewer labels, or raise "
+            "the bound on a machine with the memory.")
+    E162 = ("Cannot load '{name}': the saved {key} = {value!r} is invalid ({why}). The saved "
+            "cfg was edited or written by an incompatible version: re-save the pipeline "
+            "or retrain it. Nothing was changed.")
+    E163 = ("keep_existing must be true, false or null (null: as spaCy's own pipe for the "
+            "target, i.e. keep the entities already on a doc for target 'ents' and "
+            "overwrite every other target), got {value!r}.")
+    E164 = ("rehearse() of '{name}' got sgd = {sgd!r}: pass a thinc Optimizer, or a "
+            "function (key, param, grad) -> (param, grad) as nlp.rehearse() does.")
+    E165 = ("Cannot load '{name}' from {path}: {why}. The model would give NaN scores and "
+            "confidences, so it is refused: retrain it from the last good checkpoint with a "
+            "lower learning rate or gradient clipping ([training.optimizer] grad_clip).")
+    E166 = ("max_segment_length = {value} is above {most}: the semi-Markov CRF scores every "
+            "segment up to that length at every token, so its memory and time grow with it "
+            "(10^6 took 0.9 GB for a 5-token doc). Use a value up to {most}, or 0 for the "
+            "longest gold span of the training data, capped at {cap}.")
 
 class Warnings(metaclass=_Codes):
+    W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
+            "language '{lang}', so it reads words' spelling only. For clusters: pip install "
+            "spacy-lookups-data (English, German, Spanish), or give a table of your own "
+            "([initialize.components.{name}] clusters = PATH; python -m spacy_crf.clusters).")
     W006 = ("{n} gold span(s) of '{name}' are longer than max_segment_length = {length} "
             "(the longest is {longest} tokens); the semi-Markov CRF cannot label them, so "
             "their sentences are left out of training. Raise max_segment_length in the "
@@ -237,7 +311,29 @@ class Warnings(metaclass=_Codes):
             "(spacy.util.filter_spans).")
     W003 = ("{n} gold tag(s) of '{name}' break the {scheme} scheme (e.g. I-X after O, "
             "usually from a tokenisation that differs from the corpus): those tokens are "
-            "treated as unannotated.")
+            "treated as unannotated. To train on them, fix the tags in the corpus (an I-X "
+            "that starts an entity is B-X; python -m spacy_crf.convert conll repairs them) "
+            "or convert it with the pipeline's own tokenizer; a few are harmless.")
     W001 = ("Gold label '{label}' (target '{name}') was not seen at initialize(); tokens "
             "with it are treated as unannotated. Re-initialize with data that has it, or "
             "pass the full label set to initialize(labels=...).")
+    # W010-W014: issue 29
+    W010 = ("The only dev evaluation of this training was at step 0, after its first "
+            "batch, of {n} steps: model-best is that barely trained model, and model-last "
+            "has every update. Lower [training] eval_frequency below the number of steps "
+            "(e.g. --training.eval_frequency {suggest}), or use model-last.")
+    # W015-W019: the pipe contract (issue 35)
+    W015 = ("Gold label '{label}' (target '{name}') is a negative annotation (\"not "
+            "{positive}\"); crf_tagger does not learn from negative annotations and "
+            "treats those tokens as unannotated. Give the positive label where it is "
+            "known, or leave the tokens unannotated.")
+    W016 = ("'{name}' (target '{target}') was initialized without annotated examples or "
+            "labels: it has no {what} types and predicts none. Its weights are sized by "
+            "its labels, so it cannot learn types from later updates: initialize it with "
+            "examples that carry the annotation, or with labels (add_label() or "
+            "initialize(labels=...)).")
+    W017 = ("'{name}' reads NORM (its feature templates), but the vocab has no "
+            "'lexeme_norm' table for language '{lang}', so NORM is the lowercased text "
+            "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "
+            "(pip install spacy-lookups-data) and re-initialize, or ignore this if the "
+            "pipeline is meant to run without the lookups.")

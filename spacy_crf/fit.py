@@ -22,6 +22,7 @@ as many shards.
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from contextlib import contextmanager
@@ -33,8 +34,8 @@ from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.schemas import ConfigSchemaTraining
 from spacy.training import Example
-from spacy.training.loop import (clean_output_dir, create_before_to_disk_callback,
-                                 create_evaluation_callback, update_meta)
+from spacy.training.loop import (create_before_to_disk_callback, create_evaluation_callback,
+                                 update_meta)
 from spacy.util import load_config, load_model_from_config, registry, resolve_dot_names
 from thinc.api import fix_random_seed
 
@@ -51,6 +52,8 @@ from .training.owlqn import Iteration
 
 DIR_MODEL_BEST = "model-best"
 DIR_MODEL_LAST = "model-last"
+#: model directories being written start with this
+TEMP_PREFIX = ".tmp-"
 
 
 def fit(
@@ -132,6 +135,8 @@ def fit(
         raise ValueError(Errors.E032.format(name="optimizer", value=optimizer,
                                             what=f"one of {OPTIMIZERS} ('scipy' with c1 = 0)"))
     out = stdout or sys.stdout
+    if output_dir is not None:
+        _check_output(Path(output_dir))
     if n_threads is None:
         n_threads = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                      else os.cpu_count() or 1)
@@ -140,6 +145,7 @@ def fit(
     nlp, T, train_corpus, dev_corpus = _load(config)
     _check_corpora(train=train_corpus, dev=dev_corpus)
     pipe = _component(nlp, component, T)
+    _check_dev(dev_corpus, nlp)
     train_examples = read_corpus(train_corpus, nlp)
     _initialize(nlp, T, train_examples)
     _annotate(nlp, pipe, T, train_examples)
@@ -147,7 +153,7 @@ def fit(
         # one shard per thread, or per Dask worker
         n_shards = n_threads if client is None else len(client.scheduler_info()["workers"])
         shards, buckets = featurize_corpus(pipe, train_examples, n_shards)
-        check_emissions(pipe, train_examples, shards[0], buckets)
+        check_emissions(pipe, train_examples, shards, buckets)
         # the shards hold all the optimizer needs: give the corpus's memory back
         # before the optimizer's vectors take theirs (CoNLL-2000: about 190 MB)
         del train_examples
@@ -234,7 +240,10 @@ class _Progress:
 
 
 def _check_options(**values: Any) -> None:
-    """E032 for an option out of range (``n_threads``, ``n_workers`` may be None)."""
+    """E032 for an option out of range (``n_threads``, ``n_workers`` may be None).
+
+    Every number must be finite: ``c2 = inf`` made the objective NaN at the
+    first step, ``c1 = inf`` an all-zero model."""
     least = {"c1": 0, "c2": 0, "delta": 0, "max_iterations": 0, "period": 0,
              "eval_frequency": 1, "n_threads": 1, "n_workers": 1}
     for name, value in values.items():
@@ -242,8 +251,9 @@ def _check_options(**values: Any) -> None:
             continue
         whole = isinstance(least[name], int) and name not in ("c1", "c2", "delta")
         kinds = (int,) if whole else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kinds) or not value >= least[name]:
-            what = f"a {'whole number' if whole else 'number'} >= {least[name]}"
+        if (isinstance(value, bool) or not isinstance(value, kinds)
+                or not np.isfinite(value) or not value >= least[name]):
+            what = f"a {'whole number' if whole else 'finite number'} >= {least[name]}"
             raise ValueError(Errors.E032.format(name=name, what=what, value=value))
 
 
@@ -278,6 +288,22 @@ def _check_corpora(**corpora: Callable) -> None:
         path = getattr(corpus, "path", None)
         if path is not None and not Path(path).exists():
             raise ValueError(Errors.E037.format(split=split, path=path))
+
+
+def _check_dev(dev_corpus: Callable, nlp: Language) -> None:
+    """E142 for a dev corpus with no documents (an empty .spacy file, or a path
+    with no .spacy file): every evaluation would score 0.0 and model-best would
+    be the first one. Reads the first document only."""
+    if next(iter(dev_corpus(nlp)), None) is None:
+        path = getattr(dev_corpus, "path", None)
+        raise ValueError(Errors.E142.format(path=path))
+
+
+def _check_output(output_dir: Path) -> None:
+    """E143 when ``output_dir`` exists and is not a directory: found before training,
+    not when saving."""
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(Errors.E143.format(path=output_dir))
 
 
 def _not_fittable(model) -> ValueError:
@@ -343,9 +369,14 @@ def _annotate(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], examples: List[
 
 def _save(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], output_dir: Path,
           progress: _Progress, final: Tuple, out: IO) -> None:
-    """model-best (best dev score) and model-last (final weights), with meta.json scores."""
+    """model-best (best dev score) and model-last (final weights), with meta.json scores.
+
+    Each is written beside its final name and renamed into place: a run killed
+    while saving leaves the previous model-best and model-last whole (and
+    perhaps a ``.tmp-`` directory, removed by the next save).
+    """
     output_dir.mkdir(parents=True, exist_ok=True)
-    clean_output_dir(output_dir)
+    _remove_stale(output_dir)
     before_to_disk = create_before_to_disk_callback(T["before_to_disk"])
     _, best_theta, best_scores, best_loss = progress.best
     last_theta, last_scores, last_loss = final
@@ -355,8 +386,37 @@ def _save(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], output_dir: Path,
                                        last_loss)):
         write_weights(pipe, progress.layout, progress.buckets, theta)
         update_meta(T, nlp, {"other_scores": scores, "losses": {pipe.name: loss}})
-        before_to_disk(nlp).to_disk(path)
+        temp = path.with_name(f"{TEMP_PREFIX}{path.name}-{os.getpid()}")
+        before_to_disk(nlp).to_disk(temp)
+        _replace_dir(temp, path)
     _say(out, f"Saved {output_dir / DIR_MODEL_BEST} and {output_dir / DIR_MODEL_LAST}")
+
+
+def _replace_dir(new: Path, path: Path) -> None:
+    """Put the directory ``new`` at ``path``, replacing what is there.
+
+    A directory cannot be renamed onto a non-empty one, so the old one is
+    renamed aside first; ``path`` is missing only between two renames, and the
+    old copy is deleted once the new one is in place.
+    """
+    old = path.with_name(f"{TEMP_PREFIX}{path.name}-old-{os.getpid()}")
+    if path.exists():
+        os.replace(path, old)
+    os.replace(new, path)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def _remove_stale(output_dir: Path) -> None:
+    """Clear what a killed save left behind: a previous model renamed aside but not
+    yet replaced goes back to its name; other ``.tmp-`` model directories go."""
+    for name in (DIR_MODEL_BEST, DIR_MODEL_LAST):
+        aside = sorted(output_dir.glob(f"{TEMP_PREFIX}{name}-old-*"))
+        if aside and not (output_dir / name).exists():
+            os.replace(aside[0], output_dir / name)
+        for stale in output_dir.glob(f"{TEMP_PREFIX}{name}-*"):
+            if stale.is_dir():
+                shutil.rmtree(stale)
 
 
 def _say(out: IO, line: str) -> None:
@@ -391,12 +451,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.config.exists():
         parser.error(f"config file not found: {args.config}")
     overrides = parse_config_overrides(rest)
-    with show_validation_error(args.config, hint_fill=False):
-        fit(args.config, args.output, overrides=overrides, c1=args.c1, c2=args.c2,
-            max_iterations=args.max_iterations, period=args.period, delta=args.delta,
-            eval_frequency=args.eval_frequency, component=args.component,
-            n_threads=args.threads, n_workers=args.n_workers, address=args.address,
-            optimizer=args.optimizer)
+    try:
+        with show_validation_error(args.config, hint_fill=False):
+            fit(args.config, args.output, overrides=overrides, c1=args.c1, c2=args.c2,
+                max_iterations=args.max_iterations, period=args.period, delta=args.delta,
+                eval_frequency=args.eval_frequency, component=args.component,
+                n_threads=args.threads, n_workers=args.n_workers, address=args.address,
+                optimizer=args.optimizer)
+    except (ValueError, RuntimeError) as err:
+        if not str(err).startswith("[E"):
+            raise  # not one of ours: the traceback is what a bug report needs
+        # our errors name the problem and the fix: the message, not a traceback,
+        # and exit 2 as annotate and convert do
+        print(err, file=sys.stderr)
+        return 2
     return 0
 
 

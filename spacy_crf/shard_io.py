@@ -54,9 +54,15 @@ def read_rows(path: Path) -> Iterator[Tuple[int, Optional[Row], Optional[str]]]:
         for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
             yield i, row, None
         return
-    with path.open("r", encoding="utf8") as lines:
+    # bytes that are not UTF-8 become lone surrogates (U+DC80..U+DCFF), so that one
+    # bad line is one bad row rather than a UnicodeDecodeError for the whole shard
+    with path.open("r", encoding="utf8", errors="surrogateescape") as lines:
         for i, line in enumerate(lines, start=1):
             if not line.strip():
+                continue
+            bad_byte = not_unicode(line)
+            if bad_byte is not None:
+                yield i, None, f"not valid UTF-8 ({bad_byte}): save the shard as UTF-8"
                 continue
             try:
                 row = srsly.json_loads(line)
@@ -67,6 +73,19 @@ def read_rows(path: Path) -> Iterator[Tuple[int, Optional[Row], Optional[str]]]:
                 yield i, None, f"a JSON {type(row).__name__}, not an object"
                 continue
             yield i, row, None
+
+
+def not_unicode(text: str) -> Optional[str]:
+    """Where ``text`` cannot be written as UTF-8 (a lone surrogate: an undecodable
+    byte read with ``surrogateescape``, or a JSON escape such as ``\\ud800``), else None."""
+    try:
+        text.encode("utf8")
+    except UnicodeEncodeError as err:
+        char = ord(text[err.start])
+        what = (f"byte 0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF
+                else f"lone surrogate U+{char:04X}")
+        return f"{what} at character {err.start + 1}"
+    return None
 
 
 def write_rows(path: Path, rows: Sequence[Row], schema: Optional[Any] = None) -> None:

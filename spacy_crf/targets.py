@@ -20,7 +20,7 @@ from functools import partial
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
-from spacy.attrs import DEP, ENT_IOB, POS, TAG
+from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, IS_SPACE, POS, TAG
 from spacy.parts_of_speech import IDS as POS_IDS
 from spacy.strings import hash_string
 from spacy.tokens import Doc, Span, Token
@@ -37,6 +37,9 @@ from .structures.base import sequence_ends
 from .util import same_tokens
 
 _EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
+#: spaCy's prefix of a negative annotation: "!N" = "not N" (the tagger's neg_prefix,
+#: the deprecated "!PERSON" entities)
+NEGATIVE_PREFIX = "!"
 
 
 class Target:
@@ -65,7 +68,7 @@ class Target:
         self._label_array = np.zeros((0,), dtype=object)
         self._keys = np.zeros((0,), dtype=np.uint64)
         self._order = np.zeros((0,), dtype=np.int64)
-        self._warned: Set[int] = set()
+        self._warned: Set[str] = set()
 
     def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
         """Fix the label set; label ``i`` of ``labels`` is id ``i``.
@@ -118,12 +121,7 @@ class Target:
         predicted, reference = example.predicted, example.reference
         keys = self.reference_keys(reference)
         ids = self.ids_of_keys(keys)
-        unknown = keys[(keys != self.missing_key) & (ids < 0)]
-        for key in np.unique(unknown):
-            if int(key) not in self._warned:
-                self._warned.add(int(key))
-                label = self.string_of(reference, int(key))
-                warnings.warn(Warnings.W001.format(label=label, name=self.name))
+        self._warn_unknown(reference, keys, ids)
         if same_tokens(predicted, reference):
             return ids
         x2y = example.alignment.x2y
@@ -134,6 +132,29 @@ class Target:
         single = lengths == 1
         gold[single] = ids[data[first[single]]]
         return gold
+
+    def _warn_unknown(self, reference: Doc, keys: np.ndarray, ids: np.ndarray) -> None:
+        """W001 (W015 for a negative ``!LABEL``), once per label, for gold labels
+        outside the label set: their tokens are unannotated, never a crash."""
+        unknown = keys[(keys != self.missing_key) & (ids < 0)]
+        for key in np.unique(unknown):
+            label = self.unknown_label(reference, int(key))
+            if label in self._warned:
+                continue
+            self._warned.add(label)
+            if label.startswith(NEGATIVE_PREFIX) and len(label) > 1:
+                warnings.warn(Warnings.W015.format(label=label, name=self.name,
+                                                   positive=label[len(NEGATIVE_PREFIX):]))
+            else:
+                warnings.warn(Warnings.W001.format(label=label, name=self.name))
+
+    def unknown_label(self, doc: Doc, key: int) -> str:
+        """How W001 names the gold label of ``key`` (the label itself here)."""
+        return self.string_of(doc, key)
+
+    def order_labels(self, labels: Iterable[str]) -> List[str]:
+        """The label set in column order: sorted."""
+        return sorted(set(labels))
 
     def write(self, doc: Doc, ids: np.ndarray) -> None:
         """Set the predicted labels (label ids, one per token) on ``doc``."""
@@ -326,14 +347,67 @@ class SpanTarget(Target):
         spans = self.spans_of(doc)
         if spans is None:
             return np.zeros(len(doc), dtype=np.uint64)
+        return self._keys_of_spans(len(doc), spans)
+
+    def _keys_of_spans(self, n_tokens: int, spans: Sequence[Span]) -> np.ndarray:
+        """(n_tokens,) packed tag keys of non-overlapping spans, ``O`` elsewhere."""
         starts = np.asarray([sp.start for sp in spans], dtype=np.int64)
         ends = np.asarray([sp.end for sp in spans], dtype=np.int64)
-        codes = schemes.spans_to_codes(len(doc), starts, ends, self.scheme)
-        types = np.zeros(len(doc), dtype=np.uint64)
+        codes = schemes.spans_to_codes(n_tokens, starts, ends, self.scheme)
+        types = np.zeros(n_tokens, dtype=np.uint64)
         for sp in spans:
             types[sp.start:sp.end] = sp.label
-        keys = (types << np.uint64(3)) + (codes + 1).astype(np.uint64)
-        return keys
+        return (types << np.uint64(3)) + (codes + 1).astype(np.uint64)
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        """The tag a packed key stands for (``B-PER``, ``O``)."""
+        code, type_key = (key & 7) - 1, key >> 3
+        return "O" if code == schemes.OUT else f"{schemes.NAMES[code]}-{doc.vocab.strings[type_key]}"
+
+    def unknown_label(self, doc: Doc, key: int) -> str:
+        # the span type, as the corpus and spaCy's ner name it (W001 once per type)
+        return doc.vocab.strings[key >> 3] if key >> 3 else self.string_of(doc, key)
+
+    def order_labels(self, labels: Iterable[str]) -> List[str]:
+        """``O`` first (added if missing: a span target always has "outside"), then
+        the tags sorted. An untrained model's scores all tie, and ties decode as
+        the first label: O, no span (as spaCy's untrained ner predicts none)."""
+        return ["O"] + sorted(set(labels) - {"O"})
+
+    def gold_ids(self, example: Example) -> np.ndarray:
+        """Gold tag ids of ``example.predicted``, -1 where unknown.
+
+        Where tokenisations differ, the gold spans are projected onto the
+        predicted tokens and tagged there, as ``Example.get_aligned_ner`` does:
+        a reference token split in two gives ``B-X L-X``, two reference tokens
+        merged into one ``U-X``. Outside the projected spans a token is ``O``
+        where it aligns to exactly one reference token that is ``O`` (or is
+        whitespace), and unannotated elsewhere.
+        """
+        predicted, reference = example.predicted, example.reference
+        if same_tokens(predicted, reference):
+            return super().gold_ids(example)
+        keys = self.reference_keys(reference)
+        self._warn_unknown(reference, keys, self.ids_of_keys(keys))
+        spans = self.spans_of(reference)
+        if spans is None:
+            return np.full(len(predicted), -1, dtype=np.int64)
+        projected = example.get_aligned_spans_y2x(spans, allow_overlap=False)
+        gold = self.ids_of_keys(self._keys_of_spans(len(predicted), projected))
+        covered = np.zeros(len(predicted) + 1, dtype=np.int64)
+        np.add.at(covered, [sp.start for sp in projected], 1)
+        np.add.at(covered, [sp.end for sp in projected], -1)
+        in_span = np.cumsum(covered)[:-1] > 0
+        x2y = example.alignment.x2y
+        lengths = np.asarray(x2y.lengths, dtype=np.int64)
+        data = np.asarray(x2y.data, dtype=np.int64)
+        single = lengths == 1
+        outside = np.zeros(len(predicted), dtype=bool)
+        reference_out = keys == np.uint64(schemes.OUT + 1)  # the packed key of "O"
+        outside[single] = reference_out[data[(np.cumsum(lengths) - lengths)[single]]]
+        outside |= predicted.to_array(IS_SPACE).astype(bool).reshape(-1)
+        gold[~in_span & ~outside] = -1
+        return gold
 
     def label_strings(self, doc: Doc) -> List[str]:
         # no span type, no label: a corpus without spans gets E008, not an O-only CRF
@@ -361,7 +435,7 @@ class SpanTarget(Target):
         """Label ids fixed by spans already on a predicted doc (-1 elsewhere).
 
         Spans of a type the CRF does not know fix their tokens to ``O``:
-        ``write(..., keep=unknown_spans(doc))`` puts them back as they were.
+        ``write_prediction`` puts every existing span back as it was.
         """
         spans = self.spans_of(doc)
         fixed = np.full(len(doc), -1, dtype=np.int64)
@@ -372,13 +446,25 @@ class SpanTarget(Target):
         for sp in spans:
             inside[sp.start:sp.end] = True
         fixed[inside] = ids[inside]
-        fixed[inside & (ids < 0)] = self._labels.index("O")
+        fixed[inside & (ids < 0)] = self.out_id
         return fixed
 
-    def unknown_spans(self, doc: Doc) -> List[Span]:
-        """Spans on the doc whose type is not among the CRF's labels."""
-        known = {kind for kind in self._parsed[2]}
-        return [sp for sp in (self.spans_of(doc) or []) if sp.label_ not in known]
+    @property
+    def out_id(self) -> int:
+        """The id of ``O``."""
+        return self._labels.index("O")
+
+    def _merged(self, doc: Doc, ids: np.ndarray, keep: Sequence[Span]) -> List[Span]:
+        """The predicted spans, less those overlapping a kept one, and the kept
+        spans themselves (their kb_id and id with them), sorted by start."""
+        predicted = self._spans(doc, ids)
+        if keep:
+            taken = np.zeros(len(doc) + 1, dtype=np.int64)
+            np.add.at(taken, [sp.start for sp in keep], 1)
+            np.add.at(taken, [sp.end for sp in keep], -1)
+            taken = np.cumsum(taken)[:-1] > 0
+            predicted = [sp for sp in predicted if not taken[sp.start:sp.end].any()]
+        return sorted(predicted + list(keep), key=lambda sp: sp.start)
 
     def constrain(self, scores: CRFScores) -> CRFScores:
         """Add the scheme's -inf scores for forbidden moves."""
@@ -447,8 +533,9 @@ class SpanTarget(Target):
         return fixed
 
     def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
-        # spans of a type the CRF does not know were decoded as O: put them back
-        self.write(doc, ids, keep=self.unknown_spans(doc) if keep_existing else ())
+        # the existing spans go back as they were (forced decoding kept their
+        # tokens, as O where the CRF does not know their type)
+        self.write(doc, ids, keep=(self.spans_of(doc) or []) if keep_existing else ())
 
     def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
                         fixed: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
@@ -472,9 +559,32 @@ class EntTarget(SpanTarget):
             keys[doc.to_array(ENT_IOB).reshape(-1) == 0] = 0  # missing, not O
         return keys
 
-    def write(self, doc: Doc, ids: np.ndarray, keep: Sequence[Span] = ()) -> None:
-        spans = sorted(self._spans(doc, ids) + list(keep), key=lambda sp: sp.start)
-        doc.set_ents(spans, default="outside")
+    def write(self, doc: Doc, ids: np.ndarray, keep: Sequence[Span] = (),
+              blocked: Sequence[Span] = ()) -> None:
+        doc.set_ents(self._merged(doc, ids, keep), blocked=list(blocked), default="outside")
+
+    def blocked(self, doc: Doc) -> np.ndarray:
+        """(len(doc),) bool: tokens blocked from any entity (``doc.set_ents(...,
+        blocked=...)``: ``ent_iob_`` "B" with no type), which spaCy's ner keeps out."""
+        if not len(doc):
+            return np.zeros(0, dtype=bool)
+        arr = doc.to_array([ENT_IOB, ENT_TYPE]).reshape(len(doc), 2)
+        return (arr[:, 0] == 3) & (arr[:, 1] == 0)
+
+    def forced(self, doc: Doc) -> np.ndarray:
+        # blocked tokens are fixed to O (a token set to "O" stays free, as in spaCy's ner)
+        fixed = super().forced(doc)
+        fixed[self.blocked(doc)] = self.out_id
+        return fixed
+
+    def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
+        if not keep_existing:
+            self.write(doc, ids)
+            return
+        blocked = np.concatenate([[False], self.blocked(doc), [False]])
+        edges = np.flatnonzero(np.diff(blocked.astype(np.int8)))
+        runs = [Span(doc, int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
+        self.write(doc, ids, keep=self.spans_of(doc) or [], blocked=runs)
 
     def getter(self) -> Callable[[Token, str], object]:
         return lambda token, _: f"{token.ent_iob_}-{token.ent_type_}" if token.ent_type_ else token.ent_iob_
@@ -503,7 +613,7 @@ class SpanGroupTarget(SpanTarget):
     _warned_overlap = False
 
     def write(self, doc: Doc, ids: np.ndarray, keep: Sequence[Span] = ()) -> None:
-        doc.spans[self.key] = sorted(self._spans(doc, ids) + list(keep), key=lambda sp: sp.start)
+        doc.spans[self.key] = self._merged(doc, ids, keep)
 
 
 def make_target(target: str, scheme: str = "BILUO") -> Target:

@@ -66,7 +66,22 @@ SMALL_MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v1",
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1"],
     "n_buckets": 4096,
+    # spelling only, at the rate train() gives: the factory's word clusters and
+    # head start (tests/test_word_features.py, tests/test_boost.py) are left out
+    "cluster_templates": None,
+    "boost_updates": 0,
 }
+
+
+#: a toy entity corpus: (text, [(start token, end token, label)])
+TOY_NER = [
+    ("Alice met Bob in Paris .", [(0, 1, "PER"), (2, 3, "PER"), (4, 5, "LOC")]),
+    ("New York is big .", [(0, 2, "LOC")]),
+    ("Carol Smith visited New York City yesterday .", [(0, 2, "PER"), (3, 6, "LOC")]),
+    ("the cat sat on the mat .", []),
+    ("Bob Jones lives in Berlin .", [(0, 2, "PER"), (4, 5, "LOC")]),
+    ("Paris and Berlin are far .", [(0, 1, "LOC"), (2, 3, "LOC")]),
+]
 
 
 def tiny_tok2vec(width: int = 16) -> Dict:

@@ -566,10 +566,12 @@ def test_neural_crf_with_hashed_features(toy):
 
 
 def test_empty_training_corpus_is_a_clear_error(tmp_path):
-    """No examples at all: E020, naming the corpus file when the config has it."""
+    """No examples at all: E020 naming the corpus file when the config has it;
+    without a configured corpus, E160 naming the component (a TypeError, as
+    spaCy's E930 for a bad get_examples)."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger")
-    with pytest.raises(ValueError, match=r"\[E020\].*no examples"):
+    with pytest.raises(TypeError, match=r"\[E160\] 'crf_tagger'.*no examples"):
         nlp.initialize(lambda: [])
     nlp.config["paths"]["train"] = str(tmp_path / "train.spacy")
     with pytest.raises(ValueError, match=r"\[E020\].*train\.spacy"):

@@ -46,11 +46,21 @@ def test_default_optimizer_is_spacys():
 
 def test_factory_defaults_train_under_spacys_default_optimizer():
     """The model's learning-rate scale is what makes Adam 0.001 work for sparse
-    weights: without it (scale 1) five epochs leave the tagger far behind."""
-    scaled = train_plain_loop({})
-    unscaled = train_plain_loop({"learn_rate_scale": 1.0})
-    assert scaled >= 0.85
-    assert scaled >= unscaled + 0.05
+    weights: without it (scale 1) five epochs leave the tagger far behind. The
+    head start (boost_updates) then gains more in the 95 updates of this loop."""
+    defaults = train_plain_loop({})
+    scaled = train_plain_loop({"boost_updates": 0})
+    unscaled = train_plain_loop({"learn_rate_scale": 1.0, "boost_updates": 0})
+    assert defaults >= 0.88
+    assert scaled >= unscaled + 0.05  # measured: 0.919 against 0.855
+    assert defaults >= scaled + 0.005  # measured: 0.932 against 0.919
+
+
+def test_word_clusters_of_spacy_lookups_data_help_the_defaults():
+    """With spacy-lookups-data installed the factory defaults read its English
+    Brown clusters (measured: 0.932 against 0.899 without them)."""
+    pytest.importorskip("spacy_lookups_data")
+    assert train_plain_loop({}) >= train_plain_loop({"cluster_templates": None}) + 0.015
 
 
 def _template_names(nlp, name="crf_tagger"):

@@ -86,10 +86,17 @@ def test_the_setting_is_saved_and_loaded(tmp_path):
     pipe = loaded.get_pipe("crf_tagger")
     assert pipe.cfg["sequence"] == "doc"
     assert [(e.text, e.label_) for e in loaded(cut_doc(loaded)).ents] == expected
-    # into a component built with the default setting, from bytes
+    # into a component built with sequence = "sentence", from bytes: sequence
+    # does not change the weights, so the component keeps its own setting, the
+    # one its nlp.config reports (issue 29 item 6), and reads sentences
     fresh = make_nlp("sentence")
     fresh.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
-    assert [(e.text, e.label_) for e in fresh(cut_doc(fresh)).ents] == expected
+    assert fresh.get_pipe("crf_tagger").cfg["sequence"] == "sentence"
+    assert fresh.config["components"]["crf_tagger"]["sequence"] == "sentence"
+    assert fresh.get_pipe("crf_tagger")._structure([cut_doc(fresh)]).lengths.tolist() != [len(cut_doc(fresh))]
+    # and a config override given to spacy.load is honoured
+    override = spacy.load(tmp_path / "model", config={"components": {"crf_tagger": {"sequence": "sentence"}}})
+    assert override.get_pipe("crf_tagger").cfg["sequence"] == "sentence"
 
 
 def test_the_default_is_one_sequence_per_doc():

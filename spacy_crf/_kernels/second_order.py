@@ -29,8 +29,9 @@ import numpy as np
 from numba import njit
 
 # the first-order chain's shift and underflow guard: one rule for both kernels
-from .chain import NEG_INF, _finite_max
+from .chain import NEG_INF, _finite_max, _logaddexp
 from .chain import _within_guard as _guarded
+from .span_marginals import blocked_rows
 
 
 #: the semiring of the forward pass (the first-order chain's names)
@@ -93,6 +94,83 @@ def _inside(emissions, o, n, src, weight, in_ptr, in_edges, start, mode, alpha, 
 
 
 @njit(cache=True)
+def _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr, out_edges,
+                     exp_s, exp_e, shifts, alpha, beta, ex, scale, out_log_z):
+    """The scaled forward-backward of the sequence at rows ``o:o+n`` (``n > 0``).
+
+    Fills ``alpha`` (rows sum to one), ``beta`` (``sum_d alpha[t, d] beta[t, d]
+    = z_hat`` at every ``t``), ``ex`` (the exponentiated, shifted emissions)
+    and ``scale``. ``shifts`` holds the edge, start and end shifts, and a NaN
+    in ``shifts[3]`` where they are not within the guard. The sequence's log Z
+    goes to ``out_log_z[0]``. Returns ``z_hat``, NaN where scaling cannot
+    represent the sequence or it has no labelling (the caller goes to logs).
+    """
+    P = emissions.shape[1]
+    if shifts[3] != shifts[3]:
+        return np.nan
+    log_scale = shifts[1] + shifts[2]
+    for t in range(n):
+        row = emissions[o + t]
+        m = _finite_max(row)
+        if not _guarded(row, m):
+            return np.nan
+        for d in range(P):
+            ex[t, d] = np.exp(row[d] - m)
+        log_scale += m
+        if t > 0:
+            log_scale += shifts[0]
+    # forward: alpha_hat[t] sums to one
+    no_back = np.zeros((1, 1), dtype=np.int64)  # SCALED keeps no back-pointers
+    scales = _inside(emissions, o, n, src, exp_w, in_ptr, in_edges, exp_s, SCALED, alpha,
+                     no_back, ex, scale)
+    if scales != scales:
+        return np.nan
+    log_scale += scales
+    z_hat = 0.0
+    for d in range(P):
+        z_hat += alpha[n - 1, d] * exp_e[d]
+    if z_hat == 0.0:
+        return np.nan
+    out_log_z[0] = log_scale + np.log(z_hat)
+    # backward: beta_hat[t] such that sum_d alpha_hat[t, d] beta_hat[t, d] = z_hat.
+    # Only pairs with alpha > 0 need it (every pair an edge reaches from one has
+    # alpha > 0 too): under fixed labels (the likelihood's clamped pass) that is
+    # one pair per token, and the pass costs next to nothing.
+    for d in range(P):
+        beta[n - 1, d] = exp_e[d]
+    for t in range(n - 2, -1, -1):
+        for a in range(P):
+            if alpha[t, a] == 0.0:
+                beta[t, a] = 0.0
+                continue
+            acc = 0.0
+            for k in range(out_ptr[a], out_ptr[a + 1]):
+                e = out_edges[k]
+                b = dst[e]
+                acc += exp_w[e] * ex[t + 1, b] * beta[t + 1, b]
+            beta[t, a] = acc / scale[t + 1]
+    return z_hat
+
+
+@njit(cache=True)
+def _scaled_buffers(emissions, lengths, weight, start, end, force_log):
+    """Work arrays of a scaled forward-backward over the batch's longest sequence
+    (alpha, beta, ex, scale), the exponentiated potentials and their shifts;
+    ``shifts[3]`` is NaN where scaling cannot represent them (or ``force_log``)."""
+    P = emissions.shape[1]
+    max_n = 0
+    for s in range(lengths.shape[0]):
+        max_n = max(max_n, lengths[s])
+    w_shift = _finite_max(weight)
+    s_shift = _finite_max(start)
+    e_shift = _finite_max(end)
+    all_ok = _guarded(weight, w_shift) and _guarded(start, s_shift) and _guarded(end, e_shift)
+    shifts = np.array([w_shift, s_shift, e_shift, 0.0 if all_ok and not force_log else np.nan])
+    return (np.zeros((max_n, P)), np.zeros((max_n, P)), np.zeros((max_n, P)), np.zeros(max_n),
+            np.exp(weight - w_shift), np.exp(start - s_shift), np.exp(end - e_shift), shifts)
+
+
+@njit(cache=True)
 def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, out_edges,
              start, end, log_z, marginals, edge_sum, start_sum, end_sum, status):
     """Log Z (S,), pair marginals added into ``marginals`` (N, P), expected edge,
@@ -100,21 +178,9 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
     (P,). ``status[s]`` is 1 where sequence ``s`` must be recomputed in log
     space (nothing is added for it), else 0."""
     P = emissions.shape[1]
-    max_n = 0
-    for s in range(lengths.shape[0]):
-        max_n = max(max_n, lengths[s])
-    alpha = np.zeros((max_n, P))
-    beta = np.zeros((max_n, P))
-    ex = np.zeros((max_n, P))
-    scale = np.zeros(max_n)
-    w_shift = _finite_max(weight)
-    s_shift = _finite_max(start)
-    e_shift = _finite_max(end)
-    all_ok = _guarded(weight, w_shift) and _guarded(start, s_shift) and _guarded(end, e_shift)
-    exp_w = np.exp(weight - w_shift)
-    exp_s = np.exp(start - s_shift)
-    exp_e = np.exp(end - e_shift)
-    no_back = np.zeros((1, 1), dtype=np.int64)  # SCALED keeps no back-pointers
+    alpha, beta, ex, scale, exp_w, exp_s, exp_e, shifts = _scaled_buffers(
+        emissions, lengths, weight, start, end, False)
+    seq_log_z = np.zeros(1)
     o = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -122,56 +188,14 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
         if n == 0:
             log_z[s] = 0.0
             continue
-        ok = all_ok
-        log_scale = s_shift + e_shift
-        for t in range(n):
-            row = emissions[o + t]
-            m = _finite_max(row)
-            if not _guarded(row, m):
-                ok = False
-                break
-            for d in range(P):
-                ex[t, d] = np.exp(row[d] - m)
-            log_scale += m
-            if t > 0:
-                log_scale += w_shift
-        if not ok:
+        z_hat = _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
+                                 out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale,
+                                 seq_log_z)
+        if z_hat != z_hat:
             status[s] = 1
             o += n
             continue
-        # forward: alpha_hat[t] sums to one
-        scales = _inside(emissions, o, n, src, exp_w, in_ptr, in_edges, exp_s, SCALED, alpha,
-                         no_back, ex, scale)
-        if scales != scales:
-            status[s] = 1
-            o += n
-            continue
-        log_scale += scales
-        z_hat = 0.0
-        for d in range(P):
-            z_hat += alpha[n - 1, d] * exp_e[d]
-        if z_hat == 0.0:
-            status[s] = 1
-            o += n
-            continue
-        log_z[s] = log_scale + np.log(z_hat)
-        # backward: beta_hat[t] such that sum_d alpha_hat[t, d] beta_hat[t, d] = z_hat.
-        # Only pairs with alpha > 0 need it (every pair an edge reaches from one has
-        # alpha > 0 too): under fixed labels (the likelihood's clamped pass) that is
-        # one pair per token, and the pass costs next to nothing.
-        for d in range(P):
-            beta[n - 1, d] = exp_e[d]
-        for t in range(n - 2, -1, -1):
-            for a in range(P):
-                if alpha[t, a] == 0.0:
-                    beta[t, a] = 0.0
-                    continue
-                acc = 0.0
-                for k in range(out_ptr[a], out_ptr[a + 1]):
-                    e = out_edges[k]
-                    b = dst[e]
-                    acc += exp_w[e] * ex[t + 1, b] * beta[t + 1, b]
-                beta[t, a] = acc / scale[t + 1]
+        log_z[s] = seq_log_z[0]
         for t in range(n):
             for d in range(P):
                 marginals[o + t, d] += alpha[t, d] * beta[t, d] / z_hat
@@ -220,4 +244,219 @@ def viterbi(emissions, lengths, src, weight, in_ptr, in_edges, start, end, state
         states[o + n - 1] = arg
         for t in range(n - 1, 0, -1):
             states[o + t - 1] = back[t, states[o + t]]
+        o += n
+
+
+# --------------------------------------------------------------------------- span probabilities
+#
+# P(span [a, b) with labels y_a .. y_{b-1}) is the mass of the pair paths that
+# take those labels there and, at b, no label that would continue the span:
+#
+#   at a:       any pair (x, y_a): alpha[a, (x, y_a)]
+#   at a + 1:   v = sum_x alpha[a, (x, y_a)] w[(x, y_a) -> (y_a, y_{a+1})] e(a + 1, (y_a, y_{a+1}))
+#   a+2..b-1:   one pair per token: v *= w[edge] e(t, (y_{t-1}, y_t))
+#   at b - 1:   v * R, R = beta[b - 1, pair] without a blocked label after the span,
+#               else the sum of beta's terms over the unblocked next labels
+#
+# divided by Z. So one forward-backward per sequence serves all its spans, and a
+# span costs its length (plus the in- and out-edges of two pairs): linear in tokens.
+
+
+@njit(cache=True)
+def _edge(p, q, out_ptr, out_edges, dst):
+    """The edge from pair ``p`` to pair ``q``, -1 if they do not join."""
+    for k in range(out_ptr[p], out_ptr[p + 1]):
+        e = out_edges[k]
+        if dst[e] == q:
+            return e
+    return -1
+
+
+@njit(cache=True)
+def _tail_scaled(d, n, b, label, dst, exp_w, out_ptr, out_edges, blocked_after, has_blocked,
+                 beta, ex, scale):
+    """R (scaled) for a span ending at ``b`` in pair ``d``: beta without a blocked
+    next label, else its terms over the labels that do not continue the span."""
+    y = label[d]
+    if b == n or not has_blocked[y]:
+        return beta[b - 1, d]
+    acc = 0.0
+    for k in range(out_ptr[d], out_ptr[d + 1]):
+        e = out_edges[k]
+        q = dst[e]
+        if not blocked_after[y, label[q]]:
+            acc += exp_w[e] * ex[b, q] * beta[b, q]
+    return acc / scale[b]
+
+
+@njit(cache=True)
+def _tail_log(d, o, n, b, label, dst, weight, out_ptr, out_edges, blocked_after, has_blocked,
+              emissions, lb):
+    """log R for a span ending at ``b`` in pair ``d``, in log space."""
+    y = label[d]
+    if b == n or not has_blocked[y]:
+        return lb[b - 1, d]
+    acc = NEG_INF
+    for k in range(out_ptr[d], out_ptr[d + 1]):
+        e = out_edges[k]
+        q = dst[e]
+        if not blocked_after[y, label[q]]:
+            acc = _logaddexp(acc, weight[e] + emissions[o + b, q] + lb[b, q])
+    return acc
+
+
+@njit(cache=True)
+def _span_scaled(o, n, a, b, labels, pair_of, label, src, dst, exp_w, in_ptr, in_edges,
+                 out_ptr, out_edges, blocked_after, has_blocked, alpha, beta, ex, scale, z_hat):
+    """log P(span [a, b)) of the sequence at rows ``o:o+n`` from its scaled pass."""
+    P = alpha.shape[1]
+    y = labels[o + a]
+    if b - a == 1:  # the pair at a is (any label, y): sum over them
+        total = 0.0
+        for d in range(P):
+            if label[d] == y and alpha[a, d] > 0.0:
+                total += alpha[a, d] * _tail_scaled(d, n, b, label, dst, exp_w, out_ptr,
+                                                    out_edges, blocked_after, has_blocked,
+                                                    beta, ex, scale)
+        return np.log(total) - np.log(z_hat)
+    q = pair_of[y + 1, labels[o + a + 1]]
+    if q < 0:
+        return NEG_INF
+    acc = 0.0
+    for k in range(in_ptr[q], in_ptr[q + 1]):  # every edge into q leaves a pair (x, y)
+        e = in_edges[k]
+        acc += alpha[a, src[e]] * exp_w[e]
+    # products of factors below one underflow on a long span: summed in logs
+    log_v = np.log(acc) + np.log(ex[a + 1, q]) - np.log(scale[a + 1])
+    for t in range(a + 2, b):
+        p = q
+        q = pair_of[labels[o + t - 1] + 1, labels[o + t]]
+        if q < 0:
+            return NEG_INF
+        e = _edge(p, q, out_ptr, out_edges, dst)
+        if e < 0:
+            return NEG_INF
+        log_v += np.log(exp_w[e]) + np.log(ex[t, q]) - np.log(scale[t])
+    tail = _tail_scaled(q, n, b, label, dst, exp_w, out_ptr, out_edges, blocked_after,
+                        has_blocked, beta, ex, scale)
+    return log_v + np.log(tail) - np.log(z_hat)
+
+
+@njit(cache=True)
+def _span_log(o, n, a, b, labels, pair_of, label, src, dst, weight, in_ptr, in_edges,
+              out_ptr, out_edges, blocked_after, has_blocked, emissions, la, lb, log_z):
+    """log P(span [a, b)) of the sequence at rows ``o:o+n`` from its log-space pass."""
+    P = la.shape[1]
+    y = labels[o + a]
+    if b - a == 1:
+        total = NEG_INF
+        for d in range(P):
+            if label[d] == y and la[a, d] != NEG_INF:
+                total = _logaddexp(total, la[a, d] + _tail_log(
+                    d, o, n, b, label, dst, weight, out_ptr, out_edges, blocked_after,
+                    has_blocked, emissions, lb))
+        return total - log_z
+    q = pair_of[y + 1, labels[o + a + 1]]
+    if q < 0:
+        return NEG_INF
+    acc = NEG_INF
+    for k in range(in_ptr[q], in_ptr[q + 1]):
+        e = in_edges[k]
+        acc = _logaddexp(acc, la[a, src[e]] + weight[e])
+    log_v = acc + emissions[o + a + 1, q]
+    for t in range(a + 2, b):
+        p = q
+        q = pair_of[labels[o + t - 1] + 1, labels[o + t]]
+        if q < 0:
+            return NEG_INF
+        e = _edge(p, q, out_ptr, out_edges, dst)
+        if e < 0:
+            return NEG_INF
+        log_v += weight[e] + emissions[o + t, q]
+    tail = _tail_log(q, o, n, b, label, dst, weight, out_ptr, out_edges, blocked_after,
+                     has_blocked, emissions, lb)
+    return log_v + tail - log_z
+
+
+@njit(cache=True)
+def _log_sequence(emissions, o, n, src, dst, weight, in_ptr, in_edges, out_ptr, out_edges,
+                  start, end, la, lb):
+    """Log-space alpha and beta of the sequence at rows ``o:o+n``; returns its log Z
+    (``-inf`` where it has no labelling). Exact where scaling cannot serve."""
+    P = emissions.shape[1]
+    for d in range(P):
+        la[0, d] = start[d] + emissions[o, d]
+    for t in range(1, n):
+        for d in range(P):
+            acc = NEG_INF
+            if emissions[o + t, d] != NEG_INF:
+                for k in range(in_ptr[d], in_ptr[d + 1]):
+                    e = in_edges[k]
+                    acc = _logaddexp(acc, la[t - 1, src[e]] + weight[e])
+            la[t, d] = acc + emissions[o + t, d]
+    log_z = NEG_INF
+    for d in range(P):
+        lb[n - 1, d] = end[d]
+        log_z = _logaddexp(log_z, la[n - 1, d] + end[d])
+    for t in range(n - 2, -1, -1):
+        for d in range(P):
+            acc = NEG_INF
+            for k in range(out_ptr[d], out_ptr[d + 1]):
+                e = out_edges[k]
+                q = dst[e]
+                acc = _logaddexp(acc, weight[e] + emissions[o + t + 1, q] + lb[t + 1, q])
+            lb[t, d] = acc
+    return log_z
+
+
+@njit(cache=True)
+def span_log_probabilities(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr,
+                           out_edges, start, end, pair_of, label, labels, starts, ends,
+                           blocked_after, force_log, log_z, log_p):
+    """Log probability of every span ``[starts[k], ends[k])`` of ``labels`` (N,).
+
+    ``emissions`` (N, P) are the pair emissions with ``-inf`` where fixed labels
+    exclude a pair; ``pair_of`` (L + 1, L) the pair index of ``(previous + 1,
+    label)`` (row 0: START), -1 where not kept; ``label`` (P,) each pair's
+    label. Spans are sorted by start, each inside one sequence (the caller
+    checks); ``blocked_after`` (L, L) ``[i, j]`` where label ``j`` after a span
+    ending in ``i`` would continue it. Fills ``log_z`` (S,) and ``log_p`` (M,):
+    NaN for the spans of a sequence with no labelling. One forward-backward
+    per sequence, scaled, or in log space where scaling cannot represent it
+    (or ``force_log``).
+    """
+    alpha, beta, ex, scale, exp_w, exp_s, exp_e, shifts = _scaled_buffers(
+        emissions, lengths, weight, start, end, force_log)
+    seq_log_z = np.zeros(1)
+    has_blocked = blocked_rows(blocked_after)
+    o = 0
+    k = 0
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        log_z[s] = 0.0
+        if n == 0:
+            continue
+        z_hat = _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
+                                 out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale,
+                                 seq_log_z)
+        scaled = z_hat == z_hat
+        if scaled:
+            log_z[s] = seq_log_z[0]
+        else:  # alpha and beta hold log-space values from here on
+            log_z[s] = _log_sequence(emissions, o, n, src, dst, weight, in_ptr, in_edges,
+                                     out_ptr, out_edges, start, end, alpha, beta)
+        while k < starts.shape[0] and starts[k] < o + n:
+            a = starts[k] - o
+            b = ends[k] - o
+            if log_z[s] == NEG_INF:
+                log_p[k] = np.nan
+            elif scaled:
+                log_p[k] = _span_scaled(o, n, a, b, labels, pair_of, label, src, dst, exp_w,
+                                        in_ptr, in_edges, out_ptr, out_edges, blocked_after,
+                                        has_blocked, alpha, beta, ex, scale, z_hat)
+            else:
+                log_p[k] = _span_log(o, n, a, b, labels, pair_of, label, src, dst, weight,
+                                     in_ptr, in_edges, out_ptr, out_edges, blocked_after,
+                                     has_blocked, emissions, alpha, beta, log_z[s])
+            k += 1
         o += n

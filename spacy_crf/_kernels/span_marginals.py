@@ -30,6 +30,18 @@ from .chain import (NEG_INF, _allowed, _logaddexp, _scaled_potentials, _sequence
 
 
 @njit(cache=True)
+def blocked_rows(blocked_after):
+    """(L,) whether some label after a span ending in label ``i`` would continue it."""
+    L = blocked_after.shape[0]
+    out = np.zeros(L, dtype=np.bool_)
+    for i in range(L):
+        for j in range(blocked_after.shape[1]):
+            if blocked_after[i, j]:
+                out[i] = True
+    return out
+
+
+@njit(cache=True)
 def _span_scaled(n, a, b, labels, transitions, t_shift, exp_t, blocked_after, has_blocked,
                  alpha, beta, ex, scale):
     """log P(span [a, b)) from scaled alpha, beta, ex and scale of one sequence."""
@@ -98,11 +110,7 @@ def span_marginals(emissions, lengths, transitions, start, end, fixed, labels, s
     scaled_potentials = _scaled_potentials(transitions, start, end)
     exp_t = scaled_potentials[0]
     t_shift = scaled_potentials[4][0]  # NaN where scaling cannot serve: every sequence goes to logs
-    has_blocked = np.zeros(L, dtype=np.bool_)
-    for i in range(L):
-        for j in range(L):
-            if blocked_after[i, j]:
-                has_blocked[i] = True
+    has_blocked = blocked_rows(blocked_after)
     # per sequence: one forward-backward (scaled, or in logs where scaling fails),
     # then each of its spans from alpha at its start, beta at its end and the
     # potentials in between (the formula of the module docstring)

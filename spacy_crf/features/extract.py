@@ -1,21 +1,22 @@
 """Docs -> hashed feature ids, one per token and template."""
 
-from typing import Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-from spacy.attrs import LOWER
+from spacy.attrs import IDS
 from spacy.tokens import Doc
 
 from .._kernels import features as kernels
 from .._kernels import tree_features as tree
 from ..errors import Errors
-from .affixes import affix_columns
+from .affixes import N_COLUMNS as N_AFFIX_COLUMNS, affix_columns
 from .doc_arrays import attribute_matrix, batch_heads, batch_memo, batch_sequence_lengths
+from .lexicon import Lexicon
 from .templates import FeatureTemplates
 
 
 def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
-                     by_sentence: bool = True) -> np.ndarray:
+                     by_sentence: bool = True, lexicon: Optional[Lexicon] = None) -> np.ndarray:
     """Hash every template at every token of the batch.
 
     Parameters
@@ -46,44 +47,45 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     begins another one is its first columns: a feature id depends on the
     template's position in its list, not on the list.
     """
+    missing = (templates.lexicon_attrs if lexicon is None
+               else lexicon.missing(templates.lexicon_attrs))
+    if missing:
+        raise ValueError(Errors.E126.format(attrs=", ".join(missing)))
     source = tuple(templates.source)
     hashed = batch_memo(docs, "features")
-    key = (by_sentence, source)
+    # two feature layers share hashed columns only if they read the same word tables
+    tables = id(lexicon) if templates.lexicon_attrs else None
+    key = (by_sentence, tables, source)
     if key not in hashed:
-        hashed[key] = _from_hashed(docs, templates, by_sentence, hashed)
+        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, hashed)
     return hashed[key]
 
 
 def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
-                 hashed: dict) -> np.ndarray:
+                 lexicon: Optional[Lexicon], hashed: dict) -> np.ndarray:
     """The features of ``templates``, from the batch's ``hashed`` lists where one
     begins with them or they begin with the longest of those that can serve."""
     source = tuple(templates.source)
+    tables = id(lexicon) if templates.lexicon_attrs else None
     done, done_source = None, ()
-    for (sequence, other), features in hashed.items():
-        if sequence != by_sentence:
+    for (sequence, other_tables, other), features in hashed.items():
+        if sequence != by_sentence or (other_tables is not None and other_tables != tables):
             continue
         if other[:len(source)] == source:  # a longer list, hashed already
             return np.ascontiguousarray(features[:, :len(templates)])
         if source[:len(other)] == other and len(other) > len(done_source):
             done, done_source = features, other
     if done is None:
-        return _hash(docs, templates, by_sentence, 0)
+        return _hash(docs, templates, by_sentence, 0, lexicon)
     rest = FeatureTemplates(source[len(done_source):])
-    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1])])
+    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1], lexicon)])
 
 
 def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
-          first: int) -> np.ndarray:
+          first: int, lexicon: Optional[Lexicon]) -> np.ndarray:
     """The features of ``templates``, placed at ``first`` in their list."""
-    attr_ids = list(templates.attr_ids)
-    if templates.uses_affixes:
-        attr_ids.append(LOWER)
-    values = attribute_matrix(docs, attr_ids)
+    values = _value_columns(docs, templates, lexicon)
     n_tokens = values.shape[0]
-    if templates.uses_affixes and docs:
-        affixes = affix_columns(values[:, -1], docs[0].vocab.strings)
-        values = np.ascontiguousarray(np.hstack([values[:, :-1], affixes]))
     if templates.uses_tree:
         values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values)]))
     lengths = batch_sequence_lengths(docs, by_sentence)
@@ -94,6 +96,33 @@ def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
     kernels.hash_templates(values, begin, end, templates.part_ptr, templates.part_col,
                            templates.part_off, first, features)
     return features
+
+
+def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
+                   lexicon: Optional[Lexicon]) -> np.ndarray:
+    """The spaCy attribute columns of the batch, then the affix and word-table columns.
+
+    The affixes and tables are looked up by word hashes (``LOWER``, ``ORTH``)
+    read in the same ``Doc.to_array`` call as the attributes, after them.
+    """
+    keys: List[str] = []
+    if templates.uses_affixes:
+        keys.append("LOWER")
+    if templates.lexicon_attrs:
+        keys += [k for k in lexicon.key_attrs(templates.lexicon_attrs) if k not in keys]
+    n_attrs = len(templates.attr_ids)
+    values = attribute_matrix(docs, list(templates.attr_ids) + [IDS[k] for k in keys])
+    if not keys:
+        return values
+    key_columns: Dict[str, np.ndarray] = {k: np.ascontiguousarray(values[:, n_attrs + i])
+                                          for i, k in enumerate(keys)}
+    blocks = [values[:, :n_attrs]]
+    if templates.uses_affixes:
+        blocks.append(affix_columns(key_columns["LOWER"], docs[0].vocab.strings)
+                      if docs else np.zeros((0, N_AFFIX_COLUMNS), dtype=np.uint64))
+    if templates.lexicon_attrs:
+        blocks.append(lexicon.columns(docs, templates.lexicon_attrs, key_columns))
+    return np.ascontiguousarray(np.hstack(blocks))
 
 
 def tree_columns(docs: Sequence[Doc], templates: FeatureTemplates, values: np.ndarray) -> np.ndarray:

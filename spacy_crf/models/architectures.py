@@ -14,7 +14,7 @@ from .hashed_linear import LABEL_SIZED, hashed_linear
 from .hmm import hmm
 from .pooled_experts import pooled_experts
 from .potentials import CRFScores, crf_potentials
-from .sparse_table import ATTR as SPARSE_TABLE, LR_SCALE
+from .sparse_table import ATTR as SPARSE_TABLE, BOOST_UPDATES, LR_SCALE, UPDATES_DONE
 from .sum_emissions import sum_emissions
 from .token_transitions import LABEL_PAIR_SIZED, with_token_transitions
 
@@ -73,6 +73,13 @@ def _scale_learn_rate(scale: float, *layers: Model) -> None:
         layer.attrs[LR_SCALE] = float(scale)
 
 
+def _boost(boost_updates: int, *layers: Model) -> None:
+    if boost_updates:
+        for layer in layers:
+            layer.attrs[BOOST_UPDATES] = int(boost_updates)
+            layer.attrs[UPDATES_DONE] = 0
+
+
 def _check_positive(name: str, value: int) -> None:
     if not is_count(value):
         raise ValueError(Errors.E005.format(name=name, value=value))
@@ -87,6 +94,8 @@ def FeatureCRF(
     tree_templates: Optional[List[str]] = None,
     transition_templates: Optional[List[str]] = None,
     transition_buckets: int = 2**16,
+    cluster_templates: Optional[List[str]] = None,
+    boost_updates: int = 0,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over hashed sparse features of feature templates.
@@ -117,16 +126,31 @@ def FeatureCRF(
         order 1 or 2; trained by ``spacy train`` and ``nlp.update``.
     transition_buckets : int
         Rows of their hashed table (each row holds a weight per label pair).
+    cluster_templates : list of str, optional
+        Templates added to ``templates`` when the component finds a Brown
+        cluster table at ``initialize`` (spacy-lookups-data for the language,
+        ``nlp.vocab.lookups``, or a file of one's own), e.g.
+        ``["CLUSTER[-1..1]", "CLUSTER6"]``; without a table they are left out
+        and the model reads the words' spelling alone.
+    boost_updates : int
+        A head start for short training loops: update ``t`` of the model's
+        weights steps ``sqrt(boost_updates / t)`` times farther while that is
+        above 1 (``spacy_crf.models.sparse_table.boost``); 0 turns it off. The
+        factory's default model has 100: a plain loop of 80 updates then
+        reaches what it otherwise needs several hundred for.
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
     _check_positive("n_buckets", n_buckets)
     _check_positive("n_relations", n_relations)
+    if not is_count(boost_updates, 0):
+        raise ValueError(Errors.E127.format(value=boost_updates))
     linear = hashed_linear(n_buckets, nO=nO)
     potentials = crf_potentials(nO=nO, n_relations=n_relations)
     _label_sized(linear, potentials)
     _scale_learn_rate(learn_rate_scale, linear, potentials)
-    features = featurize(templates, tree_templates or ())
+    _boost(boost_updates, linear, potentials)
+    features = featurize(templates, tree_templates or (), cluster_templates or ())
     if not transition_templates:
         model = chain(features, linear, potentials)
     else:
@@ -134,6 +158,7 @@ def FeatureCRF(
         pair_linear = hashed_linear(transition_buckets)
         pair_linear.attrs[LABEL_PAIR_SIZED] = True
         _scale_learn_rate(learn_rate_scale, pair_linear)
+        _boost(boost_updates, pair_linear)
         scores = with_token_transitions(chain(features, linear),
                                         chain(featurize(transition_templates), pair_linear))
         model = chain(scores, potentials)
@@ -194,6 +219,8 @@ def NeuralCRF_v2(
     n_buckets: int = 2**20,
     n_relations: int = 1,
     learn_rate_scale: float = SPARSE_LR_SCALE,
+    cluster_templates: Optional[List[str]] = None,
+    boost_updates: int = 0,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over a spaCy tok2vec (own or listener) and, with ``templates``, a
@@ -234,6 +261,9 @@ def NeuralCRF_v2(
         As in ``spacy-crf.FeatureCRF.v1``; ``learn_rate_scale`` applies to the
         hashed weights and both experts' label interactions, not to the
         tok2vec or its output layer.
+    cluster_templates, boost_updates
+        As in ``spacy-crf.FeatureCRF.v1``, for the feature expert (the
+        factory's default model has ``CLUSTER`` templates and 100).
     """
     _check_positive("n_relations", n_relations)
     neural, potentials = _tok2vec_emissions(tok2vec, n_relations, learn_rate_scale, nO)
@@ -243,7 +273,9 @@ def NeuralCRF_v2(
         if not is_number(neural_weight) or not 0.0 < neural_weight < 1.0:
             raise ValueError(Errors.E120.format(value=neural_weight))
         features = FeatureCRF(templates, n_buckets=n_buckets, n_relations=n_relations,
-                              learn_rate_scale=learn_rate_scale, nO=nO)
+                              learn_rate_scale=learn_rate_scale,
+                              cluster_templates=cluster_templates,
+                              boost_updates=boost_updates, nO=nO)
         model = pooled_experts([features, chain(neural, potentials)],
                                [1.0 - neural_weight, neural_weight])
     model.name = "neural_crf"

@@ -1,14 +1,16 @@
 """Layer: Docs -> hashed feature ids (no parameters)."""
 
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
+import srsly
 from spacy.tokens import Doc
-from thinc.api import Model
+from thinc.api import Model, deserialize_attr, serialize_attr
 
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..features.extract import extract_features
+from ..features.lexicon import Lexicon
 from ..features.templates import FeatureTemplates
 
 InT = List[Doc]
@@ -17,9 +19,17 @@ OutT = np.ndarray  # (N, n_templates) uint64
 TREE_TEMPLATES = "tree_templates"
 #: attrs key of what a CRF sequence is ("sentence" or "doc"), set by the component
 SEQUENCE = "crf_sequence"
+#: attrs key of the templates added where the component has a Brown cluster table
+CLUSTER_TEMPLATES = "cluster_templates"
+#: attrs key of those added so far (a re-initialize without a table takes them out)
+CLUSTER_TEMPLATES_ADDED = "cluster_templates_added"
+#: attrs key of the component's word tables (a Lexicon; thinc does not save it:
+#: the component saves it once, beside the weights, however many layers read it)
+LEXICON = "crf_lexicon"
 
 
-def featurize(templates: Sequence[str], tree_templates: Sequence[str] = ()) -> Model[InT, OutT]:
+def featurize(templates: Sequence[str], tree_templates: Sequence[str] = (),
+              cluster_templates: Sequence[str] = ()) -> Model[InT, OutT]:
     """Hash the feature templates at every token of a batch of Docs.
 
     Parameters
@@ -30,13 +40,21 @@ def featurize(templates: Sequence[str], tree_templates: Sequence[str] = ()) -> M
     tree_templates : sequence of str
         Templates added by :func:`use_tree_templates` when the component's
         structure is a tree (the docs then have a parse); validated here too.
+    cluster_templates : sequence of str
+        Templates added by :func:`set_lexicon` when the component has a Brown
+        cluster table (they read ``CLUSTER`` / ``CLUSTERk``); validated here too.
     """
     parsed = FeatureTemplates(templates)
     tree = list(tree_templates)
     if tree:
         FeatureTemplates(tree)
+    clusters = list(cluster_templates)
+    if clusters:
+        FeatureTemplates(clusters)
     return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: tree,
-                                                  SEQUENCE: SEQUENCE_SENTENCE})
+                                                  CLUSTER_TEMPLATES: clusters,
+                                                  CLUSTER_TEMPLATES_ADDED: [],
+                                                  SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None})
 
 
 def set_sequence(model: Model, sequence: str) -> None:
@@ -88,8 +106,123 @@ def _reads_parse(templates: FeatureTemplates) -> bool:
     return templates.uses_tree or templates.reads("DEP")
 
 
+def lexicon_attrs(model: Model, with_cluster_templates: bool = True) -> List[str]:
+    """The word-representation attributes every featurize layer of ``model``
+    reads (with its ``cluster_templates``, unless told otherwise), sorted."""
+    found = set()
+    for node in model.walk():
+        templates = node.attrs.get("templates")
+        if not isinstance(templates, FeatureTemplates):
+            continue
+        own = _own_templates(node)
+        if own:
+            found.update(FeatureTemplates(own).lexicon_attrs)
+        extra = node.attrs.get(CLUSTER_TEMPLATES) if with_cluster_templates else None
+        if extra:
+            found.update(FeatureTemplates(extra).lexicon_attrs)
+    return sorted(found)
+
+
+def _own_templates(node: Model) -> List[str]:
+    """The layer's templates less the cluster templates :func:`set_lexicon` added:
+    those it was built with and the tree templates its structure added. After
+    a load the saved record of what was added meets the config's templates,
+    which do not hold them: nothing is taken out then."""
+    source = list(node.attrs["templates"].source)
+    added = list(node.attrs.get(CLUSTER_TEMPLATES_ADDED) or [])
+    for start in range(len(source) - len(added) + 1):
+        if added and source[start:start + len(added)] == added:
+            return source[:start] + source[start + len(added):]
+    return source
+
+
+def _cluster_position(node: Model, own: List[str]) -> int:
+    """Where the cluster templates go in ``own``: before the tree templates the
+    structure appended, so that a chain expert's list (words and clusters)
+    begins a tree expert's (words, clusters, tree) and ``chain_tree`` hashes
+    the shared columns once (``extract_features``)."""
+    tree = set(node.attrs.get(TREE_TEMPLATES) or [])
+    k = len(own)
+    while k > 0 and own[k - 1] in tree:
+        k -= 1
+    return k
+
+
+def has_cluster_templates(model: Model) -> bool:
+    """Whether some featurize layer of ``model`` has ``cluster_templates``."""
+    return any(node.attrs.get(CLUSTER_TEMPLATES) for node in model.walk())
+
+
+def set_lexicon(model: Model, lexicon: Optional[Lexicon]) -> None:
+    """Give every featurize layer of ``model`` the component's word tables, and
+    add its ``cluster_templates`` where the tables hold Brown clusters (take
+    them out where an earlier call added them and these tables have none).
+
+    The templates go after the layer's own and before the tree templates its
+    structure added (the same place at ``initialize`` and at a load of what
+    it saved, so their feature ids agree).
+    """
+    with_clusters = lexicon is not None and lexicon.clusters is not None
+    for node in model.walk():
+        if LEXICON not in node.attrs:
+            continue
+        node.attrs[LEXICON] = lexicon
+        current: FeatureTemplates = node.attrs["templates"]
+        source = _own_templates(node)
+        added = []
+        if with_clusters:
+            have = set(FeatureTemplates(source).names)
+            added = [text for text in node.attrs.get(CLUSTER_TEMPLATES) or []
+                     if not set(FeatureTemplates([text]).names) <= have]
+        k = _cluster_position(node, source)
+        templates = source[:k] + added + source[k:]
+        if templates != list(current.source):
+            node.attrs["templates"] = FeatureTemplates(templates)
+        node.attrs[CLUSTER_TEMPLATES_ADDED] = added
+
+
+@serialize_attr.register(Lexicon)
+def _lexicon_to_bytes(_: Lexicon, value: Lexicon, name: str, model: Model) -> bytes:
+    return value.to_bytes()
+
+
+@deserialize_attr.register(Lexicon)
+def _lexicon_from_bytes(_: Lexicon, value: bytes, name: str, model: Model) -> Optional[Lexicon]:
+    msg = srsly.msgpack_loads(value)
+    return None if msg is None else Lexicon.from_msg(msg)
+
+
+def restore_lexicon(model: Model) -> None:
+    """After ``model.from_bytes`` into a model built from its config: turn each
+    featurize layer's loaded word tables into a :class:`Lexicon` (thinc loads
+    an attr it had no value for as the plain message) and add the cluster
+    templates they call for, as at ``initialize``.
+
+    Raises
+    ------
+    ValueError
+        If saved word tables cannot be read.
+    """
+    restored: List[Lexicon] = []
+    for node in model.walk():
+        if LEXICON not in node.attrs:
+            continue
+        value = node.attrs[LEXICON]
+        if value is not None and not isinstance(value, Lexicon):
+            value = Lexicon.from_msg(value)
+        # layers that shared one lexicon (chain_tree's experts) share it again, so
+        # they share their hashed columns too (features are memoised per lexicon)
+        value = next((seen for seen in restored if seen == value), value)
+        if value is not None and all(seen is not value for seen in restored):
+            restored.append(value)
+        set_lexicon(node, value)
+
+
 def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, Callable]:
-    features = extract_features(docs, model.attrs["templates"], by_sentence(model))
+    if model.attrs.get(LEXICON) is not None and not isinstance(model.attrs[LEXICON], Lexicon):
+        restore_lexicon(model)  # loaded by thinc alone (the component restores at load)
+    features = extract_features(docs, model.attrs["templates"], by_sentence(model),
+                                model.attrs.get(LEXICON))
 
     def backprop(d_features: OutT) -> InT:
         return []

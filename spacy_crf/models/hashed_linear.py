@@ -1,5 +1,6 @@
 """Layer: hashed feature ids -> emission scores, one weight row per bucket."""
 
+import os
 from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -29,6 +30,38 @@ DROPOUT_DRAWS = "crf_dropout_draws"
 #: attrs key marking a layer whose output has one column per label (the
 #: component sets its ``nO`` to the number of labels, ``architectures.set_n_labels``)
 LABEL_SIZED = "crf_label_sized"
+#: the largest weight table (bytes) a layer allocates: n_buckets x labels x 4
+#: bytes grows with the labels (16 MiB per label at the default 2^20 buckets;
+#: 1,000 entity types in BILUO would ask for 15.6 GiB), so a table above this is
+#: refused with E161 before any memory is taken. The environment variable
+#: SPACY_CRF_MAX_TABLE_BYTES overrides it.
+MAX_TABLE_BYTES = 4 * 1024 ** 3
+
+
+def max_table_bytes() -> int:
+    """The bound on a table's size in bytes (:data:`MAX_TABLE_BYTES`, or the
+    environment variable ``SPACY_CRF_MAX_TABLE_BYTES`` where set)."""
+    value = os.environ.get("SPACY_CRF_MAX_TABLE_BYTES")
+    return int(value) if value else MAX_TABLE_BYTES
+
+
+def check_table_size(n_buckets: int, n_labels: int, itemsize: int = 4,
+                     layer: str = NAME) -> None:
+    """E161 if a (n_buckets, n_labels) table is above :func:`max_table_bytes`.
+
+    Raises
+    ------
+    ValueError
+        With the n_buckets that would fit, so the fix is in the message.
+    """
+    bound = max_table_bytes()
+    size = int(n_buckets) * int(n_labels) * int(itemsize)
+    if size > bound:
+        fits = max(1, bound // max(1, int(n_labels) * int(itemsize)))
+        suggest = 1 << (fits.bit_length() - 1)  # a power of two, as the default
+        raise ValueError(Errors.E161.format(layer=layer, n_buckets=n_buckets, n_labels=n_labels,
+                                            size=size / 1024 ** 3, bound=bound / 1024 ** 3,
+                                            suggest=suggest))
 
 
 def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
@@ -123,6 +156,7 @@ def _kept(model: Model, shape: Tuple[int, ...], rate: float) -> np.ndarray:
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = None) -> None:
     nO, nV = model.get_dim("nO"), model.get_dim("nV")
+    check_table_size(nV, nO)  # before the allocation, which may not fail cleanly
     model.set_param("W", model.ops.alloc2f(nV, nO))
     model.set_param("b", model.ops.alloc1f(nO))
     # a fresh table: whatever a loaded file said, it is filled with the unsigned mapping

@@ -17,18 +17,22 @@ with.
 """
 
 from functools import partial
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import numpy as np
 import srsly
 from thinc.api import Model
 from thinc.util import convert_recursive, is_xp_array
 
-from .hashed_linear import BUCKETING, SIGNED
+from .hashed_linear import BUCKETING, SIGNED, check_table_size
 from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
 
 #: the message key listing the compacted tables: {node index: {"rows", "n_rows"}}
 KEY = "spacy_crf_sparse_rows"
+
+
+class NonFiniteWeights(ValueError):
+    """Saved weights hold NaN or inf (a diverged training run was saved)."""
 
 
 def model_to_bytes(model: Model) -> bytes:
@@ -80,9 +84,13 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
     Raises
     ------
     ValueError
-        If a sparse table's row indices do not fit the table (a corrupt file).
+        If a sparse table's row indices do not fit the table (a corrupt file),
+        its height is not the model's n_buckets, or it is above the size bound
+        (E161); :class:`NonFiniteWeights` if a weight is NaN or inf.
     """
     msg = srsly.msgpack_loads(data)
+    _check_finite(msg)  # on the saved (compact) rows, before any table is expanded
+    nodes = list(model.walk())  # to_dict numbers the nodes in walk order
     for i, node in enumerate(msg["nodes"]):
         if node["name"] == TABLE_LAYER and BUCKETING not in msg["attrs"][i]:
             # saved before the mapping was explicit: its rows were filled with
@@ -99,8 +107,37 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
             raise ValueError(f"the sparse weight table of layer {key} is inconsistent: "
                              f"{rows.shape[0]} row indices for {values.shape[0]} rows of a "
                              f"{n_rows}-row table")
+        # the stored height is checked before the dense table is allocated
+        _check_height(nodes, int(key), n_rows)
+        check_table_size(n_rows, values.shape[1], values.dtype.itemsize)
         dense = np.zeros((n_rows, values.shape[1]), dtype=values.dtype)
         dense[rows] = values
         params["W"] = dense
     msg = convert_recursive(is_xp_array, model.ops.asarray, msg)
     return model.from_dict(msg)
+
+
+def _check_height(nodes: List[Model], index: int, n_rows: int) -> None:
+    """A saved table must have the model's n_buckets rows (a file of another
+    config, or a corrupt one, must not allocate its own height first)."""
+    node = nodes[index] if 0 <= index < len(nodes) else None
+    if node is None or node.name != TABLE_LAYER:
+        raise ValueError(f"the saved weight table {index} is not a hashed table of this model")
+    n_buckets = node.get_dim("nV") if node.has_dim("nV") else None
+    if n_buckets is not None and n_buckets != n_rows:
+        raise ValueError(f"the saved weight table {index} has {n_rows} rows, but the model's "
+                         f"n_buckets is {n_buckets}: load it with the config it was trained "
+                         f"with (n_buckets = {n_rows})")
+
+
+def _check_finite(msg: Dict[str, Any]) -> None:
+    """Saved weights must be finite: a NaN or inf (a diverged training run) would
+    give NaN scores and confidences without an error."""
+    for i, params in enumerate(msg["params"]):
+        for name, value in params.items():
+            if is_xp_array(value) and value.dtype.kind == "f" and not np.isfinite(value).all():
+                n_bad = int((~np.isfinite(value)).sum())
+                raise NonFiniteWeights(f"parameter '{name}' of layer {i} "
+                                       f"({msg['nodes'][i]['name']}) holds {n_bad} non-finite "
+                                       f"value(s) (NaN or inf): training diverged before it "
+                                       f"was saved")

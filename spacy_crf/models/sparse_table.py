@@ -25,7 +25,7 @@ time, so the table is exempt, as biases often are. Coupled L2
 touches, as in thinc.
 """
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 from thinc.api import Model, Optimizer
@@ -35,6 +35,29 @@ from .._kernels import sparse_update as kernels
 ATTR = "sparse_table"
 #: attrs key of a layer's learning-rate scale (a multiplier of the optimizer's rate)
 LR_SCALE = "crf_lr_scale"
+#: attrs keys of a layer's head start: its first ``BOOST_UPDATES`` updates
+#: take larger steps (:func:`boost`), counted in ``UPDATES_DONE`` (saved with
+#: the model, so a loaded model that trains on does not start over)
+BOOST_UPDATES = "crf_boost_updates"
+UPDATES_DONE = "crf_updates_done"
+
+
+def boost(updates_done: int, boost_updates: int) -> float:
+    """The learning-rate multiplier of update ``updates_done + 1``:
+    ``sqrt(boost_updates / t)`` while that is above 1, then 1.
+
+    Adam moves a weight by about its learning rate per update whatever the
+    gradient's size, so a plain loop of few updates (5 epochs of a 2,000-
+    sentence corpus in batches of 128: 80 updates) leaves the sparse weights
+    far from where the likelihood wants them. Larger early steps that decay
+    as 1/sqrt(t), the classic schedule of stochastic gradient for CRFs, cover
+    that distance; from update ``boost_updates`` on the rate is the
+    optimizer's. Measured on EWT UPOS and UNER dev, clusters on (README,
+    "Defaults"): 80 updates gain 1.5 and 5.1 points; the full corpora's
+    1,960 updates move 0.0 and -0.2.
+    """
+    t = updates_done + 1
+    return max(1.0, (boost_updates / t) ** 0.5) if boost_updates > 0 else 1.0
 
 
 class SparseTable:
@@ -179,14 +202,38 @@ def _supports(sgd: Optimizer) -> bool:
     return not getattr(sgd, "use_radam", False)
 
 
-def apply_sparse_updates(model: Model, sgd: Optimizer) -> None:
+def restart_boost(model: Model) -> None:
+    """Give every layer with a head start its boosted updates again (a model
+    initialized anew trains from scratch)."""
+    for node in model.walk():
+        if node.attrs.get(BOOST_UPDATES):
+            node.attrs[UPDATES_DONE] = 0
+
+
+def _lr_scales(model: Model) -> Dict[int, float]:
+    """Each layer's learning-rate scale for this update (its ``LR_SCALE`` times
+    its head start), and the head start's update counted."""
+    scales: Dict[int, float] = {}
+    for node in model.walk():
+        scale = float(node.attrs.get(LR_SCALE, 1.0))
+        if node.attrs.get(BOOST_UPDATES):
+            done = int(node.attrs.get(UPDATES_DONE, 0))
+            scale *= boost(done, int(node.attrs[BOOST_UPDATES]))
+            node.attrs[UPDATES_DONE] = done + 1
+        scales[node.id] = scale
+    return scales
+
+
+def apply_sparse_updates(model: Model, sgd: Optimizer,
+                         scales: Optional[Dict[int, float]] = None) -> None:
     """Step every hashed table in ``model`` that has pending rows."""
     for node in model.walk():
         table = node.attrs.get(ATTR)
         if table is None or not table.n_rows:
             continue
         if _supports(sgd):
-            table.step(node, sgd, node.attrs.get(LR_SCALE, 1.0))
+            scale = scales[node.id] if scales is not None else node.attrs.get(LR_SCALE, 1.0)
+            table.step(node, sgd, scale)
         else:
             table.to_dense(node)
             # stepped with the other dense parameters by step_model
@@ -197,14 +244,16 @@ def step_model(model: Model, sgd: Optimizer) -> None:
 
     The hashed tables take their row-sparse step; every other parameter is
     stepped by ``sgd`` with ``lr_scale`` read from its layer's attrs
-    (``LR_SCALE``, default 1), the argument thinc's optimizers take for it.
+    (``LR_SCALE``, default 1, times the layer's head start, :func:`boost`),
+    the argument thinc's optimizers take for it.
     """
-    apply_sparse_updates(model, sgd)
+    scales = _lr_scales(model)
+    apply_sparse_updates(model, sgd, scales)
     for node in model.walk():
         for shim in node.shims:
             shim.finish_update(sgd)
     for node in model.walk():
-        lr_scale = node.attrs.get(LR_SCALE, 1.0)
+        lr_scale = scales[node.id]
         for name in node.param_names:
             if node.has_grad(name):
                 param, _ = sgd((node.id, name), node.get_param(name), node.get_grad(name),

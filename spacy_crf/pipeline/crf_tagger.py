@@ -20,8 +20,9 @@ import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.tokens import Doc, Span, Token
-from spacy.training import Example, validate_examples, validate_get_examples
-from spacy.util import ensure_path
+from spacy.training import Example, validate_examples
+from spacy.util import LEXEME_NORM_LANGS, ensure_path
+from spacy.util import logger as spacy_logger
 from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
@@ -31,19 +32,22 @@ from ..objectives import each_expert, get_objective
 from ..errors import Errors, Warnings
 from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, doc_lengths,
                                    read_once)
-from ..models.featurize import set_sequence
+from ..models.featurize import restore_lexicon, set_sequence
 from ..models.architectures import has_token_transitions, set_n_labels
 from ..models.hashed_linear import seed_dropout
 from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
-from ..models.sparse_table import step_model, sync_averages
-from ..models.serialize import model_from_bytes, model_to_bytes
+from .._kernels.sparse_update import scatter_rows
+from ..models.sparse_table import ATTR as SPARSE_TABLE
+from ..models.sparse_table import restart_boost, step_model, sync_averages
+from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
 from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
 from ..structures.base import sequence_lengths
 from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
 from ..targets import Target, make_target
 from ..util import is_count, training_seed
+from .lexicon_setup import set_up_lexicon
 from .pipe_meta import declare_pipe_meta
 
 CONFIDENCE_KEY = ("spacy_crf", "confidence")
@@ -62,6 +66,8 @@ DEFAULT_MODEL_CONFIG = """
 n_buckets = 1048576
 templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-2..2]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "SUFFIX3[-1]", "SUFFIX3[1]", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM", "ORTH"]
 tree_templates = ["head:NORM", "head:SUFFIX", "DEP", "head:DEP", "DEP|head:DEP", "HEAD_DIST", "N_CHILDREN", "LCHILD_DEP", "RCHILD_DEP"]
+cluster_templates = ["CLUSTER[-1..1]", "CLUSTER4[-1..1]", "CLUSTER6[-1..1]"]
+boost_updates = 100
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
@@ -80,7 +86,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "max_segment_length": 0,
         "sequence": "doc",
         "scheme": "BILUO",
-        "keep_existing": False,
+        "keep_existing": None,
         "store_confidence": False,
         "n_best": 0,
         "loss": "nll",
@@ -98,7 +104,7 @@ def make_crf_tagger(
     max_segment_length: int,
     sequence: str,
     scheme: str,
-    keep_existing: bool,
+    keep_existing: Optional[bool],
     store_confidence: bool,
     n_best: int,
     loss: str,
@@ -136,10 +142,14 @@ def make_crf_tagger(
         ``BIO`` or ``BILUO``: how ``ents`` / ``spans:KEY`` targets tag spans.
         The scheme's forbidden transitions are enforced in training and
         decoding, so no ill-formed span is ever produced.
-    keep_existing : bool
+    keep_existing : bool or None
         Forced decoding: labels already on a doc (entities from an
-        EntityRuler, tags from an earlier component) are kept, and the CRF
-        decodes the other tokens consistently with them.
+        EntityRuler, tags from an earlier component) are kept with their
+        ``kb_id``, and the CRF decodes the other tokens consistently with
+        them; tokens blocked with ``doc.set_ents(..., blocked=...)`` stay out
+        of every entity. ``None`` (the default) does as spaCy's own pipe for
+        the target: ``True`` for ``ents`` (spaCy's ``ner``), ``False`` for
+        the others (the ``tagger`` and ``spancat`` overwrite).
     store_confidence : bool
         Also run forward-backward at prediction and store each token's
         probability of its predicted label (``token._.crf_confidence``) and,
@@ -196,42 +206,20 @@ class CRFTagger(TrainablePipe):
         max_segment_length: int = 0,
         sequence: str = SEQUENCE_DOC,
         scheme: str = "BILUO",
-        keep_existing: bool = False,
+        keep_existing: Optional[bool] = None,
         store_confidence: bool = False,
         n_best: int = 0,
         loss: str = "nll",
         scorer: Optional[Callable] = score_crf,
     ) -> None:
-        # E012 names the known structures, E094 the orders above 1 they have
-        # E105 for transition templates on anything but a first-order chain
-        crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
-        get_objective(loss)  # E040 for an unknown name
-        if loss != "nll" and not crf_structure.exact_map:
-            raise ValueError(Errors.E113.format(structure=structure, loss=loss))
-        _check_max_segment_length(max_segment_length, crf_structure)
-        if not isinstance(sequence, str) or sequence not in SEQUENCES:
-            raise ValueError(Errors.E112.format(value=sequence))
-        schemes.check_scheme(scheme)
-        if not is_count(n_best, 0):
-            raise ValueError(Errors.E019.format(value=n_best))
-        if n_best and not crf_structure.supports_n_best:
-            raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
-        scorable = model.attrs.get(STRUCTURES) if model is not None else None
-        if scorable is not None and crf_structure.name not in scorable:
-            raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
-                                                structure=structure,
-                                                order=f", order = {order}" if order != 1 else ""))
+        crf_structure, self.target = check_settings(
+            model, name, target=target, structure=structure, order=order,
+            max_segment_length=max_segment_length, sequence=sequence, scheme=scheme,
+            keep_existing=keep_existing, store_confidence=store_confidence, n_best=n_best,
+            loss=loss)
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.target: Target = make_target(target, scheme)
-        if self.target.is_span_target and not crf_structure.supports_spans:
-            raise ValueError(Errors.E018.format(target=target))
-        if crf_structure.needs_span_target and not self.target.is_span_target:
-            raise ValueError(Errors.E108.format(name=name, target=target))
-        if (store_confidence and self.target.is_span_target
-                and not crf_structure.supports_span_probabilities):
-            raise ValueError(Errors.E096.format(target=target, structure=crf_structure.name))
         self.scorer = scorer
         self.cfg: Dict[str, Any] = {
             "labels": [],
@@ -241,7 +229,7 @@ class CRFTagger(TrainablePipe):
             "max_segment_length": max_segment_length,
             "sequence": sequence,
             "scheme": scheme,
-            "keep_existing": bool(keep_existing),
+            "keep_existing": keep_existing,
             "store_confidence": bool(store_confidence),
             "n_best": n_best,
             "loss": loss,
@@ -250,6 +238,8 @@ class CRFTagger(TrainablePipe):
         # labels given with add_label() before initialize(): kept by it
         self._added_labels: List[str] = []
         self._inputs_checked = False
+        # the teacher of rehearse(): nlp.resume_training() sets it to a copy of the model
+        self._rehearsal_model: Optional[Model] = None
         register_confidence_extension()
         self.model = crf_structure.prepare_model(self.model, target) or self.model
         set_sequence(self.model, sequence)
@@ -268,6 +258,13 @@ class CRFTagger(TrainablePipe):
         1 for a model without a ``crf_potentials`` layer, such as the HMM)."""
         potentials = _find_potentials(self.model)
         return 1 if potentials is None else potentials.get_dim("nR")
+
+    @property
+    def keep_existing(self) -> bool:
+        """Whether labels already on a doc are kept (``cfg["keep_existing"]``;
+        ``None`` as spaCy's own pipe for the target: only ``ents`` keeps them)."""
+        setting = self.cfg.get("keep_existing")
+        return self.target.name == "ents" if setting is None else bool(setting)
 
     @property
     def labels(self) -> tuple:
@@ -316,7 +313,9 @@ class CRFTagger(TrainablePipe):
             scores = self.target.constrain(self.model.predict(docs))
         self._check_width(scores)
         fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
-                 if self.cfg["keep_existing"] else None)
+                 if self.keep_existing else None)
+        if fixed is not None and not (fixed >= 0).any():
+            fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
         label_ids, _ = inference.viterbi(scores, structure, fixed)
         confidence = spans = nbest = None
         if self.cfg["store_confidence"] or self.cfg["n_best"]:
@@ -324,7 +323,9 @@ class CRFTagger(TrainablePipe):
         if self.cfg["n_best"]:
             nbest = self._n_best(scores, structure, fixed, log_z)
         if self.cfg["store_confidence"]:
-            confidence = probs[np.arange(len(label_ids)), label_ids].astype(np.float32)
+            # marginals are float32: a sure label can round a few ulps above 1
+            confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
+                                 ).astype(np.float32)
             spans = self.target.span_confidence(scores, structure, label_ids, fixed)
         return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
 
@@ -332,16 +333,21 @@ class CRFTagger(TrainablePipe):
         """Write the predicted labels (and confidences, n-best lists) onto the Docs."""
         docs = list(docs)
         ends = np.cumsum(prediction.doc_lengths)
-        if prediction.n_best is not None:
-            per_doc = iter(prediction.n_best)
+        if prediction.n_best is not None or self.cfg["n_best"]:
+            # every doc gets a list, [] for an empty doc (alone in its batch too, where
+            # predict skips decoding), and each entry is [probability, labels]: a
+            # list, as it comes back from nlp.pipe(n_process=2) (user data goes
+            # through msgpack, which turns tuples into lists)
+            per_doc = iter(prediction.n_best or [])
             for doc in docs:
                 n_seqs = len(sequence_lengths([doc], self)) if len(doc) else 0
-                doc.user_data[NBEST_KEY] = [next(per_doc) for _ in range(n_seqs)]
+                doc.user_data[NBEST_KEY] = [[[p, labels] for p, labels in next(per_doc)]
+                                            for _ in range(n_seqs)]
         for doc, end, n in zip(docs, ends, prediction.doc_lengths):
             if not n:
                 continue
             self.target.write_prediction(doc, prediction.label_ids[end - n:end],
-                                         self.cfg["keep_existing"])
+                                         self.keep_existing)
             if prediction.confidence is not None:
                 doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
             if prediction.span_confidence is not None:
@@ -392,10 +398,93 @@ class CRFTagger(TrainablePipe):
         return self._loss(examples, self.target.constrain(scores),
                           self._structure([eg.predicted for eg in examples]))
 
+    def rehearse(
+        self,
+        examples: Iterable[Example],
+        *,
+        drop: float = 0.0,
+        sgd: Optional[Union[Optimizer, Callable]] = None,
+        losses: Optional[Dict[str, float]] = None,
+    ) -> Dict[str, float]:
+        """Train toward the labellings the model gave when ``nlp.resume_training()``
+        copied it (against forgetting while training on new data), as spaCy's
+        tagger rehearses toward its teacher's scores.
+
+        The teacher's Viterbi labelling of each doc (the gold annotation is not
+        read) is the target of the component's loss. Without a teacher (no
+        ``nlp.resume_training()``) nothing changes, as in spaCy's pipes.
+
+        Parameters
+        ----------
+        examples : iterable of Example
+            Raw text to rehearse on (their predicted docs are read).
+        drop : float
+            Feature dropout.
+        sgd : Optimizer or callable, optional
+            A thinc Optimizer, or a function ``(key, param, grad)`` as
+            ``nlp.rehearse()`` passes (the gradients go to it densely).
+        losses : dict, optional
+            Summed losses by component name, updated in place.
+        """
+        if losses is None:
+            losses = {}
+        losses.setdefault(self.name, 0.0)
+        if self._rehearsal_model is None:
+            return losses
+        examples = list(examples)
+        validate_examples(examples, "CRFTagger.rehearse")
+        docs = [eg.predicted for eg in examples]
+        if not int(doc_lengths(docs).sum()):
+            return losses
+        self._require_labels()
+        set_dropout_rate(self.model, drop)
+        with read_once(docs):
+            structure = self._structure(docs)
+            teacher = self.target.constrain(self._rehearsal_model.predict(docs))
+            scores, backprop = self.model.begin_update(docs)
+        self._check_width(teacher)
+        self._check_width(scores)
+        gold, _ = inference.viterbi(teacher, structure, None)
+        loss, d_scores = self._objective(self.target.constrain(scores), structure, gold)
+        backprop(d_scores)
+        if isinstance(sgd, Optimizer):
+            self.finish_update(sgd)
+        elif callable(sgd):
+            self._rehearse_step(sgd)
+        elif sgd is not None:
+            raise ValueError(Errors.E164.format(name=self.name, sgd=sgd))
+        losses[self.name] += loss
+        return losses
+
+    def _rehearse_step(self, sgd: Callable) -> None:
+        """Hand the gradients to ``nlp.rehearse``'s collector, which steps them
+        with the pipeline's optimizer after every component has rehearsed.
+
+        The collector takes dense arrays, so each hashed table's pending rows go
+        to it as a dense gradient under a key of its own (``(id, "W:rehearse")``):
+        the optimizer state that key gets is dense, and must not meet the compact
+        row state the table's sparse steps keep under ``(id, "W")``. The gradient
+        is not left on the model, where the next sparse step would find it.
+        """
+        for node in self.model.walk():
+            table = node.attrs.get(SPARSE_TABLE)
+            if table is not None and table.n_rows:
+                W = node.get_param("W")
+                grad = np.zeros_like(W)
+                scatter_rows(table.rows, table.grads, table.n_rows, grad)
+                table.clear()
+                sgd((node.id, "W:rehearse"), W, grad)
+        self.model.finish_update(sgd)  # every other parameter, as thinc steps it
+
     def _loss(self, examples: List[Example], scores: CRFScores,
               structure: BatchLayout):
         self._check_width(scores)
         gold = self._gold(examples, scores, structure)
+        return self._objective(scores, structure, gold)
+
+    def _objective(self, scores: CRFScores, structure: BatchLayout, gold: np.ndarray):
+        """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
+        ``scores`` must be constrained. E009 if it is not finite."""
         per_sequence, gradient = each_expert(get_objective(self.cfg.get("loss", "nll")),
                                              scores, structure, gold)
         loss = float(per_sequence.sum())
@@ -422,8 +511,12 @@ class CRFTagger(TrainablePipe):
         *,
         nlp: Optional[Language] = None,
         labels: Optional[Sequence[str]] = None,
+        clusters: Optional[str] = None,
+        gazetteer: Optional[str] = None,
+        gazetteer_case_sensitive: bool = False,
+        gazetteer_ruler: Optional[str] = None,
     ) -> None:
-        """Collect the labels and allocate the model.
+        """Collect the labels, gather the word tables and allocate the model.
 
         Parameters
         ----------
@@ -434,11 +527,24 @@ class CRFTagger(TrainablePipe):
             The pipeline.
         labels : sequence of str, optional
             The label set, e.g. from ``spacy init labels``.
+        clusters : str, optional
+            A Brown cluster table of one's own for the ``CLUSTER`` templates:
+            Liang's ``paths`` file or a JSON ``{word: path}`` table. Without
+            it the pipeline's ``nlp.vocab.lookups`` table ``lexeme_cluster``
+            is read, else spacy-lookups-data's table for ``nlp.lang``.
+        gazetteer : str, optional
+            A gazetteer file for the ``GAZETTEER`` templates: JSON lines
+            ``{"label": NAME, "pattern": PHRASE}`` or ``NAME<TAB>phrase`` lines.
+        gazetteer_case_sensitive : bool
+            Match the gazetteer's phrases with their case (default: ignore it).
+        gazetteer_ruler : str, optional
+            An ``entity_ruler`` of the pipeline whose phrase patterns are
+            (also) the gazetteer.
         """
         # validate a sample only: spaCy's validate_get_examples reads the whole
         # corpus, and the label pass below reads it again (a third of the
         # training time on CoNLL-2000); that pass checks every example's type
-        validate_get_examples(lambda: islice(get_examples(), 10), "CRFTagger.initialize")
+        self._check_get_examples(get_examples, nlp, labels)
         # the label set starts afresh (as in spaCy's own pipes): labels of an
         # earlier initialize or load are not merged in, and every label-sized
         # parameter is resized to the new set
@@ -449,30 +555,96 @@ class CRFTagger(TrainablePipe):
             n_examples = 0
             for eg in get_examples():
                 if not isinstance(eg, Example):
-                    validate_examples([eg], "CRFTagger.initialize")
+                    raise TypeError(Errors.E160.format(
+                        name=self.name, obj=f"a function whose examples include a {type(eg).__name__}"))
                 found.update(self.target.label_strings(eg.reference))
                 n_examples += 1
             if not n_examples and not found:
                 train = nlp.config.get("paths", {}).get("train") if nlp is not None else None
                 where = f" (paths.train = {train})" if train else ""
                 raise ValueError(Errors.E020.format(name=self.name, where=where))
+        if not found and labels is None and self._may_start_untrained(get_examples, nlp):
+            # as spaCy's ner after nlp.initialize(): no types, no entities predicted
+            warnings.warn(Warnings.W016.format(name=self.name, target=self.cfg["target"],
+                                               what="span"))
+            found = {"O"}
         if not found:
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
-        self._set_labels(sorted(found))
+        self._set_labels(self.target.order_labels(found))
         self._added_labels = []
         set_n_labels(self.model, len(self.labels))
         # settings the structure reads from the data (relation groups, kept label pairs)
         self.cfg.update(self.crf_structure.initialize_cfg(self, get_examples))
+        # the word tables the templates read (clusters, vector clusters, gazetteer)
+        set_up_lexicon(self.model, self.name, self.vocab, nlp, clusters=clusters,
+                       gazetteer=gazetteer, gazetteer_case_sensitive=gazetteer_case_sensitive,
+                       gazetteer_ruler=gazetteer_ruler)
         sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
         self.model.initialize(X=self._upstream_annotated(sample, nlp) or None)
+        restart_boost(self.model)  # new weights: their first updates get the head start
         # feature dropout of its own: the same masks whatever else the pipeline draws
         seed_dropout(self.model, [training_seed(nlp), zlib.crc32(self.name.encode("utf8"))])
+        self._warn_no_lexeme_norm()
         fit_counts = self.model.attrs.get(FIT_COUNTS)
         if fit_counts is not None:  # a generative model (the HMM) learns its counts here
             examples = [eg for eg in get_examples() if len(eg.predicted)]
             docs = [eg.predicted for eg in examples]
             gold = np.concatenate([self.target.gold_ids(eg) for eg in examples])
             fit_counts(self.model, docs, gold, self._structure(docs).lengths)
+
+    def _check_get_examples(self, get_examples: Any, nlp: Optional[Language],
+                            labels: Optional[Sequence[str]]) -> None:
+        """E160 (a TypeError, as spaCy's E930 / E978) unless ``get_examples`` is a
+        function returning Examples; E020 for a configured corpus with none.
+
+        Only the first 10 examples are read here: the label pass reads the rest.
+        """
+        if not callable(get_examples):
+            raise TypeError(Errors.E160.format(name=self.name, obj=f"a {type(get_examples).__name__}"))
+        examples = get_examples()
+        try:
+            sample = list(islice(iter(examples), 10))
+        except TypeError:  # e.g. lambda: example, a bare Example
+            raise TypeError(Errors.E160.format(
+                name=self.name, obj=f"a function returning a {type(examples).__name__}")) from None
+        for eg in sample:
+            if not isinstance(eg, Example):
+                raise TypeError(Errors.E160.format(
+                    name=self.name, obj=f"a function whose examples include a {type(eg).__name__}"))
+        if sample or labels is not None:
+            return
+        train = nlp.config.get("paths", {}).get("train") if nlp is not None else None
+        if train:  # spacy train with an empty corpus: name the file
+            raise ValueError(Errors.E020.format(name=self.name, where=f" (paths.train = {train})"))
+        raise TypeError(Errors.E160.format(name=self.name, obj="a function returning no examples"))
+
+    def _may_start_untrained(self, get_examples: Callable[[], Iterable[Example]],
+                             nlp: Optional[Language]) -> bool:
+        """Whether a span target may start with ``O`` alone: it was given no
+        examples, i.e. ``nlp.initialize()`` without get_examples, for which spaCy
+        passes one placeholder Example (the words "x y z", unannotated). Examples
+        of one's own without spans still get E008 (a corpus lacking them)."""
+        if not self.target.is_span_target:
+            return False
+        examples = list(islice(get_examples(), 2))
+        return (len(examples) == 1 and [t.text for t in examples[0].reference] == _PLACEHOLDER
+                and self.target.spans_of(examples[0].reference) is None)
+
+    def _warn_no_lexeme_norm(self) -> None:
+        """W017 where spaCy's tagger and ner give W033: the templates read NORM but
+        the vocab has no (or an empty) ``lexeme_norm`` table for a language
+        spacy-lookups-data has norms for.
+
+        Logged at DEBUG on spaCy's logger, as spaCy logs W033 (``spacy train
+        --verbose`` shows it): a blank pipeline lacks the table by design, and a
+        warning at every initialize of one would be noise.
+        """
+        lang = self.vocab.lang
+        if lang not in LEXEME_NORM_LANGS or len(self.vocab.lookups.get_table("lexeme_norm", {})):
+            return
+        if any(getattr(node.attrs.get("templates"), "reads", lambda attr: False)("NORM")
+               for node in self.model.walk()):
+            spacy_logger.debug(Warnings.W017.format(name=self.name, lang=lang))
 
     def _upstream_annotated(self, docs: List[Doc], nlp: Optional[Language]) -> List[Doc]:
         """Copies of ``docs`` run through the components before this one (a parser
@@ -533,10 +705,14 @@ class CRFTagger(TrainablePipe):
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
         cfg_tmp, model_tmp = path / "cfg.tmp", path / "model.tmp"
-        srsly.write_json(cfg_tmp, self.cfg)
-        model_tmp.write_bytes(model_to_bytes(self.model))
-        cfg_tmp.replace(path / "cfg")
-        model_tmp.replace(path / "model")
+        if "cfg" not in exclude:
+            srsly.write_json(cfg_tmp, self.cfg)
+        if "model" not in exclude:
+            model_tmp.write_bytes(model_to_bytes(self.model))
+        if "cfg" not in exclude:
+            cfg_tmp.replace(path / "cfg")
+        if "model" not in exclude:
+            model_tmp.replace(path / "model")
 
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
         """Load from a directory written by ``to_disk``.
@@ -545,25 +721,35 @@ class CRFTagger(TrainablePipe):
         failed load raises a clear error and leaves the component as it was.
         """
         path = ensure_path(path)
-        try:
-            cfg = srsly.read_json(path / "cfg")
-        except (OSError, ValueError) as err:
-            raise ValueError(Errors.E010.format(name=self.name, path=path / "cfg", why=err)) from err
-        try:
-            model_bytes = (path / "model").read_bytes()
-        except OSError as err:
-            raise ValueError(Errors.E010.format(name=self.name, path=path / "model", why=err)) from err
+        cfg = model_bytes = None  # None: excluded, this component's own is kept
+        if "cfg" not in exclude:
+            try:
+                cfg = srsly.read_json(path / "cfg")
+            except (OSError, ValueError) as err:
+                raise ValueError(Errors.E010.format(name=self.name, path=path / "cfg", why=err)) from err
+        if "model" not in exclude:
+            try:
+                model_bytes = (path / "model").read_bytes()
+            except OSError as err:
+                raise ValueError(Errors.E010.format(name=self.name, path=path / "model", why=err)) from err
         return self._load(cfg, model_bytes, where=str(path / "model"))
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
-        """Serialize ``cfg`` and the model's weights."""
-        return srsly.msgpack_dumps({"cfg": self.cfg, "model": model_to_bytes(self.model)})
+        """Serialize ``cfg`` and the model's weights, less the parts named in ``exclude``."""
+        msg: Dict[str, Any] = {}
+        if "cfg" not in exclude:
+            msg["cfg"] = self.cfg
+        if "model" not in exclude:
+            msg["model"] = model_to_bytes(self.model)
+        return srsly.msgpack_dumps(msg)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
-        """Load from ``to_bytes`` output; a failed load leaves the component as it was."""
+        """Load from ``to_bytes`` output, less the parts named in ``exclude``; a
+        failed load leaves the component as it was."""
         try:
             msg = srsly.msgpack_loads(bytes_data)
-            cfg, model_bytes = msg["cfg"], msg["model"]
+            cfg = None if "cfg" in exclude else msg["cfg"]
+            model_bytes = None if "model" in exclude else msg["model"]
         except Exception as err:  # msgpack raises several types for corrupt data
             raise ValueError(Errors.E010.format(name=self.name, path="bytes", why=err)) from err
         return self._load(cfg, model_bytes, where="bytes")
@@ -624,30 +810,68 @@ class CRFTagger(TrainablePipe):
         if reading or self.n_relation_groups != 1:
             raise ValueError(Errors.E017.format(templates=reading))
 
-    def _load(self, cfg: Dict[str, Any], model_bytes: bytes, where: str) -> "CRFTagger":
-        if not isinstance(cfg, dict) or not isinstance(cfg.get("labels"), list):
-            raise ValueError(Errors.E010.format(name=self.name, path=where, why="cfg has no label list"))
-        if cfg.get("target", self.cfg["target"]) != self.cfg["target"]:
-            raise ValueError(Errors.E010.format(
-                name=self.name, path=where,
-                why=f"it was trained for target '{cfg.get('target')}', this component has "
-                    f"'{self.cfg['target']}'"))
-        model = copy.deepcopy(self.model)
-        n_labels = len(cfg["labels"])
-        set_n_labels(model, n_labels)
+    #: settings that do not change the weights: a loaded component keeps its own,
+    #: those of nlp.config (overrides given to spacy.load(..., config=...) included)
+    RUNTIME_SETTINGS = ("store_confidence", "n_best", "keep_existing", "sequence")
+
+    def _load(self, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes],
+              where: str) -> "CRFTagger":
+        """Swap in a saved cfg and model (``None``: excluded, keep the component's
+        own), after checking everything: a failed load changes nothing."""
+        cfg = self.cfg if cfg is None else self._checked_cfg(cfg, where)
+        target = make_target(cfg["target"], cfg["scheme"])
         try:
-            model_from_bytes(model, model_bytes)
-        except Exception as err:
-            raise ValueError(Errors.E010.format(name=self.name, path=where, why=err)) from err
+            target.set_labels(cfg["labels"], self.vocab)  # E061 for a tag outside the scheme
+        except ValueError as err:
+            raise ValueError(Errors.E162.format(name=self.name, key="labels", value=cfg["labels"],
+                                                why=err)) from err
+        n_labels = len(cfg["labels"])
+        model = self.model
+        if model_bytes is not None:
+            model = copy.deepcopy(self.model)
+            if n_labels:  # an uninitialized component keeps its label sizes unset
+                set_n_labels(model, n_labels)
+            try:
+                model_from_bytes(model, model_bytes)
+                restore_lexicon(model)  # the saved word tables, and the templates they add
+            except NonFiniteWeights as err:
+                raise ValueError(Errors.E165.format(name=self.name, path=where, why=err)) from err
+            except Exception as err:
+                raise ValueError(Errors.E010.format(name=self.name, path=where, why=err)) from err
         for node in model.walk():
-            if node.name == "crf_potentials" and node.get_dim("nO") != n_labels:
+            if (node.name == "crf_potentials" and node.has_dim("nO")
+                    and node.get_dim("nO") not in (None, n_labels)):
                 raise ValueError(Errors.E011.format(name=self.name, found=node.get_dim("nO"), expected=n_labels))
-        self.model = model
-        # a component saved before the sequence setting existed read sentences
-        self.cfg.update({"sequence": SEQUENCE_SENTENCE, **cfg})
+        self.model, self.target = model, target
+        self.cfg = cfg
         set_sequence(self.model, self.cfg["sequence"])
         self._set_labels(self.cfg["labels"])
         return self
+
+    def _checked_cfg(self, saved: Any, where: str) -> Dict[str, Any]:
+        """The cfg a load swaps in: the saved one, checked with the factory's
+        E-codes, with this component's own runtime settings (RUNTIME_SETTINGS)."""
+        if not isinstance(saved, dict) or not isinstance(saved.get("labels"), list):
+            raise ValueError(Errors.E010.format(name=self.name, path=where, why="cfg has no label list"))
+        if saved.get("target", self.cfg["target"]) != self.cfg["target"]:
+            raise ValueError(Errors.E010.format(
+                name=self.name, path=where,
+                why=f"it was trained for target '{saved.get('target')}', this component has "
+                    f"'{self.cfg['target']}'"))
+        labels = saved["labels"]
+        if not all(isinstance(label, str) for label in labels) or len(set(labels)) < len(labels):
+            raise ValueError(Errors.E162.format(name=self.name, key="labels", value=labels,
+                                                why="labels must be distinct strings"))
+        cfg = {**self.cfg, **saved}
+        check_settings(self.model, self.name, **{key: cfg[key] for key in SETTINGS})
+        for key in self.RUNTIME_SETTINGS:
+            cfg[key] = self.cfg[key]
+        if "sequence" not in saved:
+            # saved before the sequence setting existed: it was trained on sentences
+            cfg["sequence"] = SEQUENCE_SENTENCE
+        # this component's own runtime settings must suit the saved structure too
+        check_settings(self.model, self.name, **{key: cfg[key] for key in SETTINGS})
+        return cfg
 
     def _set_labels(self, labels: Sequence[str]) -> None:
         self.cfg["labels"] = list(labels)
@@ -692,7 +916,7 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
                      max_segment_length=cfg.get("max_segment_length", 0),
                      sequence=cfg.get("sequence", SEQUENCE_SENTENCE),
                      scheme=cfg.get("scheme", "BILUO"),
-                     keep_existing=cfg.get("keep_existing", False),
+                     keep_existing=cfg.get("keep_existing"),
                      store_confidence=cfg.get("store_confidence", False),
                      n_best=cfg.get("n_best", 0), loss=cfg.get("loss", "nll"), scorer=scorer)
     pipe.cfg.update(cfg)
@@ -700,12 +924,78 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
     return pipe
 
 
+#: the longest max_segment_length accepted: the semi-Markov CRF's cost grows with it
+#: at every token, and spans longer than this are not what it is for
+MAX_SEGMENT_LENGTH = 100
+
+#: the words of the Example spaCy's nlp.initialize() passes when given no get_examples
+_PLACEHOLDER = ["x", "y", "z"]
+
+#: the settings check_settings takes: the factory's, less the model and the scorer
+SETTINGS = ("target", "structure", "order", "max_segment_length", "sequence", "scheme",
+            "keep_existing", "store_confidence", "n_best", "loss")
+
+
+def check_settings(model: Optional[Model], name: str, *, target: str, structure: str, order: int,
+                   max_segment_length: int, sequence: str, scheme: str,
+                   keep_existing: Optional[bool], store_confidence: bool, n_best: int,
+                   loss: str) -> Tuple[CRFStructure, Target]:
+    """Check a component's settings, as the factory and a load do (same E-codes).
+
+    Returns
+    -------
+    (CRFStructure, Target)
+        The structure and the target the settings name.
+
+    Raises
+    ------
+    ValueError
+        The first bad setting, with the error the factory gives for it.
+    """
+    if not isinstance(structure, str):  # a saved cfg's value may be anything
+        get_structure(repr(structure))  # E012, naming the structures there are
+    # E012 names the known structures, E094 the orders above 1 they have
+    # E105 for transition templates on anything but a first-order chain
+    crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
+    get_objective(loss)  # E040 for an unknown name
+    if loss != "nll" and not crf_structure.exact_map:
+        raise ValueError(Errors.E113.format(structure=structure, loss=loss))
+    _check_max_segment_length(max_segment_length, crf_structure)
+    if not isinstance(sequence, str) or sequence not in SEQUENCES:
+        raise ValueError(Errors.E112.format(value=sequence))
+    schemes.check_scheme(scheme)
+    if keep_existing is not None and not isinstance(keep_existing, bool):
+        raise ValueError(Errors.E163.format(value=keep_existing))
+    if not is_count(n_best, 0):
+        raise ValueError(Errors.E019.format(value=n_best))
+    if n_best and not crf_structure.supports_n_best:
+        raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
+    scorable = model.attrs.get(STRUCTURES) if model is not None else None
+    if scorable is not None and crf_structure.name not in scorable:
+        raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
+                                            structure=structure,
+                                            order=f", order = {order}" if order != 1 else ""))
+    crf_target = make_target(target, scheme)
+    if crf_target.is_span_target and not crf_structure.supports_spans:
+        raise ValueError(Errors.E018.format(target=target))
+    if crf_structure.needs_span_target and not crf_target.is_span_target:
+        raise ValueError(Errors.E108.format(name=name, target=target))
+    if (store_confidence and crf_target.is_span_target
+            and not crf_structure.supports_span_probabilities):
+        raise ValueError(Errors.E096.format(target=target, structure=crf_structure.name))
+    return crf_structure, crf_target
+
+
 def _check_max_segment_length(value: int, structure: CRFStructure) -> None:
-    """E109 unless an int >= 0, and 0 with a structure that has no segments."""
+    """E109 unless an int >= 0, and 0 with a structure that has no segments;
+    E166 above :data:`MAX_SEGMENT_LENGTH`."""
     ok = not isinstance(value, bool) and isinstance(value, int) and value >= 0
     if not ok or (value and not structure.has_segments):
         raise ValueError(Errors.E109.format(value=value, cap=DEFAULT_SEGMENT_CAP,
                                             structure=structure.name))
+    if value > MAX_SEGMENT_LENGTH:
+        raise ValueError(Errors.E166.format(value=value, most=MAX_SEGMENT_LENGTH,
+                                            cap=DEFAULT_SEGMENT_CAP))
 
 
 def _find_potentials(model: Model) -> Optional[Model]:

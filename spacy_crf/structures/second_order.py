@@ -33,7 +33,7 @@ for the pairs that disagree with them. A sequence whose gold labelling leaves
 the pruned space (a pair never seen in training) is treated as unannotated.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -48,6 +48,21 @@ from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gra
 
 #: cfg key of the kept label pairs: [previous, label], previous -1 for START
 PAIRS_KEY = "label_pairs"
+#: the most label triples ((L + 1) * L * L) order 2 takes: its triple scores, their
+#: gradient and optimizer state, and the pair-graph edges (one per triple before
+#: pruning) cost about 60 bytes per triple, so 2**22 triples (160 labels) are
+#: about 250 MB; 300 labels would be about 1.6 GB. Documented in E147.
+MAX_LABEL_TRIPLES = 2 ** 22
+
+
+def max_order2_labels(bound: int = MAX_LABEL_TRIPLES) -> int:
+    """The most labels whose ``(L + 1) * L * L`` label triples fit in ``bound``."""
+    n = int(round(bound ** (1 / 3)))
+    while (n + 1) * n * n > bound:
+        n -= 1
+    while (n + 2) * (n + 1) * (n + 1) <= bound:
+        n += 1
+    return n
 
 
 @dataclass
@@ -175,6 +190,13 @@ class _Expanded:
         marginals[rows] += sub_marginals
         edges += sub_edges[self.src, self.dst]
 
+    def pair_of(self) -> np.ndarray:
+        """(L + 1, L) int64: the index of pair ``(previous, label)`` at
+        ``[previous + 1, label]`` (row 0: START), -1 where the pair is not kept."""
+        table = np.full((self.L + 1, self.L), -1, dtype=np.int64)
+        table[self.prev + 1, self.label] = np.arange(self.prev.shape[0])
+        return table
+
     def token_marginals(self, pair_marginals: np.ndarray) -> np.ndarray:
         out = np.zeros((pair_marginals.shape[0], self.L))
         np.add.at(out.T, self.label, pair_marginals.T)
@@ -217,7 +239,18 @@ class SecondOrderChain(CRFStructure):
                 node.set_dim("order", 2, force=True)
 
     def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
-        """``label_pairs``: the pairs of adjacent gold labels of the training data."""
+        """``label_pairs``: the pairs of adjacent gold labels of the training data.
+
+        Raises
+        ------
+        ValueError
+            E147 when the labels are too many for order 2's memory
+            (:data:`MAX_LABEL_TRIPLES`), before the corpus is read.
+        """
+        n_labels = len(pipe.labels)
+        if (n_labels + 1) * n_labels * n_labels > MAX_LABEL_TRIPLES:
+            raise ValueError(Errors.E147.format(name=pipe.name, n=n_labels,
+                                                triples=(n_labels + 1) * n_labels ** 2))
         gold, lengths = [], []
         for eg in get_examples():
             if len(eg.predicted):
@@ -261,48 +294,27 @@ class SecondOrderChain(CRFStructure):
 
     def span_log_probabilities(self, scores, layout, labels, starts, ends, blocked_after,
                                fixed=None, force_log=False):
-        """By clamping: every span's sequence once more, its tokens fixed to the
-        span's labels and the token after it kept off the labels that would
-        continue it (``blocked_after[last label of the span, next label]``);
-        ``log P(span) = log Z(clamped copy) - log Z``. One sum pass
-        over the batch and one over the copies (a sequence per span)."""
+        """One constrained forward-backward per sequence: each span's mass from
+        alpha at its start, the pair path of its labels and beta at its end, the
+        token after it kept off the labels that would continue it
+        (``blocked_after[last label of the span, next label]``); see
+        ``_kernels/second_order.py``. Linear in tokens however many spans
+        (clamping a copy of the sequence per span was quadratic)."""
         emissions = self.check(scores, layout)
         lengths = layout.lengths
         starts, ends, labels = (np.ascontiguousarray(a, dtype=np.int64)
                                 for a in (starts, ends, labels))
-        blocked_after = np.asarray(blocked_after, dtype=bool)  # [last label, next label]
+        blocked_after = np.ascontiguousarray(blocked_after, dtype=np.bool_)
         check_spans(labels, starts, ends, blocked_after, lengths, emissions.shape[0],
                     emissions.shape[1])
-        fixed = labels_or_free(emissions.shape[0], fixed)
         x = self._expand(scores, layout)
-        log_z = x.sum_pass(x.mask(layout, fixed), lengths)[0]
-        if not starts.shape[0]:
-            return np.zeros(0), log_z
-        seq_end = np.cumsum(lengths)
-        seq = np.searchsorted(seq_end, starts, side="right")  # the sequence of each span
-        copy_lengths = lengths[seq]
-        span_of_row = np.repeat(np.arange(starts.shape[0]), copy_lengths)
-        rows = np.repeat(seq_end[seq] - copy_lengths, copy_lengths) + positions_in_sequence(
-            copy_lengths)
-        in_span = (rows >= starts[span_of_row]) & (rows < ends[span_of_row])
-        copy_fixed = fixed[rows]
-        # a span against a forced label has no labelling: probability 0
-        conflict = in_span & (copy_fixed >= 0) & (copy_fixed != labels[rows])
-        impossible = np.bincount(span_of_row[conflict], minlength=starts.shape[0]) > 0
-        copy_fixed[in_span] = labels[rows[in_span]]
-        copy_emissions = emissions[rows]
-        after = np.flatnonzero(rows == ends[span_of_row])
-        blocked = blocked_after[labels[ends - 1]][span_of_row[after]]
-        copy_emissions[after] = np.where(blocked, -np.inf, copy_emissions[after])
-        copy_layout = SecondOrderLayout(copy_lengths, layout.pairs)
-        token = scores.token_transitions
-        copy = self._expand(replace(scores, emissions=copy_emissions,
-                                    token_transitions=None if token is None else token[rows]),
-                            copy_layout)
-        clamped = copy.sum_pass(copy.mask(copy_layout, copy_fixed), copy_lengths)[0]
-        with np.errstate(invalid="ignore"):
-            log_p = clamped - log_z[seq]
-        log_p[impossible] = -np.inf
+        log_z = np.zeros(lengths.shape[0])
+        log_p = np.zeros(starts.shape[0])
+        kernels.span_log_probabilities(
+            np.ascontiguousarray(x.mask(layout, labels_or_free(emissions.shape[0], fixed))),
+            lengths, x.src, x.dst, x.weight, x.in_ptr, x.in_edges, x.out_ptr, x.out_edges,
+            x.start, x.end, x.pair_of(), x.label, labels, starts, ends, blocked_after,
+            bool(force_log), log_z, log_p)
         return log_p, log_z
 
     def marginals(self, scores, layout, fixed=None):
@@ -321,7 +333,9 @@ class SecondOrderChain(CRFStructure):
             clamped = x.sum_pass(x.mask(layout, gold), layout.lengths)
         with np.errstate(invalid="ignore"):
             nll = free[0] - clamped[0]
-        nll[~np.isfinite(free[0])] = 0.0  # no labelling at all in the kept pairs
+        # no labelling at all in the kept pairs (log Z = -inf) costs nothing; a NaN
+        # or +inf log Z is divergence and stays in the loss, for E009 / E034
+        nll[np.isneginf(free[0])] = 0.0
         d_free, d_gold = x.gradient(*free[1:]), x.gradient(*clamped[1:])
         return nll, gradient_in_dtype(scores, {k: d_free[k] - d_gold[k] for k in d_free})
 

@@ -228,7 +228,9 @@ class SemiMarkovStructure(CRFStructure):
             gold_z, clamped = self._sum(scores, layout, gold)
         with np.errstate(invalid="ignore"):
             nll = free_z - gold_z
-        nll[~np.isfinite(free_z)] = 0.0  # no labelling at all
+        # no labelling at all (log Z = -inf) costs nothing; a NaN or +inf log Z is
+        # divergence and stays in the loss, for E009 / E034 to stop the training
+        nll[np.isneginf(free_z)] = 0.0
         return nll, gradient_in_dtype(scores, {k: free[k] - clamped[k] for k in free})
 
     def span_log_probabilities(self, scores, layout, labels, starts, ends, blocked_after,

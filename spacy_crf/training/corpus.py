@@ -13,7 +13,7 @@ component's model.
 
 import ctypes
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, List, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
 import srsly
@@ -207,20 +207,26 @@ def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,
         potentials.set_param(name, params[name].astype(potentials.get_param(name).dtype))
 
 
-def check_emissions(pipe, examples: Sequence[Example], shard: FeaturizedShard,
-                    buckets: np.ndarray, seed: int = 0) -> None:
-    """Check that the shard's features give the model's own emissions.
+def check_emissions(pipe, examples: Sequence[Example],
+                    shards: Union[FeaturizedShard, Sequence[FeaturizedShard]],
+                    buckets: np.ndarray, seed: int = 0, n_docs: int = 20) -> None:
+    """Check that the shards' features give the model's own emissions.
 
     Random weights are written into the model (zeros afterwards) and the
-    emissions of the first docs of ``examples`` (the first of ``shard``) are
-    compared with those the shard's rows select.
+    emissions of the first ``n_docs`` non-empty docs of ``examples`` are
+    compared with those the shards' rows select. The shards hold the
+    non-empty docs in order, so the first docs may span several shards: a
+    small corpus cut into many shards (30 docs on 2 threads) has fewer than
+    ``n_docs`` docs in its first.
 
     Raises
     ------
     RuntimeError
         E035 if they differ (the feature rows do not map as the model's do).
     """
-    layout = shard.layout
+    if isinstance(shards, FeaturizedShard):
+        shards = [shards]
+    layout = shards[0].layout
     rng = np.random.default_rng(seed)
     probe = rng.normal(size=layout.size).astype(np.float32).astype(np.float64)
     docs, n_tokens = [], 0
@@ -228,14 +234,26 @@ def check_emissions(pipe, examples: Sequence[Example], shard: FeaturizedShard,
         if len(eg.predicted):
             docs.append(eg.predicted)
             n_tokens += len(eg.predicted)
-        if len(docs) == 20:
+        if len(docs) == n_docs:
             break
+    rows = _first_rows(shards, n_tokens)
     write_weights(pipe, layout, buckets, probe)
     try:
         got = np.asarray(pipe.model.predict(docs).emissions, dtype=np.float64)
     finally:
         write_weights(pipe, layout, buckets, np.zeros(layout.size))
     params = layout.split(probe)
-    want = params["b"] + params["W"][shard.rows[:n_tokens]].sum(axis=1)
+    want = params["b"] + params["W"][rows].sum(axis=1)
     if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-3):
         raise RuntimeError(Errors.E035.format(name=pipe.name))
+
+
+def _first_rows(shards: Sequence[FeaturizedShard], n_tokens: int) -> np.ndarray:
+    """The feature rows of the corpus's first ``n_tokens`` tokens, across shards."""
+    parts, left = [], n_tokens
+    for shard in shards:
+        if left <= 0:
+            break
+        parts.append(shard.rows[:left])
+        left -= parts[-1].shape[0]
+    return np.concatenate(parts, axis=0)

@@ -153,7 +153,9 @@ def test_the_feature_expert_learns_exactly_as_a_feature_crf_alone(drop):
     pooled = neural_nlp()
     alone = spacy.blank("en")
     alone.add_pipe("crf_tagger", config={"target": "pos", "model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": TEMPLATES, "n_buckets": 256}})
+        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": TEMPLATES, "n_buckets": 256,
+        # as NeuralCRF.v2's own defaults for its feature expert
+        "cluster_templates": None, "boost_updates": 0}})
     trained = []
     for nlp in (pooled, alone):
         examples = pos_examples(nlp)

@@ -1,0 +1,331 @@
+"""What word clusters, vector clusters and gazetteers add, in one run (issue #34).
+
+Every crf_tagger row trains the way a new user trains: ``spacy.blank("en")``,
+``nlp.add_pipe("crf_tagger", config={"target": ...})`` with the factory's
+default model (unless the row says otherwise), ``nlp.initialize()`` (spaCy's
+default optimizer) and a plain ``nlp.update`` loop of 5 epochs over shuffled
+batches of 32 sentences. Rows, for UD English EWT r2.9 UPOS (test accuracy)
+and Universal NER English EWT (test exact-span F1):
+
+* factory defaults without a cluster table (``cluster_templates = []``, what a
+  user without spacy-lookups-data gets);
+* factory defaults with spacy-lookups-data installed (its English Brown clusters);
+* the same plus ``VECTOR_CLUSTER64/256/1024[-1..1]`` templates over vectors made
+  here: PPMI-SVD vectors (100 dimensions) of the training text of EWT and
+  CoNLL-2000 (words seen twice or more);
+* NER: the same plus a gazetteer of the training split's own entities
+  (``GAZETTEER[-1..1]``);
+* sklearn-crfsuite over the same templates, without and with the same cluster
+  features (L-BFGS, c1 0.1, c2 0.01, 100 iterations);
+* the small-corpus rows: the first 2,000 training sentences, batches of 128
+  (80 updates), factory defaults against sklearn-crfsuite on the same sentences.
+
+Every row gives decode tokens/s (``nlp.pipe`` over the test Docs, best of 3)
+and model MB (the component's directory). The calibration of
+``token._.crf_confidence`` (EWT UPOS) and of ``span._.crf_confidence`` (UNER)
+is reported for the clustered defaults as a 10-bin reliability table with its
+expected calibration error. CoNLL-2000 runs its tuned config through ``spacy
+train`` without and with cluster templates. Run from a checkout::
+
+    python benchmarks/word_features.py --data-dir ../shared/data --out /tmp/word_features.json
+"""
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (SHARED_DATA, disk_bytes, markdown_table, read_columns,  # noqa: E402
+                    run_isolated, write_json)
+from defaults import (read_iob2, read_predictions, run_systems, task_example,  # noqa: E402
+                      update_loop)
+
+from spacy_crf.convert import read_conllu_upos  # noqa: E402
+
+Sentences = List[Tuple[List[str], List[str]]]
+CLUSTER_TEMPLATES = None  # filled from the factory default in main()
+VECTOR_TEMPLATES = ["VECTOR_CLUSTER64[-1..1]", "VECTOR_CLUSTER256[-1..1]",
+                    "VECTOR_CLUSTER1024[-1..1]"]
+BINS = 10
+
+
+# -- resources made here ---------------------------------------------------------
+
+def ppmi_vectors(sentences: Sequence[List[str]], dim: int = 100, window: int = 2,
+                 min_count: int = 2) -> Tuple[List[str], Any]:
+    """Words and their PPMI-SVD vectors (Levy & Goldberg 2014) from tokenized text."""
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import svds
+
+    counts = Counter(w for s in sentences for w in s)
+    vocab = [w for w, c in counts.items() if c >= min_count]
+    index = {w: i for i, w in enumerate(vocab)}
+    rows, cols = [], []
+    for s in sentences:
+        ids = [index.get(w, -1) for w in s]
+        for i, a in enumerate(ids):
+            if a < 0:
+                continue
+            for j in range(max(0, i - window), min(len(ids), i + window + 1)):
+                if j != i and ids[j] >= 0:
+                    rows.append(a)
+                    cols.append(ids[j])
+    n = len(vocab)
+    m = coo_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(n, n)).tocsr()
+    m.sum_duplicates()
+    total = m.sum()
+    row_sum = np.asarray(m.sum(axis=1)).ravel()
+    col_sum = np.asarray(m.sum(axis=0)).ravel() ** 0.75  # context smoothing
+    col_sum = col_sum / col_sum.sum() * total
+    coo = m.tocoo()
+    pmi = np.log(coo.data * total / (row_sum[coo.row] * col_sum[coo.col]))
+    keep = pmi > 0
+    ppmi = coo_matrix((pmi[keep], (coo.row[keep], coo.col[keep])), shape=(n, n)).tocsr()
+    u, s, _ = svds(ppmi, k=dim, random_state=0)
+    return vocab, (u * np.sqrt(s)).astype("float32")
+
+
+def training_gazetteer(train: Sentences) -> List[Tuple[str, str]]:
+    """(type, text) of every entity of the training split (IOB2 tags)."""
+    from spacy.training import iob_to_biluo
+
+    out = set()
+    for words, tags in train:
+        start = None
+        for i, tag in enumerate(iob_to_biluo(tags)):
+            if tag[:2] in ("B-", "U-"):
+                start = i
+            if tag[:2] in ("L-", "U-") and start is not None:
+                out.add((tag[2:], " ".join(words[start:i + 1])))
+                start = None
+    return sorted(out)
+
+
+# -- systems ---------------------------------------------------------------------
+
+def phase_crf(task: str, train: Sentences, test: Sentences, model: Dict[str, Any],
+              epochs: int, batch_size: int, vectors: Optional[Tuple[List[str], Any]] = None,
+              gazetteer: Optional[List[Tuple[str, str]]] = None,
+              calibration: bool = False) -> Dict[str, Any]:
+    """One crf_tagger row: blank pipeline, factory defaults (+ ``model``), plain loop."""
+    import numpy as np
+    import spacy
+    from spacy.tokens import Doc
+    from spacy.vectors import Vectors
+
+    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+
+    nlp = spacy.blank("en")
+    if vectors is not None:
+        words, data = vectors
+        nlp.vocab.vectors = Vectors(strings=nlp.vocab.strings, data=np.asarray(data),
+                                    keys=words)
+    config: Dict[str, Any] = {"target": "pos" if task == "upos" else "ents"}
+    if model:
+        config["model"] = {**DEFAULT_MODEL, **model}
+    nlp.add_pipe("crf_tagger", config=config)
+    workdir = Path(tempfile.mkdtemp(prefix="word_features_"))
+    if gazetteer is not None:
+        path = workdir / "gazetteer.tsv"
+        path.write_text("".join(f"{label}\t{text}\n" for label, text in gazetteer),
+                        encoding="utf8")
+        nlp.config["initialize"]["components"]["crf_tagger"] = {"gazetteer": str(path)}
+
+    examples = [task_example(nlp, task, w, t) for w, t in train]
+    train_s, _ = update_loop(nlp, examples, epochs, batch_size)
+    pipe = nlp.get_pipe("crf_tagger")
+    n_tokens = sum(len(w) for w, _ in test)
+    times = []
+    for _ in range(3):
+        docs = [Doc(nlp.vocab, words=w) for w, _ in test]
+        start = time.perf_counter()
+        docs = list(nlp.pipe(docs, batch_size=1000))
+        times.append(time.perf_counter() - start)
+    pred = read_predictions(task, docs)
+    pipe.to_disk(workdir / "component")
+    result = {"train_s": train_s, "decode_tokens_per_s": n_tokens / min(times), "pred": pred,
+              "model_mb": disk_bytes(workdir / "component") / 1e6}
+    if calibration:
+        pipe.cfg["store_confidence"] = True
+        docs = list(nlp.pipe([Doc(nlp.vocab, words=w) for w, _ in test], batch_size=1000))
+        result["calibration"] = reliability(task, docs, test)
+    return result
+
+
+def reliability(task: str, docs: List[Any], test: Sentences) -> Dict[str, Any]:
+    """10-bin reliability table and expected calibration error (in points):
+    per token (UPOS) or per predicted entity (NER, exact span and type)."""
+    import numpy as np
+    from spacy.training import biluo_tags_to_spans, iob_to_biluo
+
+    conf, right = [], []
+    for doc, (words, tags) in zip(docs, test):
+        if task == "upos":
+            for token, gold in zip(doc, tags):
+                conf.append(token._.crf_confidence)
+                right.append(token.pos_ == gold)
+        else:
+            gold = {(s.start, s.end, s.label_) for s in biluo_tags_to_spans(doc, iob_to_biluo(tags))}
+            for ent in doc.ents:
+                conf.append(ent._.crf_confidence)
+                right.append((ent.start, ent.end, ent.label_) in gold)
+    conf_a, right_a = np.asarray(conf, dtype=float), np.asarray(right, dtype=float)
+    which = np.minimum((conf_a * BINS).astype(int), BINS - 1)
+    rows, ece = [], 0.0
+    for b in range(BINS):
+        mask = which == b
+        if not mask.any():
+            continue
+        gap = abs(right_a[mask].mean() - conf_a[mask].mean())
+        ece += gap * mask.sum() / len(conf_a)
+        rows.append({"bin": f"{b / BINS:.1f}-{(b + 1) / BINS:.1f}", "n": int(mask.sum()),
+                     "confidence": float(conf_a[mask].mean()), "accuracy": float(right_a[mask].mean())})
+    return {"ece_points": 100 * ece, "n": len(conf_a), "bins": rows}
+
+
+def phase_crfsuite(train: Sentences, test: Sentences, templates: List[str]) -> Dict[str, Any]:
+    """sklearn-crfsuite over the same templates (cluster ones included)."""
+    import sklearn_crfsuite
+    from crfsuite_peer import CrfsuiteFeaturizer
+
+    featurizer = CrfsuiteFeaturizer(templates)
+    start = time.perf_counter()
+    X = [featurizer.sentence(w) for w, _ in train]
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.01, max_iterations=100,
+                               model_filename=str(Path(tempfile.mkdtemp()) / "crf.model"))
+    crf.fit(X, [t for _, t in train])
+    train_s = time.perf_counter() - start
+    times, pred = [], None
+    for _ in range(3):
+        start = time.perf_counter()
+        pred = crf.predict([featurizer.sentence(w) for w, _ in test])
+        times.append(time.perf_counter() - start)
+    n_tokens = sum(len(w) for w, _ in test)
+    return {"train_s": train_s, "decode_tokens_per_s": n_tokens / min(times), "pred": pred,
+            "model_mb": Path(crf.modelfile.name).stat().st_size / 1e6}
+
+
+def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
+    """The tuned CoNLL-2000 config through spacy train, without and with clusters."""
+    from conll2000 import COMPONENT, DEFAULT_CONFIG, phase_spacy_decode, phase_spacy_train
+    from spacy.tokens import DocBin
+
+    from spacy_crf.convert import convert_chunks
+
+    corpus = {}
+    for split in ("train", "test"):
+        docs = convert_chunks((data_dir / "conll2000" / f"{split}.txt").read_text(encoding="utf8"))
+        corpus[split] = workdir / f"conll2000_{split}.spacy"
+        DocBin(docs=docs, store_user_data=True).to_disk(corpus[split])
+    rows = {}
+    for name, clusters in (("tuned config", []), ("tuned config + clusters", CLUSTER_TEMPLATES)):
+        out = workdir / f"conll2000_{len(clusters)}"
+        overrides = {"paths.train": str(corpus["train"]), "paths.dev": str(corpus["test"]),
+                     f"components.{COMPONENT}.model.cluster_templates": clusters}
+        train = run_isolated(phase_spacy_train, str(DEFAULT_CONFIG), str(out), overrides,
+                             str(workdir / f"conll2000_{len(clusters)}.log"))
+        decode = run_isolated(phase_spacy_decode, str(out / "model-last"),
+                              str(data_dir / "conll2000" / "test.txt"), 0, 3)
+        rows[name] = {"score": 100 * decode["chunk_prf"]["f1"], "train_s": train["train_s"],
+                      "decode_tokens_per_s": decode["decode_tokens_per_s"],
+                      "model_mb": train["model_bytes"] / 1e6}
+        print(f"conll2000: {name}: {rows[name]['score']:.2f}", flush=True)
+    return rows
+
+
+# -- the run -----------------------------------------------------------------------
+
+def run(data_dir: Path, tasks: Sequence[str], epochs: int, batch_size: int) -> Dict[str, Any]:
+    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+
+    files = {
+        "upos": (read_conllu_upos, data_dir / "ud_english_ewt/r2.9/en_ewt-ud-train.conllu",
+                 data_dir / "ud_english_ewt/r2.9/en_ewt-ud-test.conllu"),
+        "ner": (read_iob2, data_dir / "uner_english_ewt/en_ewt-ud-train.v0-normalized.iob2",
+                data_dir / "uner_english_ewt/en_ewt-ud-test.iob2"),
+    }
+    templates = list(DEFAULT_MODEL["templates"])
+    report: Dict[str, Any] = {"epochs": epochs, "batch_size": batch_size, "templates": templates,
+                              "cluster_templates": CLUSTER_TEMPLATES, "tasks": {}}
+    text = [w for w, _ in read_conllu_upos(files["upos"][1])]
+    text += [[c[0] for c in s] for s in read_columns(data_dir / "conll2000" / "train.txt")]
+    vectors = ppmi_vectors(text)
+    report["vectors"] = {"words": len(vectors[0]), "dim": int(vectors[1].shape[1]),
+                         "text_tokens": sum(len(s) for s in text)}
+    print(f"PPMI-SVD vectors: {len(vectors[0])} words", flush=True)
+    for task in [t for t in tasks if t in files]:
+        reader, train_path, test_path = files[task]
+        train, test = reader(train_path), reader(test_path)
+        gold = [t for _, t in test]
+        small = train[:2000]
+        systems = {
+            "crf_tagger, factory defaults, no cluster table": lambda: run_isolated(
+                phase_crf, task, train, test, {"cluster_templates": []}, epochs, batch_size),
+            "crf_tagger, factory defaults + spacy-lookups-data (clusters)": lambda: run_isolated(
+                phase_crf, task, train, test, {}, epochs, batch_size, calibration=True),
+            "  + vector clusters (PPMI-SVD of the training text)": lambda: run_isolated(
+                phase_crf, task, train, test, {"templates": templates + VECTOR_TEMPLATES},
+                epochs, batch_size, vectors=vectors),
+        }
+        if task == "ner":
+            systems["  + gazetteer of the training split's entities"] = lambda: run_isolated(
+                phase_crf, task, train, test, {"templates": templates + ["GAZETTEER[-1..1]"]},
+                epochs, batch_size, gazetteer=training_gazetteer(train))
+        systems["sklearn-crfsuite, same templates"] = lambda: run_isolated(
+            phase_crfsuite, train, test, templates)
+        systems["sklearn-crfsuite, same templates + the same clusters"] = lambda: run_isolated(
+            phase_crfsuite, train, test, templates + CLUSTER_TEMPLATES)
+        systems["small corpus (2,000 sentences, batch 128): crf_tagger defaults"] = \
+            lambda: run_isolated(phase_crf, task, small, test, {}, epochs, 128)
+        systems["small corpus (2,000 sentences): sklearn-crfsuite + clusters"] = \
+            lambda: run_isolated(phase_crfsuite, small, test, templates + CLUSTER_TEMPLATES)
+        report["tasks"][task] = run_systems(task, gold, systems)
+    if "conll2000" in tasks:
+        report["tasks"]["conll2000"] = conll2000_rows(data_dir, Path(tempfile.mkdtemp()))
+    return report
+
+
+def print_report(report: Dict[str, Any]) -> None:
+    metric = {"upos": "accuracy", "ner": "F1", "conll2000": "chunk F1"}
+    for task, rows in report["tasks"].items():
+        print(f"\n{task} (test {metric[task]})")
+        print(markdown_table(["system", metric[task], "train s", "decode tok/s", "model MB"], [
+            [name, f"{r['score']:.2f}", f"{r['train_s']:.1f}", f"{r['decode_tokens_per_s']:,.0f}",
+             f"{r.get('model_mb', 0):.1f}"] for name, r in rows.items()]))
+        for name, r in rows.items():
+            if "calibration" in r:
+                cal = r["calibration"]
+                print(f"\ncalibration of {name}: ECE {cal['ece_points']:.2f} points over "
+                      f"{cal['n']} {'tokens' if task == 'upos' else 'predicted entities'}")
+                print(markdown_table(["bin", "n", "mean confidence", "accuracy"], [
+                    [b["bin"], b["n"], f"{b['confidence']:.3f}", f"{b['accuracy']:.3f}"]
+                    for b in cal["bins"]]))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    global CLUSTER_TEMPLATES
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--tasks", nargs="+", default=["upos", "ner", "conll2000"],
+                        choices=["upos", "ner", "conll2000"])
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+
+    CLUSTER_TEMPLATES = list(DEFAULT_MODEL["cluster_templates"])
+    report = run(args.data_dir, args.tasks, args.epochs, args.batch_size)
+    print_report(report)
+    write_json(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

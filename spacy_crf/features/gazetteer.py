@@ -1,0 +1,212 @@
+"""Gazetteers: phrase lists as soft features (``GAZETTEER``).
+
+Each list has a name (``CITY``, ``PERSON``, a label of one's own). spaCy's
+``PhraseMatcher`` finds the lists' phrases in a batch (case-insensitively by
+default); within each list the longest matches that do not overlap are kept;
+each token then gets, for every list that matches at it, the list's name and
+the token's position in the match: B (first of several), I (inside), L (last)
+or U (a one-token match). The feature value is that set (0 where no list
+matches), so ``GAZETTEER[-1..1]`` reads it in a window like any attribute,
+and the CRF weighs it against the rest of the evidence. ``keep_existing``
+instead forces entities already on the doc.
+
+Lists are read at ``initialize`` from a file (see :func:`read_gazetteer`) or
+an ``entity_ruler``'s phrase patterns, tokenized with the pipeline's own
+tokenizer, and saved with the component.
+"""
+
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import srsly
+from numba import njit
+from spacy.matcher import PhraseMatcher
+from spacy.strings import hash_string
+from spacy.tokens import Doc
+
+from .._kernels.features import mix64
+from ..errors import Errors
+
+#: a token's position in a match, as hashed with the list's name
+CODE_B, CODE_I, CODE_L, CODE_U = 1, 2, 3, 4
+
+
+class Gazetteer:
+    """Named phrase lists, each phrase a tuple of token texts.
+
+    Parameters
+    ----------
+    phrases : iterable of (str, sequence of str)
+        (list name, the phrase's tokens) pairs.
+    case_sensitive : bool
+        Match the tokens' text as it is (``ORTH``) rather than lower-cased (``LOWER``).
+    """
+
+    def __init__(self, phrases: Iterable[Tuple[str, Sequence[str]]],
+                 case_sensitive: bool = False) -> None:
+        names: Dict[str, int] = {}
+        entries: List[Tuple[int, Tuple[str, ...]]] = []
+        seen = set()
+        for name, tokens in phrases:
+            tokens = tuple(tokens)
+            if not isinstance(name, str) or not name or not tokens or not all(
+                    isinstance(t, str) and t for t in tokens):
+                raise ValueError(Errors.E125.format(
+                    why=f"({name!r}, {tokens!r}) is not a list name with a non-empty phrase"))
+            index = names.setdefault(name, len(names))
+            if (index, tokens) not in seen:
+                seen.add((index, tokens))
+                entries.append((index, tokens))
+        self.names = list(names)
+        self.entries = entries
+        self.case_sensitive = bool(case_sensitive)
+        self._matcher: Optional[PhraseMatcher] = None
+        self._vocab = None
+        self.name_hashes = np.asarray([hash_string(n) for n in self.names], dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def matcher(self, vocab) -> PhraseMatcher:
+        """The PhraseMatcher of the lists over ``vocab`` (built once per vocab)."""
+        if self._matcher is None or self._vocab is not vocab:
+            matcher = PhraseMatcher(vocab, attr="ORTH" if self.case_sensitive else "LOWER")
+            by_name: Dict[int, List[Doc]] = {}
+            for index, tokens in self.entries:
+                by_name.setdefault(index, []).append(Doc(vocab, words=list(tokens)))
+            for index, docs in by_name.items():
+                matcher.add(self.names[index], docs)
+            self._matcher, self._vocab = matcher, vocab
+        return self._matcher
+
+    def column(self, docs: Sequence[Doc]) -> np.ndarray:
+        """``(N,)`` uint64: the lists and positions matching at each token of the batch."""
+        n_tokens = sum(len(doc) for doc in docs)
+        out = np.zeros(n_tokens, dtype=np.uint64)
+        if not self.entries or not n_tokens:
+            return out
+        matcher = self.matcher(docs[0].vocab)
+        index_of = {hash_string(n): i for i, n in enumerate(self.names)}
+        starts, ends, lists = [], [], []
+        offset = 0
+        for doc in docs:
+            for match_id, start, end in matcher(doc):
+                starts.append(offset + start)
+                ends.append(offset + end)
+                lists.append(index_of[match_id])
+            offset += len(doc)
+        if not starts:
+            return out
+        starts_a = np.asarray(starts, dtype=np.int64)
+        ends_a = np.asarray(ends, dtype=np.int64)
+        lists_a = np.asarray(lists, dtype=np.int64)
+        # longest first, then leftmost: the greedy choice spacy.util.filter_spans makes
+        order = np.lexsort((starts_a, -(ends_a - starts_a)))
+        mark_matches(starts_a[order], ends_a[order], lists_a[order], self.name_hashes,
+                     len(self.names), out)
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"names": self.names, "case_sensitive": self.case_sensitive,
+                "entries": [[index, list(tokens)] for index, tokens in self.entries]}
+
+    @classmethod
+    def from_dict(cls, msg: Dict[str, Any]) -> "Gazetteer":
+        try:
+            names = list(msg["names"])
+            phrases = [(names[int(index)], tuple(tokens)) for index, tokens in msg["entries"]]
+            return cls(phrases, case_sensitive=bool(msg["case_sensitive"]))
+        except (KeyError, TypeError, IndexError, ValueError) as err:
+            raise ValueError(f"a saved gazetteer is incomplete or inconsistent: {err!r}") from err
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Gazetteer) and self.to_dict() == other.to_dict()
+
+
+@njit(cache=True)
+def mark_matches(starts, ends, lists, name_hashes, n_lists, out):
+    """XOR into ``out`` the (list, position) hash of every kept match.
+
+    Matches come longest first; one that overlaps a match of the same list
+    already kept is dropped, so each list gives a token at most one position.
+    """
+    n_tokens = out.shape[0]
+    taken = np.zeros((n_lists, n_tokens), dtype=np.bool_)
+    for m in range(starts.shape[0]):
+        a, b, g = starts[m], ends[m], lists[m]
+        free = True
+        for t in range(a, b):
+            if taken[g, t]:
+                free = False
+                break
+        if not free:
+            continue
+        for t in range(a, b):
+            taken[g, t] = True
+            if b - a == 1:
+                code = CODE_U
+            elif t == a:
+                code = CODE_B
+            elif t == b - 1:
+                code = CODE_L
+            else:
+                code = CODE_I
+            out[t] ^= mix64(name_hashes[g], np.uint64(code))
+
+
+def read_gazetteer(path: Union[str, Path]) -> List[Tuple[str, str]]:
+    """(list name, phrase) pairs of a gazetteer file.
+
+    Two formats: JSON lines as an ``entity_ruler`` reads phrase patterns,
+    ``{"label": "CITY", "pattern": "New York"}`` (``.jsonl``), or one
+    ``NAME<TAB>phrase`` per line (any other name). Empty lines are skipped.
+
+    Raises
+    ------
+    ValueError
+        E125 naming the file and line of a row that is neither.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(Errors.E125.format(why=f"there is no file {path}"))
+    out: List[Tuple[str, str]] = []
+    is_jsonl = path.suffix.lower() == ".jsonl"
+    with path.open(encoding="utf8") as file:
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            where = f"{path}, line {number}"
+            if is_jsonl:
+                try:
+                    row = srsly.json_loads(line)
+                except ValueError as err:
+                    raise ValueError(Errors.E125.format(why=f"{where} is not JSON ({err})")) from err
+                if (not isinstance(row, dict) or not isinstance(row.get("label"), str)
+                        or not isinstance(row.get("pattern"), str)):
+                    raise ValueError(Errors.E125.format(
+                        why=f"{where} is not {{\"label\": NAME, \"pattern\": PHRASE}} with two "
+                            f"strings (token patterns, lists of dicts, are not phrases)"))
+                out.append((row["label"], row["pattern"]))
+            else:
+                name, tab, phrase = line.rstrip("\n").partition("\t")
+                if not tab or not name.strip() or not phrase.strip():
+                    raise ValueError(Errors.E125.format(why=f"{where} is not NAME<TAB>phrase"))
+                out.append((name.strip(), phrase.strip()))
+    return out
+
+
+def ruler_phrases(ruler: Any) -> List[Tuple[str, str]]:
+    """(label, phrase) of an ``entity_ruler``'s phrase patterns (token patterns,
+    which match by rule rather than by text, are left out)."""
+    return [(p["label"], p["pattern"]) for p in ruler.patterns if isinstance(p.get("pattern"), str)]
+
+
+def tokenized(pairs: Iterable[Tuple[str, str]], make_doc) -> List[Tuple[str, Tuple[str, ...]]]:
+    """(name, tokens) with each phrase split by the pipeline's tokenizer ``make_doc``."""
+    out = []
+    for name, phrase in pairs:
+        tokens = tuple(t.text for t in make_doc(phrase) if not t.is_space)
+        if tokens:
+            out.append((name, tokens))
+    return out

@@ -1,0 +1,103 @@
+"""A table from word hashes to integer columns, looked up for a whole batch at once.
+
+Brown clusters and the clusters of a pipeline's vectors are both a value (or a
+few) per word type. The table keeps its keys (spaCy string hashes of the words)
+sorted, so a batch's tokens are looked up with one vectorised binary search
+(``numpy.searchsorted``), with no Python step per token.
+"""
+
+from typing import Any, Dict, Sequence
+
+import numpy as np
+from spacy.attrs import IDS
+
+#: the value of a word the table does not hold (spaCy's ``Token.cluster`` gives 0 too)
+MISSING = 0
+
+
+class WordTable:
+    """Word hashes -> ``n_columns`` unsigned integers.
+
+    Parameters
+    ----------
+    keys : array-like of uint64
+        The words' hashes (``nlp.vocab.strings[word]``), unique.
+    values : array-like of int
+        ``(len(keys), n_columns)`` (or ``(len(keys),)`` for one column), each
+        value at least 0 and below 2**63.
+    key_attr : str
+        The token attribute whose hash is looked up: ``"ORTH"`` (the text as
+        it is, as spaCy's cluster table is keyed) or ``"LOWER"``.
+    """
+
+    def __init__(self, keys: Any, values: Any, key_attr: str = "ORTH") -> None:
+        keys = np.asarray(keys, dtype=np.uint64).reshape(-1)
+        values = np.asarray(values)
+        if values.ndim == 1:
+            values = values.reshape(-1, 1)
+        if values.ndim != 2 or values.shape[0] != keys.shape[0]:
+            raise ValueError(f"a word table needs one row of values per key: got "
+                             f"{keys.shape[0]} keys and values of shape {values.shape}")
+        if values.size and (values.min() < 0 or not np.issubdtype(values.dtype, np.integer)):
+            raise ValueError("a word table holds integers of at least 0")
+        if key_attr not in ("ORTH", "LOWER"):
+            raise ValueError(f"a word table is keyed by ORTH or LOWER, not {key_attr!r}")
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        if keys.shape[0] > 1 and np.any(keys[1:] == keys[:-1]):
+            raise ValueError("a word table's keys must be unique")
+        self.keys = np.ascontiguousarray(keys)
+        self.values = np.ascontiguousarray(values[order].astype(np.uint64))
+        self.key_attr = key_attr
+
+    @property
+    def key_attr_id(self) -> int:
+        """spaCy's attribute id of :attr:`key_attr`, for ``Doc.to_array``."""
+        return IDS[self.key_attr]
+
+    @property
+    def n_columns(self) -> int:
+        return self.values.shape[1]
+
+    def __len__(self) -> int:
+        return self.keys.shape[0]
+
+    def lookup(self, words: np.ndarray) -> np.ndarray:
+        """``(N, n_columns)`` uint64 values of N word hashes, :data:`MISSING` where absent."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1)
+        out = np.full((words.shape[0], self.n_columns), MISSING, dtype=np.uint64)
+        if not len(self) or not words.shape[0]:
+            return out
+        pos = np.minimum(np.searchsorted(self.keys, words), len(self) - 1)
+        found = self.keys[pos] == words
+        out[found] = self.values[pos[found]]
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Arrays and settings, for msgpack."""
+        return {"keys": self.keys, "values": self.values, "key_attr": self.key_attr}
+
+    @classmethod
+    def from_dict(cls, msg: Dict[str, Any]) -> "WordTable":
+        """The table of :meth:`to_dict` (raises ValueError on an inconsistent one)."""
+        try:
+            return cls(msg["keys"], np.asarray(msg["values"]), key_attr=msg["key_attr"])
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"a saved word table is incomplete: {err!r}") from err
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, WordTable) and self.key_attr == other.key_attr
+                and np.array_equal(self.keys, other.keys)
+                and np.array_equal(self.values, other.values))
+
+
+def table_from_items(keys: Sequence[int], values: Sequence[int], key_attr: str = "ORTH",
+                     drop_missing: bool = True) -> WordTable:
+    """A one-column table, leaving out words whose value is :data:`MISSING`
+    (they read the same either way, and spaCy's English table holds 810k such)."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    values = np.asarray(values, dtype=np.int64)
+    if drop_missing:
+        kept = values != MISSING
+        keys, values = keys[kept], values[kept]
+    return WordTable(keys, values, key_attr)

@@ -1,0 +1,79 @@
+"""Issue 29 item 10: the same thing the same way, wherever it comes from.
+
+``doc._.crf_nbest`` of an empty doc, n-best entries in process and from
+``nlp.pipe(n_process=2)``, the structures E018 / E019 name, W003's fix and the
+``spacy-crf.NeuralCRF.v2`` entry point."""
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.training import Example
+
+import spacy_crf  # noqa: F401  (registrations)
+from spacy_crf.errors import Warnings
+
+ROOT = Path(__file__).resolve().parents[1]
+TAGGED = [("the cat sat", ["DT", "NN", "VBD"]), ("a dog ran fast", ["DT", "NN", "VBD", "RB"])]
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "n_best": 2})
+    examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TAGGED]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    return nlp
+
+
+def test_an_empty_doc_has_an_empty_n_best_list_alone_and_in_a_batch(nlp):
+    """None alone (predict skipped decoding), [] in a batch with a non-empty doc."""
+    assert nlp("")._.crf_nbest == []
+    empty, full = nlp.pipe(["", "the cat sat"])
+    assert empty._.crf_nbest == [] and len(full._.crf_nbest) == 1
+
+
+def test_n_best_entries_are_the_same_in_process_and_from_n_process_2(nlp):
+    """Tuples in process; msgpack made them lists in docs from other processes."""
+    texts = ["the cat sat", "a dog ran fast"]
+    here = [doc._.crf_nbest for doc in nlp.pipe(texts)]
+    there = [doc._.crf_nbest for doc in nlp.pipe(texts, n_process=2)]
+    assert here == there
+    assert isinstance(here[0][0][0], list)
+
+
+def test_neural_crf_v2_resolves_in_a_fresh_process(tmp_path):
+    """No entry point: registry.architectures.get failed unless spacy_crf was imported."""
+    script = ("from spacy.util import registry\n"
+              "print(registry.architectures.get('spacy-crf.NeuralCRF.v2').__name__)\n")
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "NeuralCRF_v2"
+
+
+def test_every_registered_architecture_has_an_entry_point():
+    from spacy.util import registry
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    ours = {name for name in registry.architectures.get_all() if name.startswith("spacy-crf.")}
+    assert ours <= set(declared["spacy_architectures"])
+
+
+def test_span_and_n_best_errors_name_every_structure_that_has_them():
+    """They said both need structure = "chain", though order 2 and semi-Markov have them."""
+    with pytest.raises(ValueError, match=r"\[E018\].*order = 1 or 2.*semi_markov"):
+        spacy.blank("en").add_pipe("crf_tagger", config={"target": "ents", "structure": "tree"})
+    with pytest.raises(ValueError, match=r"\[E019\].*order = 1 or 2.*semi_markov"):
+        spacy.blank("en").add_pipe("crf_tagger", config={"target": "tag", "structure": "tree",
+                                                         "n_best": 2})
+
+
+def test_w003_says_how_to_fix_it():
+    text = Warnings.W003.format(n=2, name="ner", scheme="BILUO")
+    assert "To train on them, fix the tags in the corpus" in text

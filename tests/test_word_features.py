@@ -1,0 +1,491 @@
+"""Word clusters, vector clusters and gazetteers as features (issue #34).
+
+Each attribute is checked against a Python reference on small docs (spaCy's
+own ``Token.cluster`` for the Brown clusters), each source of a table is
+loaded, and a trained model saves, loads without its sources and predicts
+bit-identically.
+"""
+
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import spacy
+import srsly
+from spacy.training import Example
+from spacy.vectors import Vectors
+
+from spacy_crf._kernels.features import SEED, mix64
+from spacy_crf.features import brown_clusters
+from spacy_crf.features.brown_clusters import path_value, read_cluster_file
+from spacy_crf.features.extract import extract_features
+from spacy_crf.features.gazetteer import (CODE_B, CODE_I, CODE_L, CODE_U, Gazetteer,
+                                          read_gazetteer)
+from spacy_crf.features.lexicon import Lexicon
+from spacy_crf.features.templates import FeatureTemplates
+from spacy_crf.features.vector_clusters import kmeans, unit_rows
+from spacy_crf.features.word_table import WordTable
+from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+
+#: Brown paths of a tiny table (bit strings, first bit first)
+PATHS = {"the": "0010", "a": "0011", "cat": "110", "dog": "1101", "Paris": "10",
+         "London": "100", "sat": "0111"}
+WORDS = "the cat sat in Paris , a dog sat in London".split()
+
+
+def blank_with_clusters():
+    nlp = spacy.blank("en")
+    table = {w: path_value(p) for w, p in PATHS.items()}
+    nlp.vocab.lookups.add_table("lexeme_cluster", table)
+    return nlp
+
+
+def reference_ids(doc, attr_value, k=0, offset=0):
+    """What hash_templates gives a one-part template at position k, in Python."""
+    out = []
+    for t in range(len(doc)):
+        u = t + offset
+        if 0 <= u < len(doc):
+            v = np.uint64(attr_value(doc[u]))
+        else:
+            v = np.uint64(0x9E3779B97F4A7C15) + np.uint64(offset + 1024)
+        out.append(mix64(mix64(SEED, np.uint64(k)), v))
+    return np.asarray(out, dtype=np.uint64)
+
+
+# -- templates -----------------------------------------------------------------
+
+def test_word_representation_attributes_parse_in_windows_and_conjunctions():
+    t = FeatureTemplates(["CLUSTER[-1..1]", "CLUSTER6|NORM", "VECTOR_CLUSTER64", "GAZETTEER[1]"])
+    assert t.names == ["CLUSTER[-1]", "CLUSTER[0]", "CLUSTER[1]", "CLUSTER6[0]|NORM[0]",
+                       "VECTOR_CLUSTER64[0]", "GAZETTEER[1]"]
+    assert t.lexicon_attrs == ["CLUSTER", "CLUSTER6", "GAZETTEER", "VECTOR_CLUSTER64"]
+
+
+@pytest.mark.parametrize("bad", ["CLUSTER0", "CLUSTER64", "VECTOR_CLUSTER1", "VECTOR_CLUSTER"])
+def test_out_of_range_word_attributes_are_refused_by_name(bad):
+    with pytest.raises(ValueError, match=r"\[E00[12]\]"):
+        FeatureTemplates([bad])
+
+
+# -- Brown clusters ------------------------------------------------------------
+
+@pytest.mark.parametrize("attr,bits", [("CLUSTER", 0), ("CLUSTER1", 1), ("CLUSTER3", 3)])
+@pytest.mark.parametrize("offset", [-1, 0, 1])
+def test_cluster_features_match_token_cluster(attr, bits, offset):
+    nlp = blank_with_clusters()
+    doc = nlp.make_doc(" ".join(WORDS))
+    lexicon = Lexicon(clusters=brown_clusters.table_from_lookups(
+        nlp.vocab.lookups.get_table("lexeme_cluster")))
+    templates = FeatureTemplates([f"{attr}[{offset}]"])
+    got = extract_features([doc], templates, lexicon=lexicon)[:, 0]
+    mask = (1 << bits) - 1 if bits else -1
+    # spaCy's own Token.cluster reads the same lookups table
+    want = reference_ids(doc, lambda tok: tok.cluster & mask, offset=offset)
+    assert np.array_equal(got, want)
+    assert doc[4].cluster == path_value("10") and doc[2].cluster != 0 and doc[3].cluster == 0
+
+
+def test_prefixes_group_words_by_their_first_bits():
+    nlp = blank_with_clusters()
+    doc = nlp.make_doc("the a cat dog")
+    lexicon = Lexicon(clusters=brown_clusters.table_from_lookups(
+        nlp.vocab.lookups.get_table("lexeme_cluster")))
+    ids = extract_features([doc], FeatureTemplates(["CLUSTER", "CLUSTER3", "CLUSTER2"]),
+                           lexicon=lexicon)
+    assert len(set(ids[:, 0])) == 4  # four paths
+    assert ids[0, 1] == ids[1, 1] and ids[2, 1] == ids[3, 1] and ids[0, 1] != ids[2, 1]
+    assert ids[0, 2] == ids[1, 2] and ids[2, 2] == ids[3, 2]
+
+
+def test_paths_file_and_json_table_give_spacys_encoding(tmp_path):
+    paths = tmp_path / "paths"
+    paths.write_text("".join(f"{p}\t{w}\t{i + 1}\n" for i, (w, p) in enumerate(PATHS.items())),
+                     encoding="utf8")
+    table = read_cluster_file(paths)
+    strings = spacy.blank("en").vocab.strings
+    for w in PATHS:
+        strings.add(w)
+    assert brown_clusters.strings_of(table, strings) == {w: int(p[::-1], 2) for w, p in PATHS.items()}
+    json_path = tmp_path / "clusters.json.gz"
+    brown_clusters.write_json_table(brown_clusters.read_paths(paths), json_path)
+    assert read_cluster_file(json_path) == table
+
+
+def test_a_bad_paths_line_is_named(tmp_path):
+    paths = tmp_path / "paths"
+    paths.write_text("0101\tthe\t3\n01x1\tcat\t2\n", encoding="utf8")
+    with pytest.raises(ValueError, match=r"\[E123\].*line 2"):
+        read_cluster_file(paths)
+    with pytest.raises(ValueError, match=r"\[E123\].*no such file"):
+        read_cluster_file(tmp_path / "missing")
+
+
+def tagger(nlp, **model):
+    config = {"target": "tag"}
+    if model:
+        config["model"] = {**DEFAULT_MODEL, **model}
+    return nlp.add_pipe("crf_tagger", config=config)
+
+
+def tag_examples(nlp):
+    words = [("the cat sat in Paris", "DT NN VBD IN NNP"),
+             ("a dog sat in London", "DT NN VBD IN NNP")]
+    return [Example.from_dict(nlp.make_doc(w), {"tags": t.split()}) for w, t in words]
+
+
+def train(nlp, examples, n=15, **initialize):
+    optimizer = nlp.initialize(lambda: examples, **initialize)
+    for _ in range(n):
+        nlp.update(examples, sgd=optimizer)
+    return nlp
+
+
+def feature_layer_templates(pipe):
+    return [node.attrs["templates"].source for node in pipe.model.walk()
+            if node.name == "crf_featurize"][0]
+
+
+def test_table_from_the_vocab_lookups_adds_the_cluster_templates():
+    nlp = blank_with_clusters()
+    pipe = tagger(nlp)
+    train(nlp, tag_examples(nlp))
+    source = feature_layer_templates(pipe)
+    assert source[-len(DEFAULT_MODEL["cluster_templates"]):] == list(DEFAULT_MODEL["cluster_templates"])
+    lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
+    assert len(lexicon.clusters) == len(PATHS)
+
+
+def test_a_file_of_ones_own_comes_before_the_vocab(tmp_path):
+    nlp = blank_with_clusters()
+    paths = tmp_path / "paths"
+    paths.write_text("1\tcat\t1\n", encoding="utf8")
+    pipe = tagger(nlp)
+    train(nlp, tag_examples(nlp), n=1)
+    nlp.get_pipe("crf_tagger").initialize(lambda: tag_examples(nlp), nlp=nlp, clusters=str(paths))
+    lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
+    assert len(lexicon.clusters) == 1
+
+
+def test_spacy_lookups_data_table_is_read_for_the_language():
+    pytest.importorskip("spacy_lookups_data")
+    table = brown_clusters.lookups_data_table("en")
+    assert table is not None and len(table) > 100_000
+    nlp = spacy.blank("en")
+    ref = spacy.lookups.load_lookups("en", ["lexeme_cluster"]).get_table("lexeme_cluster")
+    words = ["the", "The", "Paris", "apple", "notawordxyz"]
+    keys = np.asarray([nlp.vocab.strings.add(w) for w in words], dtype=np.uint64)
+    assert table.lookup(keys)[:, 0].tolist() == [ref.get(w, 0) for w in words]
+    assert brown_clusters.lookups_data_table("zz") is None  # no such language
+
+
+def test_without_a_table_the_model_reads_spelling_only_and_says_how_once(monkeypatch):
+    monkeypatch.setattr(brown_clusters, "lookups_data_table", lambda lang: None)
+    nlp = spacy.blank("en")
+    pipe = tagger(nlp)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(nlp, tag_examples(nlp), n=3)
+    said = [w for w in caught if "[W007]" in str(w.message)]
+    assert len(said) == 1 and "spacy-lookups-data" in str(said[0].message)
+    assert feature_layer_templates(pipe) == list(DEFAULT_MODEL["templates"])
+    # the same as a model that never had cluster templates
+    other = spacy.blank("en")
+    tagger(other, cluster_templates=[])
+    train(other, tag_examples(other), n=3)
+    doc_a, doc_b = nlp("a cat sat in Rome"), other("a cat sat in Rome")
+    assert [t.tag_ for t in doc_a] == [t.tag_ for t in doc_b]
+
+
+def test_reinitializing_without_a_table_takes_the_cluster_templates_out(monkeypatch):
+    nlp = blank_with_clusters()
+    pipe = tagger(nlp)
+    train(nlp, tag_examples(nlp), n=1)
+    assert any("CLUSTER" in t for t in feature_layer_templates(pipe))
+    nlp.vocab.lookups.remove_table("lexeme_cluster")
+    monkeypatch.setattr(brown_clusters, "lookups_data_table", lambda lang: None)
+    with pytest.warns(UserWarning, match="W007"):
+        train(nlp, tag_examples(nlp), n=1)
+    assert feature_layer_templates(pipe) == list(DEFAULT_MODEL["templates"])
+
+
+def test_templates_that_must_read_clusters_fail_clearly_without_a_table(monkeypatch):
+    monkeypatch.setattr(brown_clusters, "lookups_data_table", lambda lang: None)
+    nlp = spacy.blank("en")
+    tagger(nlp, templates=["NORM", "CLUSTER4"], cluster_templates=[])
+    with pytest.raises(ValueError, match=r"\[E126\].*CLUSTER4"):
+        train(nlp, tag_examples(nlp), n=1)
+
+
+def test_predicting_before_initialize_names_the_missing_table():
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("a cat")
+    with pytest.raises(ValueError, match=r"\[E126\].*CLUSTER"):
+        extract_features([doc], FeatureTemplates(["CLUSTER"]))
+
+
+# -- vector clusters -----------------------------------------------------------
+
+def three_groups(nlp, seed=0):
+    """Vectors of 12 words in three well-separated directions."""
+    rng = np.random.default_rng(seed)
+    groups = {"animal": ["cat", "dog", "cow", "fox"], "city": ["Paris", "London", "Rome", "Oslo"],
+              "verb": ["sat", "ran", "ate", "saw"]}
+    centres = np.eye(8, dtype=np.float32)[:3] * 10
+    words, rows = [], []
+    for i, names in enumerate(groups.values()):
+        for w in names:
+            words.append(w)
+            rows.append(centres[i] + rng.normal(0, 0.5, 8))
+    nlp.vocab.vectors = Vectors(strings=nlp.vocab.strings, data=np.asarray(rows, dtype=np.float32),
+                                keys=words)
+    return groups
+
+
+def test_kmeans_recovers_separated_groups_and_is_deterministic():
+    rng = np.random.default_rng(1)
+    data = np.concatenate([rng.normal(c, 0.05, (30, 3)) for c in np.eye(3)])
+    centroids = kmeans(unit_rows(data), 3, seed=4)
+    labels = np.argmax(unit_rows(data) @ centroids.T, axis=1)
+    assert sorted(len(set(labels[i * 30:(i + 1) * 30])) for i in range(3)) == [1, 1, 1]
+    assert len(set(labels)) == 3
+    assert np.array_equal(centroids, kmeans(unit_rows(data), 3, seed=4))
+
+
+def test_vector_clusters_group_words_with_similar_vectors():
+    nlp = spacy.blank("en")
+    groups = three_groups(nlp)
+    tagger(nlp, templates=["NORM", "VECTOR_CLUSTER3", "VECTOR_CLUSTER2"], cluster_templates=[])
+    examples = [Example.from_dict(nlp.make_doc("cat sat in Paris"), {"tags": ["N", "V", "P", "N"]})]
+    train(nlp, examples, n=1)
+    doc = nlp.make_doc(" ".join(w for names in groups.values() for w in names) + " unknownword")
+    lexicon = next(n.attrs["crf_lexicon"] for n in nlp.get_pipe("crf_tagger").model.walk()
+                   if n.name == "crf_featurize")
+    values = lexicon.columns([doc], ["VECTOR_CLUSTER3"], {"ORTH": doc.to_array("ORTH")})[:, 0]
+    assert [len(set(values[i * 4:(i + 1) * 4])) for i in range(3)] == [1, 1, 1]
+    assert len(set(values[:12])) == 3 and values[12] == 0  # no vector: 0
+    assert lexicon.vector_ks == [2, 3]
+
+
+def test_vector_clusters_need_vectors():
+    nlp = spacy.blank("en")
+    tagger(nlp, templates=["NORM", "VECTOR_CLUSTER8"], cluster_templates=[])
+    with pytest.raises(ValueError, match=r"\[E124\]"):
+        train(nlp, [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})], n=1)
+
+
+# -- gazetteers ----------------------------------------------------------------
+
+def gaz_value(*pairs):
+    out = np.uint64(0)
+    for name, code in pairs:
+        out ^= mix64(np.uint64(spacy.strings.hash_string(name)), np.uint64(code))
+    return out
+
+
+def test_gazetteer_positions_lists_overlaps_and_case():
+    nlp = spacy.blank("en")
+    gaz = Gazetteer([("CITY", ("New", "York")), ("CITY", ("New", "York", "City")),
+                     ("CITY", ("York",)), ("STATE", ("New", "York")), ("CITY", ("Rome",))])
+    doc = nlp.make_doc("i left new york city for rome")
+    got = gaz.column([doc])
+    # CITY: the longest match "new york city" wins over "new york" and "york";
+    # STATE: "new york"; case is ignored by default
+    want = [0, 0, gaz_value(("CITY", CODE_B), ("STATE", CODE_B)),
+            gaz_value(("CITY", CODE_I), ("STATE", CODE_L)), gaz_value(("CITY", CODE_L)), 0,
+            gaz_value(("CITY", CODE_U))]
+    assert got.tolist() == [int(v) for v in want]
+    strict = Gazetteer([("CITY", ("Rome",))], case_sensitive=True)
+    assert strict.column([doc]).tolist() == [0] * 7
+
+
+def test_gazetteer_files_and_bad_rows(tmp_path):
+    jsonl = tmp_path / "gaz.jsonl"
+    jsonl.write_text('{"label": "CITY", "pattern": "New York"}\n\n{"label": "ORG", "pattern": "ACME"}\n',
+                     encoding="utf8")
+    assert read_gazetteer(jsonl) == [("CITY", "New York"), ("ORG", "ACME")]
+    tsv = tmp_path / "gaz.tsv"
+    tsv.write_text("CITY\tNew York\nORG\tACME\n", encoding="utf8")
+    assert read_gazetteer(tsv) == read_gazetteer(jsonl)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"label": "CITY", "pattern": "Rome"}\n{"label": "X", "pattern": [{"LOWER": "a"}]}\n',
+                   encoding="utf8")
+    with pytest.raises(ValueError, match=r"\[E125\].*line 2"):
+        read_gazetteer(bad)
+
+
+def ner_examples(nlp):
+    data = [("Alice flew to Paris", [(14, 19, "LOC")]), ("Bob lives in Rome", [(13, 17, "LOC")]),
+            ("Carol met Dave", [])]
+    return [Example.from_dict(nlp.make_doc(t), {"entities": e}) for t, e in data]
+
+
+def test_gazetteer_from_a_file_and_an_entity_ruler(tmp_path):
+    nlp = spacy.blank("en")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns([{"label": "CITY", "pattern": "Oslo"}, {"label": "X", "pattern": [{"LOWER": "b"}]}])
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "model": {
+        **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER[-1..1]"], "cluster_templates": []}})
+    path = tmp_path / "gaz.tsv"
+    path.write_text("CITY\tnew york\n", encoding="utf8")
+    pipe = nlp.get_pipe("crf_tagger")
+    with nlp.select_pipes(disable=["entity_ruler"]):
+        pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, gazetteer=str(path),
+                        gazetteer_ruler="entity_ruler")
+    lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
+    assert sorted(lexicon.gazetteer.entries) == [(0, ("Oslo",)), (0, ("new", "york"))]
+    with pytest.raises(ValueError, match=r"\[E125\].*nosuchruler"):
+        pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, gazetteer_ruler="nosuchruler")
+
+
+def test_a_gazetteer_without_a_template_to_read_it_is_refused(tmp_path):
+    nlp = spacy.blank("en")
+    path = tmp_path / "gaz.tsv"
+    path.write_text("CITY\tRome\n", encoding="utf8")
+    nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    with pytest.raises(ValueError, match=r"\[E125\].*GAZETTEER"):
+        nlp.get_pipe("crf_tagger").initialize(lambda: ner_examples(nlp), nlp=nlp,
+                                              gazetteer=str(path))
+
+
+# -- save and load ---------------------------------------------------------------
+
+def test_trained_model_round_trips_without_its_sources(tmp_path):
+    nlp = blank_with_clusters()
+    three_groups(nlp)
+    gaz = tmp_path / "gaz.tsv"
+    gaz.write_text("CITY\tParis\nCITY\tnew york\n", encoding="utf8")
+    tagger(nlp, templates=["NORM", "SUFFIX3", "VECTOR_CLUSTER3[-1..1]", "GAZETTEER[-1..1]"])
+    examples = tag_examples(nlp)
+    # the config route: [initialize.components.crf_tagger] gazetteer = PATH
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"gazetteer": str(gaz)}
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(10):
+        nlp.update(examples, sgd=optimizer)
+    texts = ["the dog sat in new york", "a cat ran to Oslo", "London sat in Rome"]
+    want = [[t.tag_ for t in doc] for doc in nlp.pipe(texts)]
+    scores = nlp.get_pipe("crf_tagger").model.predict([nlp.make_doc(t) for t in texts]).emissions
+    nlp.to_disk(tmp_path / "model")
+    (tmp_path / "texts.txt").write_text("\n".join(texts), encoding="utf8")
+    np.save(tmp_path / "emissions.npy", scores)
+    # a fresh process where spacy-lookups-data cannot be imported, the vocab has
+    # neither the cluster table nor the vectors, and the gazetteer file is gone
+    gaz.unlink()
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules["spacy_lookups_data"] = None
+        import numpy as np, spacy
+        from spacy.vectors import Vectors
+        nlp = spacy.load({str(tmp_path / "model")!r})
+        if nlp.vocab.lookups.has_table("lexeme_cluster"):
+            nlp.vocab.lookups.remove_table("lexeme_cluster")
+        nlp.vocab.vectors = Vectors(strings=nlp.vocab.strings)
+        texts = open({str(tmp_path / "texts.txt")!r}, encoding="utf8").read().split("\\n")
+        scores = nlp.get_pipe("crf_tagger").model.predict([nlp.make_doc(t) for t in texts])
+        assert np.array_equal(scores.emissions, np.load({str(tmp_path / "emissions.npy")!r}))
+        print([[t.tag_ for t in doc] for doc in nlp.pipe(texts)])
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(want)
+
+
+def test_to_bytes_round_trip_keeps_the_word_tables():
+    nlp = blank_with_clusters()
+    pipe = tagger(nlp)
+    train(nlp, tag_examples(nlp), n=5)
+    data = pipe.to_bytes()
+    other = spacy.blank("en")
+    loaded = tagger(other).from_bytes(data)
+    assert feature_layer_templates(loaded) == feature_layer_templates(pipe)
+    docs = [other.make_doc("a dog sat in Paris")]
+    assert np.array_equal(loaded.model.predict(docs).emissions,
+                          pipe.model.predict([nlp.make_doc("a dog sat in Paris")]).emissions)
+
+
+def test_damaged_word_tables_fail_the_load_clearly():
+    lexicon = Lexicon(clusters=WordTable([1, 2], [3, 4]))
+    assert Lexicon.from_bytes(lexicon.to_bytes()) == lexicon
+    with pytest.raises(ValueError, match="format"):
+        Lexicon.from_bytes(srsly.msgpack_dumps({"format": 99}))
+    with pytest.raises(ValueError):
+        WordTable.from_dict({"keys": np.asarray([1, 1], dtype=np.uint64),
+                             "values": np.asarray([1, 2]), "key_attr": "ORTH"})
+
+
+# -- the clusters command ---------------------------------------------------------
+
+def run_clusters(*args):
+    return subprocess.run([sys.executable, "-m", "spacy_crf.clusters", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_clusters_command_imports_a_paths_file_for_initialize(tmp_path):
+    paths = tmp_path / "paths"
+    paths.write_text("".join(f"{p}\t{w}\t{i + 1}\n" for i, (w, p) in enumerate(PATHS.items())),
+                     encoding="utf8")
+    out = run_clusters("import", paths, tmp_path / "c.json.gz", "--min-count", "2")
+    assert out.returncode == 0, out.stderr
+    assert f"{len(PATHS) - 1} words" in out.stdout  # 'the' was seen once
+    shown = run_clusters("show", tmp_path / "c.json.gz", "cat", "the")
+    assert shown.stdout.splitlines() == ["cat\t11", "the\t-"]  # "110": its trailing 0 is lost
+    nlp = spacy.blank("en")
+    tagger(nlp)
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"clusters": str(tmp_path / "c.json.gz")}
+    train(nlp, tag_examples(nlp), n=1)
+    lexicon = next(n.attrs["crf_lexicon"] for n in nlp.get_pipe("crf_tagger").model.walk()
+                   if n.name == "crf_featurize")
+    assert len(lexicon.clusters) == len(PATHS) - 1
+
+
+def test_clusters_command_usage_errors_exit_2(tmp_path):
+    assert run_clusters("import", tmp_path / "missing", tmp_path / "o.json").returncode == 2
+    bad = tmp_path / "bad"
+    bad.write_text("10\tcat\t1\nnot-bits\tdog\t1\n", encoding="utf8")
+    out = run_clusters("import", bad, tmp_path / "o.json")
+    assert out.returncode == 2 and "[E123]" in out.stderr and "line 2" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_chain_tree_experts_share_one_lexicon_after_a_load(tmp_path):
+    nlp = blank_with_clusters()
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": "chain_tree"})
+    words = [("the cat sat in Paris", "DT NN VBD IN NNP", [1, 2, 2, 2, 3]),
+             ("a dog sat in London", "DT NN VBD IN NNP", [1, 2, 2, 2, 3])]
+    examples = [Example.from_dict(nlp.make_doc(w), {"tags": t.split(), "heads": h,
+                                                    "deps": ["det", "nsubj", "ROOT", "case", "obl"]})
+                for w, t, h in words]
+    for eg in examples:  # the gold trees as the predicted docs' parse
+        eg.predicted.from_array(["HEAD", "DEP"], eg.reference.to_array(["HEAD", "DEP"]))
+    train(nlp, examples, n=5)
+    pipe = nlp.get_pipe("crf_tagger")
+    docs = [eg.predicted for eg in examples]
+    want = pipe.model.predict(docs)
+    nlp.to_disk(tmp_path / "m")
+    loaded = spacy.load(tmp_path / "m").get_pipe("crf_tagger")
+    lexicons = [n.attrs["crf_lexicon"] for n in loaded.model.walk() if n.name == "crf_featurize"]
+    assert len(lexicons) == 2 and lexicons[0] is lexicons[1] and lexicons[0].clusters is not None
+    got = loaded.model.predict(docs)
+    assert np.array_equal(got.emissions, want.emissions)
+
+
+def test_clusters_command_induces_a_table_from_raw_text(tmp_path):
+    text = tmp_path / "text.jsonl"
+    rows = [{"text": f"the {a} {v} at {p}."} for a in ("cat", "dog", "cow")
+            for v in ("runs", "eats") for p in ("home", "town")] * 3
+    srsly.write_jsonl(text, rows)
+    out = run_clusters("induce", text, tmp_path / "c.json", "--clusters", "6", "--min-count", "2")
+    assert out.returncode == 0, out.stderr
+    table = srsly.read_json(tmp_path / "c.json")
+    assert table["cat"] == table["dog"] == table["cow"] and table["home"] == table["town"]
+    assert table["cat"] != table["home"]
+    paths = tmp_path / "paths"
+    assert run_clusters("induce", text, paths, "--clusters", "6").returncode == 0
+    assert read_cluster_file(paths) == read_cluster_file(tmp_path / "c.json")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"no": "text"}\n', encoding="utf8")
+    out = run_clusters("induce", bad, tmp_path / "o.json")
+    assert out.returncode == 2 and "line 2" in out.stderr and "Traceback" not in out.stderr
