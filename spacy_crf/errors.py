@@ -6,6 +6,24 @@ can search for it.
 """
 
 
+import warnings
+from typing import Dict
+
+
+def warn(message: str) -> None:
+    """Warn (a UserWarning) as coming from spacy_crf, not from a line of its code.
+
+    ``warnings.warn`` prints the source line of its caller under the message,
+    a line of our code that tells a user nothing; this prints the message
+    alone. Python's filters apply as usual, and the same text is said once.
+    """
+    warnings.warn_explicit(message, UserWarning, "spacy_crf", 0, module="spacy_crf",
+                           registry=_REGISTRY)
+
+
+_REGISTRY: Dict = {}
+
+
 class _Codes(type):
     def __getattribute__(self, code: str) -> str:
         msg = super().__getattribute__(code)

@@ -77,3 +77,35 @@ def test_span_and_n_best_errors_name_every_structure_that_has_them():
 def test_w003_says_how_to_fix_it():
     text = Warnings.W003.format(n=2, name="ner", scheme="BILUO")
     assert "To train on them, fix the tags in the corpus" in text
+
+
+def test_e015_from_the_feature_templates_names_the_component():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", name="my_tagger", config={"model": {
+        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "head:NORM"],
+        "cluster_templates": None}})
+    examples = [Example.from_dict(nlp.make_doc("the cat sat"), {"tags": ["D", "N", "V"]})]
+    with pytest.raises(ValueError, match=r"\[E015\] 'my_tagger' needs a dependency parse"):
+        nlp.initialize(lambda: examples)
+
+
+def test_w003_is_said_without_a_line_of_our_code():
+    script = (
+        "import spacy, warnings\n"
+        "from spacy.tokens import Doc\n"
+        "from spacy.training import Example\n"
+        "nlp = spacy.blank('en')\n"
+        "nlp.add_pipe('crf_tagger', config={'target': 'ents', 'sequence': 'sentence',\n"
+        "    'model': {'@architectures': 'spacy-crf.FeatureCRF.v1', 'templates': ['NORM'],\n"
+        "              'cluster_templates': None}})\n"
+        "# an entity across a sentence boundary breaks the scheme in each sentence\n"
+        "words, starts = ['a', 'b', 'c', 'd'], [True, False, True, False]\n"
+        "ref = Doc(nlp.vocab, words=words, sent_starts=starts, ents=['O', 'B-X', 'I-X', 'O'])\n"
+        "eg = Example(Doc(nlp.vocab, words=words, sent_starts=starts), ref)\n"
+        "opt = nlp.initialize(lambda: [eg])\n"
+        "nlp.update([eg], sgd=opt)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "[W003]" in out.stderr
+    assert "warn(" not in out.stderr and "Warnings.W003" not in out.stderr

@@ -300,6 +300,11 @@ def test_gazetteer_positions_lists_overlaps_and_case():
     assert got.tolist() == [int(v) for v in want]
     strict = Gazetteer([("CITY", ("Rome",))], case_sensitive=True)
     assert strict.column([doc]).tolist() == [0] * 7
+    # list names that are spaCy symbols (ORG, LOC: the matcher's ids are symbol ids)
+    symbols = Gazetteer([("LOC", ("rome",)), ("ORG", ("new", "york"))])
+    assert symbols.column([doc]).tolist() == [0, 0, int(gaz_value(("ORG", CODE_B))),
+                                              int(gaz_value(("ORG", CODE_L))), 0, 0,
+                                              int(gaz_value(("LOC", CODE_U)))]
 
 
 def test_gazetteer_files_and_bad_rows(tmp_path):
@@ -489,3 +494,17 @@ def test_clusters_command_induces_a_table_from_raw_text(tmp_path):
     bad.write_text('{"text": "fine"}\n{"no": "text"}\n', encoding="utf8")
     out = run_clusters("induce", bad, tmp_path / "o.json")
     assert out.returncode == 2 and "line 2" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_gazetteer_model_runs_in_worker_processes(tmp_path):
+    nlp = spacy.blank("en")
+    path = tmp_path / "gaz.tsv"
+    path.write_text("LOC\tParis\nLOC\tnew york\n", encoding="utf8")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "model": {
+        **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER[-1..1]"], "cluster_templates": None}})
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"gazetteer": str(path)}
+    train(nlp, ner_examples(nlp), n=20)
+    texts = ["Alice flew to Paris", "Bob lives in New York", "Carol met Dave"]
+    want = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]
+    got = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts, n_process=2)]
+    assert got == want

@@ -16,7 +16,8 @@ from .templates import FeatureTemplates
 
 
 def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
-                     by_sentence: bool = True, lexicon: Optional[Lexicon] = None) -> np.ndarray:
+                     by_sentence: bool = True, lexicon: Optional[Lexicon] = None,
+                     owner: str = "the feature templates") -> np.ndarray:
     """Hash every template at every token of the batch.
 
     Parameters
@@ -28,6 +29,11 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     by_sentence : bool
         Whether windows stop at sentence boundaries (the component's
         ``sequence = "sentence"``) or only at doc boundaries (``"doc"``).
+    lexicon : Lexicon, optional
+        The word tables that ``CLUSTER``, ``VECTOR_CLUSTERk`` and
+        ``GAZETTEER`` read (the component's, set at ``initialize``).
+    owner : str
+        Who reads them, for messages (the component's name).
 
     Returns
     -------
@@ -57,12 +63,12 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     tables = id(lexicon) if templates.lexicon_attrs else None
     key = (by_sentence, tables, source)
     if key not in hashed:
-        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, hashed)
+        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, owner, hashed)
     return hashed[key]
 
 
 def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
-                 lexicon: Optional[Lexicon], hashed: dict) -> np.ndarray:
+                 lexicon: Optional[Lexicon], owner: str, hashed: dict) -> np.ndarray:
     """The features of ``templates``, from the batch's ``hashed`` lists where one
     begins with them or they begin with the longest of those that can serve."""
     source = tuple(templates.source)
@@ -76,18 +82,19 @@ def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: 
         if source[:len(other)] == other and len(other) > len(done_source):
             done, done_source = features, other
     if done is None:
-        return _hash(docs, templates, by_sentence, 0, lexicon)
+        return _hash(docs, templates, by_sentence, 0, lexicon, owner)
     rest = FeatureTemplates(source[len(done_source):])
-    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1], lexicon)])
+    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1], lexicon, owner)])
 
 
 def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
-          first: int, lexicon: Optional[Lexicon]) -> np.ndarray:
+          first: int, lexicon: Optional[Lexicon], owner: str) -> np.ndarray:
     """The features of ``templates``, placed at ``first`` in their list."""
     values = _value_columns(docs, templates, lexicon)
     n_tokens = values.shape[0]
     if templates.uses_tree:
-        values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values)]))
+        values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values,
+                                                                      owner)]))
     lengths = batch_sequence_lengths(docs, by_sentence)
     begin = np.empty(n_tokens, dtype=np.int64)
     end = np.empty(n_tokens, dtype=np.int64)
@@ -125,14 +132,16 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
     return np.ascontiguousarray(np.hstack(blocks))
 
 
-def tree_columns(docs: Sequence[Doc], templates: FeatureTemplates, values: np.ndarray) -> np.ndarray:
+def tree_columns(docs: Sequence[Doc], templates: FeatureTemplates, values: np.ndarray,
+                 owner: str = "the feature templates") -> np.ndarray:
     """The ``head:ATTR`` and structure columns of a batch (needs a parse)."""
     try:
         heads, order = batch_heads(docs)
     except ValueError as err:
         if str(err) == "no parse":
-            raise ValueError(Errors.E015.format(name="feature templates",
-                                                why="they read the dependency tree")) from err
+            raise ValueError(Errors.E015.format(name=owner,
+                                                why="its feature templates read the dependency "
+                                                    "tree")) from err
         raise ValueError(Errors.E016.format(why=err)) from err
     n_tokens = values.shape[0]
     head_cols = np.asarray([templates.token_attrs.index(a) for a in templates.head_attrs],

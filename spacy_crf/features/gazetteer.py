@@ -68,6 +68,11 @@ class Gazetteer:
     def __len__(self) -> int:
         return len(self.entries)
 
+    def __getstate__(self) -> Dict[str, Any]:
+        # the matcher is rebuilt from the entries where it is needed (a worker of
+        # nlp.pipe(n_process=...) has a vocab of its own)
+        return {**self.__dict__, "_matcher": None, "_vocab": None}
+
     def matcher(self, vocab) -> PhraseMatcher:
         """The PhraseMatcher of the lists over ``vocab`` (built once per vocab)."""
         if self._matcher is None or self._vocab is not vocab:
@@ -86,8 +91,11 @@ class Gazetteer:
         out = np.zeros(n_tokens, dtype=np.uint64)
         if not self.entries or not n_tokens:
             return out
-        matcher = self.matcher(docs[0].vocab)
-        index_of = {hash_string(n): i for i, n in enumerate(self.names)}
+        vocab = docs[0].vocab
+        matcher = self.matcher(vocab)
+        # the matcher's ids are the vocab's: a symbol's own id for names such as
+        # "ORG" or "LOC", not the hash of the string
+        index_of = {vocab.strings.add(n): i for i, n in enumerate(self.names)}
         starts, ends, lists = [], [], []
         offset = 0
         for doc in docs:

@@ -65,13 +65,17 @@ class WordTable:
     def lookup(self, words: np.ndarray) -> np.ndarray:
         """``(N, n_columns)`` uint64 values of N word hashes, :data:`MISSING` where absent."""
         words = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1)
-        out = np.full((words.shape[0], self.n_columns), MISSING, dtype=np.uint64)
         if not len(self) or not words.shape[0]:
-            return out
-        pos = np.minimum(np.searchsorted(self.keys, words), len(self) - 1)
-        found = self.keys[pos] == words
+            return np.full((words.shape[0], self.n_columns), MISSING, dtype=np.uint64)
+        # each word type once: a binary search over a large table misses the
+        # cache at every step, a sort of the batch's few thousand types does not
+        # (54 ns a token against 161 for EWT test over the English clusters)
+        types, inverse = np.unique(words, return_inverse=True)
+        out = np.full((types.shape[0], self.n_columns), MISSING, dtype=np.uint64)
+        pos = np.minimum(np.searchsorted(self.keys, types), len(self) - 1)
+        found = self.keys[pos] == types
         out[found] = self.values[pos[found]]
-        return out
+        return out[inverse.reshape(-1)]
 
     def to_dict(self) -> Dict[str, Any]:
         """Arrays and settings, for msgpack."""

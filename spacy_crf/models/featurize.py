@@ -26,6 +26,8 @@ CLUSTER_TEMPLATES_ADDED = "cluster_templates_added"
 #: attrs key of the component's word tables (a Lexicon; thinc does not save it:
 #: the component saves it once, beside the weights, however many layers read it)
 LEXICON = "crf_lexicon"
+#: attrs key of the name of the component that owns the layer (for messages)
+OWNER = "crf_owner"
 
 
 def featurize(templates: Sequence[str], tree_templates: Sequence[str] = (),
@@ -55,6 +57,13 @@ def featurize(templates: Sequence[str], tree_templates: Sequence[str] = (),
                                                   CLUSTER_TEMPLATES: clusters,
                                                   CLUSTER_TEMPLATES_ADDED: [],
                                                   SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None})
+
+
+def set_owner(model: Model, name: str) -> None:
+    """Name the component that owns ``model``'s featurize layers (for messages)."""
+    for node in model.walk():
+        if LEXICON in node.attrs:
+            node.attrs[OWNER] = name
 
 
 def set_sequence(model: Model, sequence: str) -> None:
@@ -222,7 +231,8 @@ def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, C
     if model.attrs.get(LEXICON) is not None and not isinstance(model.attrs[LEXICON], Lexicon):
         restore_lexicon(model)  # loaded by thinc alone (the component restores at load)
     features = extract_features(docs, model.attrs["templates"], by_sentence(model),
-                                model.attrs.get(LEXICON))
+                                model.attrs.get(LEXICON),
+                                model.attrs.get(OWNER) or "the feature templates")
 
     def backprop(d_features: OutT) -> InT:
         return []

@@ -29,10 +29,10 @@ from thinc.api import Config, Model, Optimizer, set_dropout_rate
 from .. import inference
 from .. import schemes
 from ..objectives import each_expert, get_objective
-from ..errors import Errors, Warnings
+from ..errors import Errors, Warnings, warn
 from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, doc_lengths,
                                    read_once)
-from ..models.featurize import restore_lexicon, set_sequence
+from ..models.featurize import restore_lexicon, set_owner, set_sequence
 from ..models.architectures import has_token_transitions, set_n_labels
 from ..models.hashed_linear import seed_dropout
 from ..models.hmm import FIT_COUNTS, STRUCTURES
@@ -243,6 +243,7 @@ class CRFTagger(TrainablePipe):
         register_confidence_extension()
         self.model = crf_structure.prepare_model(self.model, target) or self.model
         set_sequence(self.model, sequence)
+        set_owner(self.model, name)
         if target == "dep":
             self._check_dep_target()
 
@@ -502,7 +503,7 @@ class CRFTagger(TrainablePipe):
                 else np.zeros(0, dtype=np.int64))
         gold, n_bad = self.target.repair_gold(scores, gold, structure)
         if n_bad:
-            warnings.warn(Warnings.W003.format(n=n_bad, name=self.name, scheme=self.cfg["scheme"]))
+            warn(Warnings.W003.format(n=n_bad, name=self.name, scheme=self.cfg["scheme"]))
         return gold
 
     def initialize(
@@ -834,6 +835,7 @@ class CRFTagger(TrainablePipe):
             try:
                 model_from_bytes(model, model_bytes)
                 restore_lexicon(model)  # the saved word tables, and the templates they add
+                set_owner(model, self.name)
             except NonFiniteWeights as err:
                 raise ValueError(Errors.E165.format(name=self.name, path=where, why=err)) from err
             except Exception as err:
