@@ -424,8 +424,8 @@ def _assert_update_fails_cleanly(nlp, build, bad_examples, code):
 @pytest.mark.parametrize("structure,templates,why", [
     ("tree", ["NORM[-1..1]"], 'structure = "tree"'),
     ("tree", ALL_TREE_TEMPLATES, 'structure = "tree"'),
-    ("chain", ["NORM[-1..1]", "head:NORM"], "they read the dependency tree"),
-    ("chain", ["NORM", "N_CHILDREN"], "they read the dependency tree"),
+    ("chain", ["NORM[-1..1]", "head:NORM"], "its feature templates read the dependency tree"),
+    ("chain", ["NORM", "N_CHILDREN"], "its feature templates read the dependency tree"),
 ])
 def test_missing_parse_raises_e015_before_weights_change(structure, templates, why):
     def build():
