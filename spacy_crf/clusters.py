@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Iterator, List, Optional
 
 import srsly
-from spacy.strings import hash_string
 
 from .features.brown_clusters import (lookups_data_table, path_value, read_cluster_file,
                                       read_paths, write_json_table)
 from .features.brown_induction import induce
+from .features.word_table import word_keys
 
 
 def path_bits(value: int) -> str:
@@ -154,10 +154,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, UnicodeDecodeError) as err:
         print(str(err), file=sys.stderr)
         return 2
-    import numpy as np
-
-    keys = np.asarray([hash_string(w) for w in args.words], dtype=np.uint64)
-    for word, value in zip(args.words, table.lookup(keys)[:, 0].tolist()):
+    for word, value in zip(args.words, table.lookup(word_keys(args.words))[:, 0].tolist()):
         print(f"{word}\t{path_bits(value)}")
     return 0
 

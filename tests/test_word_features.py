@@ -115,6 +115,19 @@ def test_paths_file_and_json_table_give_spacys_encoding(tmp_path):
     assert read_cluster_file(json_path) == table
 
 
+def test_words_that_are_spacy_symbols_are_found(tmp_path):
+    # "ORG" and "nsubj" are spaCy symbols: Doc.to_array(ORTH) gives their symbol
+    # ids, not the hashes of the strings
+    paths = tmp_path / "paths.txt"
+    paths.write_text("0110\tORG\t5\n10\tnsubj\t3\n11\tcat\t2\n", encoding="utf8")
+    doc = spacy.blank("en").make_doc("ORG nsubj cat dog")
+    table = read_cluster_file(paths)
+    assert table.lookup(doc.to_array("ORTH"))[:, 0].tolist() == [
+        path_value("0110"), path_value("10"), path_value("11"), 0]
+    shown = run_clusters("show", paths, "ORG", "nsubj")
+    assert shown.stdout.splitlines() == ["ORG\t011", "nsubj\t1"]  # trailing zeros are lost
+
+
 def test_a_bad_paths_line_is_named(tmp_path):
     paths = tmp_path / "paths"
     paths.write_text("0101\tthe\t3\n01x1\tcat\t2\n", encoding="utf8")

@@ -30,10 +30,10 @@ from typing import Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 import srsly
-from spacy.strings import StringStore, hash_string
+from spacy.strings import StringStore
 
 from ..errors import Errors
-from .word_table import WordTable, table_from_items
+from .word_table import WordTable, table_from_items, word_keys
 
 TABLE_NAME = "lexeme_cluster"
 
@@ -98,10 +98,8 @@ def read_cluster_file(path: Union[str, Path]) -> WordTable:
         items = data.items()
     else:
         items = list(read_paths(path))
-    words = [word for word, _ in items]
-    keys = np.fromiter((hash_string(w) for w in words), dtype=np.uint64, count=len(words))
-    values = np.fromiter((v for _, v in items), dtype=np.int64, count=len(words))
-    return table_from_items(keys, values)
+    values = np.fromiter((v for _, v in items), dtype=np.int64, count=len(items))
+    return table_from_items(word_keys(word for word, _ in items), values)
 
 
 def table_from_lookups(table) -> WordTable:
@@ -138,11 +136,8 @@ def _read_lookups_data(lang: str) -> Optional[WordTable]:
         except (OSError, ValueError, KeyError):
             pass  # a damaged cache: read the package's file again
     data = load_language_data(source)  # ~3 s for English: 1M words of gzipped JSON
-    strings = StringStore()
-    keys = np.fromiter((strings.add(w) if isinstance(w, str) else int(w) for w in data.keys()),
-                       dtype=np.uint64, count=len(data))
     values = np.fromiter(data.values(), dtype=np.int64, count=len(data))
-    table = table_from_items(keys, values)
+    table = table_from_items(word_keys(data.keys()), values)
     if not len(table):
         return None
     if cached is not None:

@@ -6,10 +6,10 @@ sorted, so a batch's tokens are looked up with one vectorised binary search
 (``numpy.searchsorted``), with no Python step per token.
 """
 
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Iterable, Sequence
 
 import numpy as np
-from spacy.attrs import IDS
+from spacy.strings import get_string_id
 
 #: the value of a word the table does not hold (spaCy's ``Token.cluster`` gives 0 too)
 MISSING = 0
@@ -51,11 +51,6 @@ class WordTable:
         self.key_attr = key_attr
 
     @property
-    def key_attr_id(self) -> int:
-        """spaCy's attribute id of :attr:`key_attr`, for ``Doc.to_array``."""
-        return IDS[self.key_attr]
-
-    @property
     def n_columns(self) -> int:
         return self.values.shape[1]
 
@@ -93,6 +88,13 @@ class WordTable:
         return (isinstance(other, WordTable) and self.key_attr == other.key_attr
                 and np.array_equal(self.keys, other.keys)
                 and np.array_equal(self.values, other.values))
+
+
+def word_keys(words: Iterable[str]) -> np.ndarray:
+    """The keys of ``words`` as ``Doc.to_array(ORTH)`` gives them: the string's
+    hash, or its symbol id for the strings spaCy keeps as symbols ("ORG",
+    "nsubj"), which a plain hash would never meet in a doc."""
+    return np.fromiter((get_string_id(w) for w in words), dtype=np.uint64)
 
 
 def table_from_items(keys: Sequence[int], values: Sequence[int], key_attr: str = "ORTH",
