@@ -46,11 +46,8 @@ def path_bits(value: int) -> str:
 
 def import_paths(paths: Path, output: Path, min_count: int = 0) -> int:
     """Write the JSON table of a Brown ``paths`` file; returns the number of words."""
-    if min_count:
-        kept = [(word, value) for (word, value), count in zip(read_paths(paths), _counts(paths))
-                if count >= min_count]
-        return write_json_table(iter(kept), output)
-    return write_json_table(read_paths(paths), output)
+    return write_json_table(((word, value) for word, value, count in read_paths(paths)
+                             if count >= min_count), output)
 
 
 def read_texts(path: Path) -> Iterator[str]:
@@ -91,14 +88,6 @@ def induce_file(text: Path, output: Path, n_clusters: int, min_count: int, lang:
     with open(output, "w", encoding="utf8") as file:
         file.writelines(f"{bits}\t{word}\t{count}\n" for bits, word, count in rows)
     return len(rows)
-
-
-def _counts(paths: Path):
-    with open(paths, encoding="utf8") as file:
-        for line in file:
-            if line.strip():
-                columns = line.rstrip("\n").split("\t")
-                yield int(columns[2]) if len(columns) == 3 and columns[2].isdigit() else 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -22,16 +22,13 @@ from thinc.api import Adam
 
 from spacy_crf.models import hashed_linear
 from spacy_crf.models.serialize import KEY, model_from_bytes, model_to_bytes
-from conftest import TOY_NER
+from conftest import SPELLING_ONLY, TOY_NER
 
 MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v1",
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1", "IS_TITLE[-1..1]"],
     "n_buckets": 4096,
-    # spelling only, at the high rate these tests train with (Adam 0.1): the
-    # factory's clusters and head start are tested in their own files
-    "cluster_templates": None,
-    "boost_updates": 0,
+    **SPELLING_ONLY,
 }
 TOY_TAGS = [("the cat sat", ["DT", "NN", "VBD"]), ("a dog ran home", ["DT", "NN", "VBD", "RB"])]
 

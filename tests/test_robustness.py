@@ -36,6 +36,7 @@ from thinc.api import Adam
 
 from spacy_crf import inference
 from spacy_crf.pipeline.crf_tagger import CONFIDENCE_KEY
+from conftest import SPELLING_ONLY
 
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -46,10 +47,7 @@ TAG_MODEL = {
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1", "SHAPE[-1..1]",
                   "IS_TITLE", "LIKE_NUM"],
     "n_buckets": 4096,
-    # spelling only, at the high rate these tests train with (Adam 0.1): the
-    # factory's clusters and head start are tested in their own files
-    "cluster_templates": None,
-    "boost_updates": 0,
+    **SPELLING_ONLY,
 }
 
 TOY_NER = [

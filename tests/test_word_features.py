@@ -43,6 +43,13 @@ def blank_with_clusters():
     return nlp
 
 
+def strings_of(table, strings):
+    """``{word: value}`` for the words of ``table`` that ``strings`` knows (a
+    table keeps hashes, not texts)."""
+    return {strings[key]: value for key, value in zip(table.keys.tolist(), table.values[:, 0].tolist())
+            if key in strings}
+
+
 def reference_ids(doc, attr_value, k=0, offset=0):
     """What hash_templates gives a one-part template at position k, in Python."""
     out = []
@@ -109,9 +116,10 @@ def test_paths_file_and_json_table_give_spacys_encoding(tmp_path):
     strings = spacy.blank("en").vocab.strings
     for w in PATHS:
         strings.add(w)
-    assert brown_clusters.strings_of(table, strings) == {w: int(p[::-1], 2) for w, p in PATHS.items()}
+    assert strings_of(table, strings) == {w: int(p[::-1], 2) for w, p in PATHS.items()}
     json_path = tmp_path / "clusters.json.gz"
-    brown_clusters.write_json_table(brown_clusters.read_paths(paths), json_path)
+    brown_clusters.write_json_table(((w, v) for w, v, _ in brown_clusters.read_paths(paths)),
+                                    json_path)
     assert read_cluster_file(json_path) == table
 
 

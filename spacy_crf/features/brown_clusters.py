@@ -30,7 +30,6 @@ from typing import Dict, Iterator, Optional, Tuple, Union
 
 import numpy as np
 import srsly
-from spacy.strings import StringStore
 
 from ..errors import Errors
 from .word_table import WordTable, table_from_items, word_keys
@@ -55,8 +54,9 @@ def prefix_values(paths: np.ndarray, bits: int) -> np.ndarray:
     return paths & np.uint64((1 << bits) - 1)
 
 
-def read_paths(path: Union[str, Path]) -> Iterator[Tuple[str, int]]:
-    """(word, stored value) of every line of a Brown ``paths`` file.
+def read_paths(path: Union[str, Path]) -> Iterator[Tuple[str, int, int]]:
+    """(word, stored value, count) of every line of a Brown ``paths`` file (the
+    count 0 where the line has none, or not a whole number).
 
     Raises
     ------
@@ -74,8 +74,9 @@ def read_paths(path: Union[str, Path]) -> Iterator[Tuple[str, int]]:
                 raise ValueError(Errors.E123.format(
                     path=path, why=f"line {number} has {len(columns)} tab-separated columns, "
                                    f"not 'bits<TAB>word<TAB>count'"))
+            count = int(columns[2]) if len(columns) == 3 and columns[2].isdigit() else 0
             try:
-                yield columns[1], path_value(columns[0])
+                yield columns[1], path_value(columns[0]), count
             except ValueError as err:
                 raise ValueError(Errors.E123.format(path=path, why=f"line {number}: {err}")) from err
 
@@ -97,7 +98,7 @@ def read_cluster_file(path: Union[str, Path]) -> WordTable:
                 path=path, why="a JSON table maps each word to its stored path, an int >= 0"))
         items = data.items()
     else:
-        items = list(read_paths(path))
+        items = [(word, value) for word, value, _ in read_paths(path)]
     values = np.fromiter((v for _, v in items), dtype=np.int64, count=len(items))
     return table_from_items(word_keys(word for word, _ in items), values)
 
@@ -211,13 +212,3 @@ def write_json_table(table_items: Iterator[Tuple[str, int]], path: Union[str, Pa
     else:
         srsly.write_json(path, data)
     return len(data)
-
-
-def strings_of(table: WordTable, strings: StringStore) -> Dict[str, int]:
-    """``{word: value}`` for the words of ``table`` that ``strings`` knows (for tests
-    and inspection; a table keeps hashes, not texts)."""
-    out = {}
-    for key, value in zip(table.keys.tolist(), table.values[:, 0].tolist()):
-        if key in strings:
-            out[strings[key]] = value
-    return out

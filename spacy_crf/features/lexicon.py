@@ -163,22 +163,6 @@ class Lexicon:
                 and self.vector_ks == other.vector_ks and self.gazetteer == other.gazetteer)
 
 
-def describe(lexicon: Optional["Lexicon"]) -> str:
-    """One line on what a lexicon holds, for messages and the component's meta."""
-    if lexicon is None or lexicon.empty:
-        return "no word tables"
-    parts = []
-    if lexicon.clusters is not None:
-        parts.append(f"Brown clusters of {len(lexicon.clusters):,} words")
-    if lexicon.vector_clusters is not None:
-        parts.append(f"vector clusters ({', '.join(map(str, lexicon.vector_ks))}) of "
-                     f"{len(lexicon.vector_clusters):,} words")
-    if lexicon.gazetteer is not None:
-        parts.append(f"a gazetteer of {len(lexicon.gazetteer):,} phrases in "
-                     f"{len(lexicon.gazetteer.names)} lists")
-    return ", ".join(parts)
-
-
 def build_lexicon(attrs: Sequence[str], *, cluster_table: Callable[[], Optional[WordTable]],
                   vectors: Any = None, gazetteer: Optional[Gazetteer] = None,
                   seed: int = 0) -> Lexicon:
