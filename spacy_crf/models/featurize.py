@@ -88,12 +88,17 @@ def use_tree_templates(model: Model, allow_dep: bool = True) -> None:
         if not extra:
             continue
         current: FeatureTemplates = node.attrs["templates"]
-        have = set(current.names)
-        added = [text for text in extra
-                 if not set(FeatureTemplates([text]).names) <= have
-                 and (allow_dep or not FeatureTemplates([text]).reads("DEP"))]
+        added = [text for text in _not_in(extra, current.source)
+                 if allow_dep or not FeatureTemplates([text]).reads("DEP")]
         if added:
             node.attrs["templates"] = FeatureTemplates(current.source + added)
+
+
+def _not_in(extra: Sequence[str], source: Sequence[str]) -> List[str]:
+    """The templates of ``extra`` that add a feature ``source`` does not have
+    (``NORM[-1..1]`` is there already where ``source`` has its three offsets)."""
+    have = set(FeatureTemplates(source).names) if source else set()
+    return [text for text in extra if not set(FeatureTemplates([text]).names) <= have]
 
 
 def drop_tree_templates(model: Model) -> None:
@@ -178,11 +183,7 @@ def set_lexicon(model: Model, lexicon: Optional[Lexicon]) -> None:
         node.attrs[LEXICON] = lexicon
         current: FeatureTemplates = node.attrs["templates"]
         source = _own_templates(node)
-        added = []
-        if with_clusters:
-            have = set(FeatureTemplates(source).names)
-            added = [text for text in node.attrs.get(CLUSTER_TEMPLATES) or []
-                     if not set(FeatureTemplates([text]).names) <= have]
+        added = _not_in(node.attrs.get(CLUSTER_TEMPLATES) or [], source) if with_clusters else []
         k = _cluster_position(node, source)
         templates = source[:k] + added + source[k:]
         if templates != list(current.source):
