@@ -6,7 +6,7 @@ Importing the package registers the ``crf_tagger`` factory, the
 """
 
 from . import augmenters, scoring  # noqa: F401  (registrations)
-from .training import train_logger  # noqa: F401  (registers spacy-crf.ConsoleLogger.v1)
+from .training import add_labels, train_logger  # noqa: F401  (registers callbacks, the logger)
 from .models import CRFScores, FeatureCRF, NeuralCRF
 from .pipeline import CRFTagger, make_crf_tagger
 from .targets import set_doc_labels

@@ -83,10 +83,6 @@ class Errors(metaclass=_Codes):
             "CONFIG shows what it holds).")
     E021 = ("learn_rate_scale must be a number above 0 (it multiplies the optimizer's "
             "learning rate for the CRF's weights), got {value!r}.")
-    E014 = ("Label '{label}' is not in the label set of '{name}' ({labels}), and labels "
-            "cannot be added after initialize(): the CRF's weights are sized for its labels. "
-            "Add it with add_label() before initialize(), or re-initialize with the full "
-            "label set (initialize(labels=...)), or retrain.")
     E030 = ("python -m spacy_crf.fit trains one crf_tagger component with a "
             "spacy-crf.FeatureCRF.v1 model, but {why}. Pipeline: {pipeline}. Name the "
             "component with --component NAME, or train the pipeline with spacy train.")
@@ -304,6 +300,17 @@ class Errors(metaclass=_Codes):
             "segment up to that length at every token, so its memory and time grow with it "
             "(10^6 took 0.9 GB for a 5-token doc). Use a value up to {most}, or 0 for the "
             "longest gold span of the training data, capped at {cap}.")
+    # E167-E169: growing a trained model (issue 31)
+    E167 = ("initialize(keep_weights=True) of '{name}' keeps its trained labels and adds "
+            "new ones, but labels= lacks {missing}: a label cannot be removed from trained "
+            "weights. Pass every trained label ({labels}) and the new ones, or re-initialize "
+            "without keep_weights to train from scratch.")
+    E168 = ("spacy-crf.add_labels.v1: the pipeline has no crf_tagger named '{name}' (its "
+            "components: {pipeline}). Set [initialize.after_init] component to the name of "
+            "the crf_tagger to grow.")
+    E169 = ("python -m spacy_crf.fit --init-from {path}: cannot take its crf_tagger '{name}' "
+            "({why}). Give the directory of a trained pipeline (e.g. model-best) with a "
+            "crf_tagger of that name, or --component NAME.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
@@ -347,9 +354,9 @@ class Warnings(metaclass=_Codes):
             "known, or leave the tokens unannotated.")
     W016 = ("'{name}' (target '{target}') was initialized without annotated examples or "
             "labels: it has no {what} types and predicts none. Its weights are sized by "
-            "its labels, so it cannot learn types from later updates: initialize it with "
-            "examples that carry the annotation, or with labels (add_label() or "
-            "initialize(labels=...)).")
+            "its labels, so updates alone do not teach it types: initialize it with "
+            "examples that carry the annotation, or with labels (initialize(labels=...)), "
+            "or add the types with add_label() (the model grows) before the updates.")
     W017 = ("'{name}' reads NORM (its feature templates), but the vocab has no "
             "'lexeme_norm' table for language '{lang}', so NORM is the lowercased text "
             "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "

@@ -1,7 +1,7 @@
 """Batch training of a FeatureCRF with L-BFGS (L2) or OWL-QN (L1 + L2), as CRFsuite trains.
 
     python -m spacy_crf.fit CONFIG --output DIR [--c1 0] [--c2 1] [--max-iterations 100]
-        [--paths.train ... --training.* --components.* overrides]
+        [--init-from TRAINED_PIPELINE] [--paths.train ... --training.* --components.* overrides]
 
 Reads the config and corpora as ``spacy train`` does, featurizes the training
 corpus once with the component's own model, then minimises CRFsuite's
@@ -13,6 +13,9 @@ It prints one line per iteration, evaluates dev with ``nlp.evaluate`` every
 and ``DIR/model-last`` with the dev scores in ``meta.json``, as ``spacy train``
 does. The ``[training]`` optimizer, batcher and epochs are not used.
 
+``--init-from DIR`` warm-starts from the crf_tagger of a trained pipeline: its
+weights are the first iterate and the corpus's labels it lacks are added (the
+model grows, as ``add_label`` grows it).
 ``--n-workers N`` evaluates the objective on a local Dask cluster of N
 processes instead of threads, one corpus shard each; ``--address ADDR`` on a
 running cluster (one shard per worker). The driver featurizes, scatters the
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
+import spacy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.schemas import ConfigSchemaTraining
@@ -43,8 +47,8 @@ from .errors import Errors
 from .models.experts import is_two_experts
 from .models.segment_scores import is_wrapped
 from .pipeline.crf_tagger import CRFTagger
-from .training.corpus import (FEATURE_CRF, check_emissions, featurize_corpus, read_corpus,
-                              release_memory, write_weights)
+from .training.corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
+                              read_corpus, read_weights, release_memory, write_weights)
 from .training.distributed import DaskObjective
 from .training.objective import ShardedObjective
 from .training.optimize import OPTIMIZERS, StoppingRule, minimize
@@ -72,6 +76,7 @@ def fit(
     n_workers: Optional[int] = None,
     address: Optional[str] = None,
     optimizer: str = "lbfgs",
+    init_from: Optional[Union[str, Path]] = None,
     stdout: Optional[IO] = None,
 ) -> Language:
     """Train a config's FeatureCRF component with L-BFGS (``c1 = 0``) or OWL-QN (``c1 > 0``).
@@ -121,6 +126,12 @@ def fit(
         with a backtracking line search. ``scipy``: scipy's L-BFGS-B (``c1 =
         0`` only; its own overhead is about 2 s per iteration at CoNLL-2000's
         6.4 million weights).
+    init_from : str or Path, optional
+        A trained pipeline whose crf_tagger of the same name to start from
+        (warm start): its weights are the first iterate, labels of the corpus
+        it lacks are added (``initialize(keep_weights=True)``), and the hashed
+        rows the corpus does not use keep their trained weights. Its model
+        (templates, buckets) replaces the config's.
     stdout : file, optional
         Where the progress lines go (default ``sys.stdout``).
 
@@ -145,20 +156,29 @@ def fit(
     nlp, T, train_corpus, dev_corpus = _load(config)
     _check_corpora(train=train_corpus, dev=dev_corpus)
     pipe = _component(nlp, component, T)
+    if init_from is not None:
+        pipe = _component(_source(nlp, pipe.name, Path(init_from)), pipe.name, T)
     _check_dev(dev_corpus, nlp)
     train_examples = read_corpus(train_corpus, nlp)
-    _initialize(nlp, T, train_examples)
+    _initialize(nlp, T, train_examples, keep=pipe.name if init_from is not None else None)
     _annotate(nlp, pipe, T, train_examples)
     with _engine(n_workers, address) as client:
         # one shard per thread, or per Dask worker
         n_shards = n_threads if client is None else len(client.scheduler_info()["workers"])
         shards, buckets = featurize_corpus(pipe, train_examples, n_shards)
-        check_emissions(pipe, train_examples, shards, buckets)
+        layout = shards[0].layout
+        start = np.zeros(layout.size)
+        if init_from is not None:  # the trained weights: the first iterate, and the rows kept
+            start = read_weights(pipe, layout, buckets)
+            table = feature_layers(pipe.model)[1]
+            trained = table.get_param("W").copy()
+        check_emissions(pipe, train_examples, shards, buckets)  # (it zeroes the table)
+        if init_from is not None:
+            table.set_param("W", trained)
         # the shards hold all the optimizer needs: give the corpus's memory back
         # before the optimizer's vectors take theirs (CoNLL-2000: about 190 MB)
         del train_examples
         release_memory()
-        layout = shards[0].layout
         dev_examples = read_corpus(dev_corpus, nlp)
         evaluate = create_evaluation_callback(nlp, lambda _: dev_examples, T["score_weights"])
         n_tokens = sum(shard.n_tokens for shard in shards)
@@ -174,7 +194,7 @@ def fit(
         progress = _Progress(out, pipe, layout, buckets, evaluate, eval_frequency, begin)
         try:
             theta, n_iterations, message = minimize(
-                objective, np.zeros(layout.size), c1=c1, max_iterations=max_iterations,
+                objective, start, c1=c1, max_iterations=max_iterations,
                 rule=StoppingRule(period=period, delta=delta), report=progress,
                 optimizer=optimizer)
             final = progress.finish(theta, n_iterations, objective)
@@ -347,11 +367,32 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagg
     return pipe
 
 
-def _initialize(nlp: Language, T: Dict[str, Any], examples: List[Example]) -> None:
-    """``nlp.initialize`` as ``spacy train`` calls it, on the corpus read once."""
+def _initialize(nlp: Language, T: Dict[str, Any], examples: List[Example],
+                keep: Optional[str] = None) -> None:
+    """``nlp.initialize`` as ``spacy train`` calls it, on the corpus read once;
+    the trained component ``keep`` (a warm start) keeps its weights and gets
+    the corpus's new labels."""
     nlp._link_components()
-    with nlp.select_pipes(disable=list(T["frozen_components"])):
+    with nlp.select_pipes(disable=list(T["frozen_components"]) + ([keep] if keep else [])):
         nlp.initialize(lambda: examples)
+    if keep:
+        nlp.get_pipe(keep).initialize(lambda: examples, nlp=nlp, keep_weights=True)
+
+
+def _source(nlp: Language, name: str, path: Path) -> Language:
+    """``nlp`` with its component ``name`` replaced by the one of the trained
+    pipeline at ``path`` (E169 if it has none of that name)."""
+    try:
+        trained = spacy.load(path)
+    except (OSError, ValueError) as err:
+        raise ValueError(Errors.E169.format(path=path, name=name, why=err)) from err
+    if name not in trained.pipe_names:
+        raise ValueError(Errors.E169.format(path=path, name=name,
+                                            why=f"its components are {trained.pipe_names}"))
+    index = nlp.pipe_names.index(name)
+    nlp.remove_pipe(name)
+    nlp.add_pipe(name, source=trained, before=index if index < len(nlp.pipe_names) else None)
+    return nlp
 
 
 def _annotate(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], examples: List[Example]) -> None:
@@ -384,7 +425,8 @@ def _save(nlp: Language, pipe: CRFTagger, T: Dict[str, Any], output_dir: Path,
                                        best_loss),
                                       (output_dir / DIR_MODEL_LAST, last_theta, last_scores,
                                        last_loss)):
-        write_weights(pipe, progress.layout, progress.buckets, theta)
+        # (rows the corpus does not use keep what they had: zero, or a warm start's)
+        write_weights(pipe, progress.layout, progress.buckets, theta, clear_others=False)
         update_meta(T, nlp, {"other_scores": scores, "losses": {pipe.name: loss}})
         temp = path.with_name(f"{TEMP_PREFIX}{path.name}-{os.getpid()}")
         before_to_disk(nlp).to_disk(temp)
@@ -447,6 +489,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="evaluate the objective on the running Dask cluster at ADDR")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs",
                         help="lbfgs: ours (OWL-QN if c1 > 0); scipy: L-BFGS-B (c1 = 0)")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="start from the crf_tagger of this trained pipeline (warm start; "
+                             "new labels of the corpus are added)")
     args, rest = parser.parse_known_args(argv)
     if not args.config.exists():
         parser.error(f"config file not found: {args.config}")
@@ -457,7 +502,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 max_iterations=args.max_iterations, period=args.period, delta=args.delta,
                 eval_frequency=args.eval_frequency, component=args.component,
                 n_threads=args.threads, n_workers=args.n_workers, address=args.address,
-                optimizer=args.optimizer)
+                optimizer=args.optimizer, init_from=args.init_from)
     except (ValueError, RuntimeError) as err:
         if not str(err).startswith("[E"):
             raise  # not one of ours: the traceback is what a bug report needs

@@ -152,6 +152,15 @@ class Target:
         """How W001 names the gold label of ``key`` (the label itself here)."""
         return self.string_of(doc, key)
 
+    def labels_for(self, label: str) -> List[str]:
+        """The labels ``add_label(label)`` adds: ``label``."""
+        return [label]
+
+    def kind_of(self, label: str) -> str:
+        """What a label is learned with: every label of a kind is learned as
+        soon as gold has one of them (span targets: the tags of a type)."""
+        return label
+
     def order_labels(self, labels: Iterable[str]) -> List[str]:
         """The label set in column order: sorted."""
         return sorted(set(labels))
@@ -367,6 +376,19 @@ class SpanTarget(Target):
     def unknown_label(self, doc: Doc, key: int) -> str:
         # the span type, as the corpus and spaCy's ner name it (W001 once per type)
         return doc.vocab.strings[key >> 3] if key >> 3 else self.string_of(doc, key)
+
+    def labels_for(self, label: str) -> List[str]:
+        """The labels ``add_label(label)`` adds: a tag (``B-LOC``) itself, a
+        span type (``LOC``) every tag of the type in the scheme."""
+        try:
+            schemes.parse_tags([label])
+            return [label]
+        except ValueError:  # not a tag: a type
+            return schemes.tag_set([label], self.scheme)[1:]
+
+    def kind_of(self, label: str) -> str:
+        """The span type of a tag (``""`` for ``O``)."""
+        return label.split("-", 1)[1] if "-" in label else ""
 
     def order_labels(self, labels: Iterable[str]) -> List[str]:
         """``O`` first (added if missing: a span target always has "outside"), then

@@ -455,16 +455,15 @@ def test_bad_n_buckets_is_a_clear_error(toy, n_buckets):
     assert "n_buckets" in str(excinfo.value) and str(n_buckets) in str(excinfo.value)
 
 
-def test_add_label_after_initialize_is_a_clear_error(toy):
+def test_add_label_after_initialize_grows_the_model(toy):
+    # (tests/test_grow.py tests growth in every structure and architecture)
     nlp, _ = toy.trained_nlp("tag", n_iter=2)
     tagger = nlp.get_pipe("crf_tagger")
-    with pytest.raises(ValueError) as excinfo:
-        tagger.add_label("NEWTAG")
-    assert "[E014]" in str(excinfo.value)
-    assert "NEWTAG" in str(excinfo.value) and "initialize" in str(excinfo.value)
-    assert "NEWTAG" not in tagger.labels
+    before = [t.tag_ for t in nlp("the cat sat")]
+    assert tagger.add_label("NEWTAG") == 1
+    assert tagger.labels[-1] == "NEWTAG" and tagger.cfg["unseen_labels"] == ["NEWTAG"]
     assert tagger.add_label("NN") == 0  # an existing label is fine
-    nlp("the cat sat")
+    assert [t.tag_ for t in nlp("the cat sat")] == before
 
 
 def _loss_of(tagger, examples):

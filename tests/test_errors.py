@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import spacy
 from thinc.api import Linear
 
 from spacy_crf import inference, schemes
@@ -58,13 +59,28 @@ def test_add_label_errors(toy):
     tagger = toy.make_nlp("tag").get_pipe("crf_tagger")
     with pytest.raises(ValueError, match=r"^\[E062\] Labels must be strings, got 3"):
         tagger.add_label(3)
-    nlp, _ = toy.trained_nlp("tag", n_iter=1)
+    nlp, examples = toy.trained_nlp("tag", n_iter=1)
     tagger = nlp.get_pipe("crf_tagger")
     with pytest.raises(ValueError) as info:
-        tagger.add_label("NEWTAG")
+        tagger.initialize(lambda: examples, nlp=nlp, labels=["NN", "NEWTAG"], keep_weights=True)
     message = str(info.value)
-    assert message.startswith("[E014] Label 'NEWTAG' is not in the label set of 'crf_tagger'")
-    assert "NN" in message and "initialize" in message
+    assert message.startswith("[E167] initialize(keep_weights=True) of 'crf_tagger' keeps its "
+                              "trained labels") and "'DT'" in message and "NEWTAG" not in tagger.labels
+
+
+def test_growing_errors(toy, tmp_path):
+    from spacy_crf.fit import _source
+    from spacy_crf.training.add_labels import create_add_labels
+
+    nlp = toy.make_nlp("tag")
+    with pytest.raises(ValueError, match=r"^\[E168\] spacy-crf.add_labels.v1: the pipeline has no "
+                                         r"crf_tagger named 'tagger'"):
+        create_add_labels(component="tagger", from_corpus=False)(nlp)
+    with pytest.raises(ValueError, match=r"^\[E169\] python -m spacy_crf.fit --init-from"):
+        _source(nlp, "crf_tagger", tmp_path / "missing")
+    spacy.blank("en").to_disk(tmp_path / "empty")
+    with pytest.raises(ValueError, match=r"^\[E169\].*its components are \[\]"):
+        _source(nlp, "crf_tagger", tmp_path / "empty")
 
 
 def _scores(n_tokens, n_labels=3, n_groups=1, seed=0):

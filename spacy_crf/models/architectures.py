@@ -10,6 +10,7 @@ from thinc.types import Floats2d
 from ..errors import Errors
 from ..util import is_count, is_number
 from .featurize import featurize
+from .grow import declare_label_axes, grow_params
 from .hashed_linear import LABEL_SIZED, hashed_linear
 from .hmm import hmm
 from .pooled_experts import pooled_experts
@@ -37,6 +38,29 @@ def set_n_labels(model: Model, n_labels: int) -> None:
             _set_width(node, n_labels * n_labels)
         elif _outputs_labels(node):
             _set_width(node, n_labels)
+
+
+def grow_n_labels(model: Model, n_old: int, n_new: int) -> None:
+    """Give a trained ``model`` ``n_new - n_old`` more labels, after its own:
+    every label-sized parameter grows (``models/grow.py``), the new entries
+    zero and the old ones unchanged, and the layers' ``nO`` follows."""
+    for node in model.walk():
+        if node.attrs.get(LABEL_PAIR_SIZED):
+            width = n_new * n_new
+        elif _outputs_labels(node):
+            width = n_new
+        else:
+            continue
+        if node.has_dim("nO") is not False:  # declared (set or not)
+            # thinc refuses a new nO while parameters are set: unset them meanwhile
+            kept = {name: node.get_param(name) for name in node.param_names
+                    if node.has_param(name)}
+            for name in kept:
+                node.set_param(name, None)
+            node.set_dim("nO", width, force=True)
+            for name, value in kept.items():
+                node.set_param(name, value)
+    grow_params(model, n_old, n_new)
 
 
 def _set_width(node: Model, width: int) -> None:
@@ -287,7 +311,7 @@ def _tok2vec_emissions(tok2vec: Model, n_relations: int, learn_rate_scale: float
                        nO: Optional[int]) -> Tuple[Model, Model]:
     """The tok2vec's emissions (a linear layer over its vectors) and label
     interactions for them."""
-    output = Linear(nO=nO)
+    output = declare_label_axes(Linear(nO=nO), {"W": ("out", None), "b": ("out",)})
     potentials = crf_potentials(nO=nO, n_relations=n_relations)
     _label_sized(output, potentials)
     _scale_learn_rate(learn_rate_scale, potentials)

@@ -9,6 +9,7 @@ from thinc.types import Floats2d
 
 from .._kernels.emissions import feature_rows, gather_sum
 from ..errors import Errors
+from .grow import LABEL_AXES
 from .sparse_table import ATTR, SparseTable
 
 InT = np.ndarray  # (N, K) uint64 feature ids
@@ -92,7 +93,9 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
         init=init,
         dims={"nO": nO, "nV": n_buckets},
         params={"W": None, "b": None},
-        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED},
+        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED,
+               # one column per output (label, or label pair): grown by add_label
+               LABEL_AXES: {"W": (None, "out"), "b": ("out",)}},
     )
 
 

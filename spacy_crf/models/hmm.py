@@ -33,6 +33,7 @@ from thinc.api import Model
 from ..features.extract import extract_features
 from ..features.templates import FeatureTemplates
 from ..structures.base import previous_in_sequence
+from .grow import LABEL_AXES
 from .potentials import CRFScores
 
 #: attrs key of the counting function the component calls at initialize
@@ -57,7 +58,9 @@ def hmm(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
         dims={"nO": nO},
         params={"lexicon": None, "lexicon_count": None, "suffix": None, "suffix_count": None,
                 "transitions": None, "start": None, "end": None},
-        attrs={"templates": FeatureTemplates(list(TEMPLATES)), "n_buckets": n_buckets,
+        attrs={LABEL_AXES: {"lexicon": (None, "out"), "suffix": (None, "out"),
+                            "transitions": ("out", "out"), "start": ("out",), "end": ("out",)},
+               "templates": FeatureTemplates(list(TEMPLATES)), "n_buckets": n_buckets,
                "smoothing": float(smoothing), FIT_COUNTS: fit_counts, STRUCTURES: ("chain",)},
     )
 

@@ -20,6 +20,8 @@ import numpy as np
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
+from .grow import LABEL_AXES
+
 PARAMS = ("transitions", "start", "end", "pair", "root")
 #: parameters only some structures allocate (``None`` otherwise)
 OPTIONAL_PARAMS = ("triples",)
@@ -67,6 +69,11 @@ def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floa
         init=init,
         dims={"nO": nO, "nR": n_relations, "order": 1},
         params={name: None for name in PARAMS + OPTIONAL_PARAMS},
+        # every axis is a label's but the relation group's; triples' first is
+        # the previous label or START (last)
+        attrs={LABEL_AXES: {"transitions": ("out", "out"), "start": ("out",), "end": ("out",),
+                            "pair": (None, "out", "out"), "root": ("out",),
+                            "triples": ("start", "out", "out")}},
     )
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from thinc.api import Model, Optimizer
 
 from .._kernels import sparse_update as kernels
+from .grow import grow_optimizer_state, grow_rows
 
 ATTR = "sparse_table"
 #: attrs key of a layer's learning-rate scale (a multiplier of the optimizer's rate)
@@ -72,6 +73,7 @@ class SparseTable:
         self.cum_log_decay = np.zeros(1, dtype=np.float64)
         self.moment_row = np.zeros(0, dtype=np.int64)
         self.n_moment_rows = 0
+        self.moment_width = n_labels  # columns of the compact moments (labels at their start)
         self.n_steps = 0
         self._averages_id = 0  # id() of the average array kept up to date lazily
 
@@ -104,7 +106,7 @@ class SparseTable:
         kernels.scatter_rows(self.rows, self.grads, self.n_rows, model.get_grad("W"))
         self.clear()
 
-    def _state_for(self, sgd: Optimizer, key: Tuple[int, str], W: np.ndarray):
+    def _state_for(self, model: Model, sgd: Optimizer, key: Tuple[int, str], W: np.ndarray):
         # (thinc optimizers take no weak references, so the table keeps none:
         # a key missing from the optimizer's dicts means a new optimizer)
         if key not in sgd.mom1:
@@ -118,6 +120,13 @@ class SparseTable:
             self.n_moment_rows = 0
             self.synced = np.zeros(W.shape[0], dtype=np.int64)
             self.cum_log_decay = np.zeros(1, dtype=np.float64)
+            self.moment_width = W.shape[1]
+        elif _uses_adam(sgd) and self.moment_width != W.shape[1]:
+            # the table grew new labels (models/grow.py): so do its moments
+            for moments in (sgd.mom1, sgd.mom2):
+                rows = moments[key].reshape(-1, self.moment_width)
+                moments[key] = grow_rows(model, rows, W.shape[1]).reshape(-1)
+            self.moment_width = W.shape[1]
         if sgd.averages is not None:
             if key not in sgd.averages:
                 # thinc starts averages at zero too
@@ -155,7 +164,7 @@ class SparseTable:
         """
         key = (model.id, "W")
         W = model.get_param("W")
-        mom1, mom2 = self._state_for(sgd, key, W)
+        mom1, mom2 = self._state_for(model, sgd, key, W)
         sgd.nr_update[key] += 1
         step = sgd.nr_update[key]
         decay = min((1.0 + step) / (10.0 + step), 0.9999)
@@ -247,6 +256,7 @@ def step_model(model: Model, sgd: Optimizer) -> None:
     (``LR_SCALE``, default 1, times the layer's head start, :func:`boost`),
     the argument thinc's optimizers take for it.
     """
+    grow_optimizer_state(model, sgd)  # moments of weights that grew new labels
     scales = _lr_scales(model)
     apply_sparse_updates(model, sgd, scales)
     for node in model.walk():

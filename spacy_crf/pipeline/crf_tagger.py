@@ -33,7 +33,7 @@ from ..errors import Errors, Warnings, warn
 from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, doc_lengths,
                                    read_once)
 from ..models.featurize import restore_lexicon, set_owner, set_sequence
-from ..models.architectures import has_token_transitions, set_n_labels
+from ..models.architectures import grow_n_labels, has_token_transitions, set_n_labels
 from ..models.hashed_linear import seed_dropout
 from ..models.hmm import FIT_COUNTS, STRUCTURES
 from ..models.potentials import CRFScores
@@ -46,6 +46,7 @@ from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
 from ..structures.base import sequence_lengths
 from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
 from ..targets import Target, make_target
+from ..unseen_labels import mask_labels, seen_in
 from ..util import is_count, training_seed
 from .lexicon_setup import set_up_lexicon
 from .pipe_meta import declare_pipe_meta
@@ -234,6 +235,9 @@ class CRFTagger(TrainablePipe):
             "n_best": n_best,
             "loss": loss,
             "relations": [],
+            # labels added to the trained model that no update has had in gold:
+            # never predicted until then (spacy_crf.unseen_labels)
+            "unseen_labels": [],
         }
         # labels given with add_label() before initialize(): kept by it
         self._added_labels: List[str] = []
@@ -311,7 +315,7 @@ class CRFTagger(TrainablePipe):
         self._check_inputs(docs)
         with read_once(docs):  # the features and the structure share the sequences and heads
             structure = self._structure(docs)
-            scores = self.target.constrain(self.model.predict(docs))
+            scores = self._constrain(self.model.predict(docs))
         self._check_width(scores)
         fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
                  if self.keep_existing else None)
@@ -379,7 +383,7 @@ class CRFTagger(TrainablePipe):
         with read_once(docs):
             structure = self._structure(docs)  # a missing parse fails here, before any work
             scores, backprop = self.model.begin_update(docs)
-        loss, d_scores = self._loss(examples, self.target.constrain(scores), structure)
+        loss, d_scores = self._loss(examples, self.target.constrain(scores), structure, learn=True)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -441,12 +445,12 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         with read_once(docs):
             structure = self._structure(docs)
-            teacher = self.target.constrain(self._rehearsal_model.predict(docs))
+            teacher = self._constrain(self._rehearsal_model.predict(docs))
             scores, backprop = self.model.begin_update(docs)
         self._check_width(teacher)
         self._check_width(scores)
         gold, _ = inference.viterbi(teacher, structure, None)
-        loss, d_scores = self._objective(self.target.constrain(scores), structure, gold)
+        loss, d_scores = self._objective(self._constrain(scores), structure, gold)
         backprop(d_scores)
         if isinstance(sgd, Optimizer):
             self.finish_update(sgd)
@@ -478,10 +482,14 @@ class CRFTagger(TrainablePipe):
         self.model.finish_update(sgd)  # every other parameter, as thinc steps it
 
     def _loss(self, examples: List[Example], scores: CRFScores,
-              structure: BatchLayout):
+              structure: BatchLayout, learn: bool = False):
         self._check_width(scores)
         gold = self._gold(examples, scores, structure)
-        return self._objective(scores, structure, gold)
+        # new labels this gold has are trained (and, in an update, predicted from now on)
+        seen = self._new_labels_in(gold)
+        if learn:
+            self._learn_new_labels(gold)
+        return self._objective(self._mask_unseen(scores, but=seen), structure, gold)
 
     def _objective(self, scores: CRFScores, structure: BatchLayout, gold: np.ndarray):
         """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
@@ -516,6 +524,7 @@ class CRFTagger(TrainablePipe):
         gazetteer: Optional[str] = None,
         gazetteer_case_sensitive: bool = False,
         gazetteer_ruler: Optional[str] = None,
+        keep_weights: bool = False,
     ) -> None:
         """Collect the labels, gather the word tables and allocate the model.
 
@@ -541,6 +550,13 @@ class CRFTagger(TrainablePipe):
         gazetteer_ruler : str, optional
             An ``entity_ruler`` of the pipeline whose phrase patterns are
             (also) the gazetteer.
+        keep_weights : bool
+            On a trained component: keep its labels and weights, and add the
+            labels of the examples (or of ``labels``, which must then include
+            every trained label, E167) that it lacks, as ``add_label`` does;
+            the word tables stay those it was trained with. The HMM relearns
+            its counts from the examples. Without it (the default, as spaCy's
+            pipes) the model starts afresh.
         """
         # validate a sample only: spaCy's validate_get_examples reads the whole
         # corpus, and the label pass below reads it again (a third of the
@@ -571,7 +587,18 @@ class CRFTagger(TrainablePipe):
             found = {"O"}
         if not found:
             raise ValueError(Errors.E008.format(target=self.cfg["target"], name=self.name))
+        if keep_weights and self._initialized():
+            missing = [label for label in self.labels if label not in found]
+            if labels is not None and missing:
+                raise ValueError(Errors.E167.format(name=self.name, missing=missing,
+                                                    labels=list(self.labels)))
+            new = [label for label in self.target.order_labels(found) if label not in self.labels]
+            if new:
+                self._grow(new)
+            self._fit_counts(get_examples)
+            return
         self._set_labels(self.target.order_labels(found))
+        self.cfg["unseen_labels"] = []
         self._added_labels = []
         set_n_labels(self.model, len(self.labels))
         # settings the structure reads from the data (relation groups, kept label pairs)
@@ -586,12 +613,37 @@ class CRFTagger(TrainablePipe):
         # feature dropout of its own: the same masks whatever else the pipeline draws
         seed_dropout(self.model, [training_seed(nlp), zlib.crc32(self.name.encode("utf8"))])
         self._warn_no_lexeme_norm()
+        self._fit_counts(get_examples)
+
+    def _fit_counts(self, get_examples: Callable[[], Iterable[Example]]) -> None:
+        """A generative model (the HMM) learns its counts from the examples."""
         fit_counts = self.model.attrs.get(FIT_COUNTS)
-        if fit_counts is not None:  # a generative model (the HMM) learns its counts here
+        if fit_counts is not None:
             examples = [eg for eg in get_examples() if len(eg.predicted)]
             docs = [eg.predicted for eg in examples]
             gold = np.concatenate([self.target.gold_ids(eg) for eg in examples])
             fit_counts(self.model, docs, gold, self._structure(docs).lengths)
+
+    def _constrain(self, scores: CRFScores) -> CRFScores:
+        """The target's constraints, and ``-inf`` for the labels not learned yet."""
+        return self._mask_unseen(self.target.constrain(scores))
+
+    def _mask_unseen(self, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
+        unseen = [label for label in self.cfg.get("unseen_labels") or [] if label not in but]
+        return mask_labels(scores, [self.labels.index(l) for l in unseen], len(self.labels))
+
+    def _new_labels_in(self, gold: np.ndarray) -> List[str]:
+        """The labels not learned yet (``cfg["unseen_labels"]``) that ``gold``
+        has, with every tag of their span types."""
+        unseen = self.cfg.get("unseen_labels") or []
+        kinds = {self.target.kind_of(label) for label in seen_in(gold, unseen, self.labels)}
+        return [label for label in unseen if self.target.kind_of(label) in kinds]
+
+    def _learn_new_labels(self, gold: np.ndarray) -> None:
+        """Predict the new labels ``gold`` has from now on (the batch trainer
+        calls this for its corpus; ``update`` does it for every batch)."""
+        seen = self._new_labels_in(gold)
+        self.cfg["unseen_labels"] = [l for l in self.cfg.get("unseen_labels") or [] if l not in seen]
 
     def _check_get_examples(self, get_examples: Any, nlp: Optional[Language],
                             labels: Optional[Sequence[str]]) -> None:
@@ -664,17 +716,42 @@ class CRFTagger(TrainablePipe):
         return run_components_before(self.name, nlp.components, [doc.copy() for doc in docs])
 
     def add_label(self, label: str) -> int:
-        """Add a label before ``initialize``; returns 1 if it was new, else 0."""
+        """Add a label; returns 1 if it was new, else 0.
+
+        Before ``initialize`` the label joins those it finds. On a trained
+        component the model grows (every label-sized weight gets zeros for the
+        label, the old ones unchanged), and the label is not predicted until an
+        update has it in gold: predictions stay exactly as they were until the
+        model learns it (``nlp.resume_training()`` and ``nlp.update``, or
+        ``python -m spacy_crf.fit --init-from``).
+
+        A span target (``ents``, ``spans:KEY``) takes a span type (``"LOC"``),
+        which adds every tag of the type in its scheme (with the scheme's
+        allowed moves), or a tag (``"B-LOC"``).
+        """
         if not isinstance(label, str):
             raise ValueError(Errors.E062.format(label=label))
-        if label in self.labels:
+        new = [tag for tag in self.target.labels_for(label) if tag not in self.labels]
+        if not new:
             return 0
         if self._initialized():
-            raise ValueError(Errors.E014.format(label=label, name=self.name,
-                                                labels=", ".join(self.labels)))
-        self._set_labels(list(self.labels) + [label])
-        self._added_labels.append(label)
+            self._grow(new)
+            return 1
+        self._set_labels(list(self.labels) + new)
+        self._added_labels.extend(new)
         return 1
+
+    def _grow(self, new: Sequence[str]) -> None:
+        """Append ``new`` labels to a trained component (see ``add_label``)."""
+        n_old, labels = len(self.labels), list(self.labels) + list(new)
+        grown_cfg = self.crf_structure.grow_cfg(self, n_old, len(labels))  # may refuse: first
+        make_target(self.cfg["target"], self.cfg["scheme"]).set_labels(labels, self.vocab)  # E061
+        for model in (self.model, self._rehearsal_model):
+            if model is not None:
+                grow_n_labels(model, n_old, len(labels))
+        self.cfg.update(grown_cfg)
+        self._set_labels(labels)
+        self.cfg["unseen_labels"] = list(self.cfg.get("unseen_labels", [])) + list(new)
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Step the parameters: the hashed tables row-sparse, the rest as thinc
@@ -864,7 +941,11 @@ class CRFTagger(TrainablePipe):
         if not all(isinstance(label, str) for label in labels) or len(set(labels)) < len(labels):
             raise ValueError(Errors.E162.format(name=self.name, key="labels", value=labels,
                                                 why="labels must be distinct strings"))
-        cfg = {**self.cfg, **saved}
+        unseen = saved.get("unseen_labels", [])  # none in a model saved before growing existed
+        if not isinstance(unseen, list) or not all(label in labels for label in unseen):
+            raise ValueError(Errors.E162.format(name=self.name, key="unseen_labels", value=unseen,
+                                                why="they must be some of its labels"))
+        cfg = {**self.cfg, **saved, "unseen_labels": list(unseen)}
         check_settings(self.model, self.name, **{key: cfg[key] for key in SETTINGS})
         for key in self.RUNTIME_SETTINGS:
             cfg[key] = self.cfg[key]

@@ -152,6 +152,11 @@ class CRFStructure:
         the names that get label-interaction scores of their own."""
         return {"relations": []}
 
+    def grow_cfg(self, pipe, n_old: int, n_new: int) -> Dict[str, Any]:
+        """The cfg settings that change when ``add_label`` grows a trained
+        component from ``n_old`` to ``n_new`` labels (the new ones last)."""
+        return {}
+
     def layout(self, docs: Sequence, pipe) -> BatchLayout:
         """The batch layout of ``docs`` for the component ``pipe``."""
         raise NotImplementedError

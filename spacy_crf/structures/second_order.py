@@ -260,6 +260,21 @@ class SecondOrderChain(CRFStructure):
                  else np.zeros((0, 2), dtype=np.int64))
         return {"relations": [], PAIRS_KEY: pairs.tolist()}
 
+    def grow_cfg(self, pipe, n_old: int, n_new: int) -> Dict[str, Any]:
+        """Every pair with a new label joins the kept pairs (``(a, new)``,
+        ``(new, b)``, START first included), so the new labels can be learned;
+        while a label is not learned its emissions are ``-inf``, so its pairs
+        change no path. E147 if the labels become too many for order 2."""
+        if (n_new + 1) * n_new * n_new > MAX_LABEL_TRIPLES:
+            raise ValueError(Errors.E147.format(name=pipe.name, n=n_new,
+                                                triples=(n_new + 1) * n_new ** 2))
+        pairs = pipe.cfg.get(PAIRS_KEY)
+        if not pairs:  # no pruning: every pair, old and new
+            return {}
+        every = all_pairs(n_new)
+        new = every[(every >= n_old).any(axis=1)]
+        return {PAIRS_KEY: list(pairs) + new.tolist()}
+
     def layout(self, docs: Sequence, pipe) -> SecondOrderLayout:
         pairs = pipe.cfg.get(PAIRS_KEY)
         if not pairs:

@@ -147,6 +147,7 @@ def featurize_corpus(pipe, examples: Sequence[Example],
         feature_rows(features, n_buckets, unsigned, buckets)
         scores = _constrained_zeros(pipe, features.shape[0])
         gold = pipe._gold(batch, scores, structure)
+        pipe._learn_new_labels(gold)  # labels added to a warm start, which this corpus trains
         constraints = None
         if pipe.target.is_span_target:
             constraints = {name: np.asarray(getattr(scores, name), dtype=np.float64)
@@ -205,6 +206,19 @@ def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,
     linear.set_param("b", params["b"].astype(linear.get_param("b").dtype))
     for name in layout.params:
         potentials.set_param(name, params[name].astype(potentials.get_param(name).dtype))
+
+
+def read_weights(pipe, layout: ParameterLayout, buckets: np.ndarray) -> np.ndarray:
+    """The parameter vector ``theta`` of ``pipe``'s model (the inverse of
+    :func:`write_weights`): a trained model's weights, to start from."""
+    _, linear, potentials = feature_layers(pipe.model)
+    theta = np.zeros(layout.size, dtype=np.float64)
+    params = layout.split(theta)
+    params["W"][...] = linear.get_param("W")[buckets]
+    params["b"][...] = linear.get_param("b")
+    for name in layout.params:
+        params[name][...] = potentials.get_param(name)
+    return theta
 
 
 def check_emissions(pipe, examples: Sequence[Example],

@@ -139,7 +139,7 @@ def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[E
         with read_once(batch_docs):
             structure = pipe._structure(batch_docs)
             scores = pipe.model.predict(batch_docs)
-        gold = pipe._gold(batch, pipe.target.constrain(scores), structure)
+        gold = pipe._gold(batch, pipe._constrain(scores), structure)
         if (gold >= 0).any():
             held_out.append((scores.experts, structure, gold))
     return held_out
@@ -150,7 +150,7 @@ def _pooled_nll(pipe: CRFTagger, held_out: _HeldOut, weight: float) -> float:
     total = 0.0
     for experts, structure, gold in held_out:
         pooled = replace(pool_scores(experts, [1.0 - weight, weight]), experts=None)
-        nll, _ = inference.nll_and_gradient(pipe.target.constrain(pooled), structure, gold)
+        nll, _ = inference.nll_and_gradient(pipe._constrain(pooled), structure, gold)
         total += float(nll.sum())
     return total
 

@@ -1,0 +1,70 @@
+"""``spacy-crf.add_labels.v1``: new labels for a trained crf_tagger that ``spacy train`` sources.
+
+``spacy train`` neither initializes a sourced component nor reads its labels
+from the corpus: it resumes training it (``nlp.resume_training()``), so a
+label the trained model lacks would be unknown (W001) in every batch. This
+``[initialize.after_init]`` callback adds them, as ``add_label`` does on a
+trained component: the weights grow and predictions stay as they were until
+the new labels are learned::
+
+    [components.crf_tagger]
+    source = "path/to/trained_pipeline"
+
+    [initialize.after_init]
+    @callbacks = "spacy-crf.add_labels.v1"
+    component = "crf_tagger"
+"""
+
+from typing import Callable, List, Optional
+
+from spacy.language import Language
+from spacy.util import logger, registry, resolve_dot_names
+
+from ..errors import Errors
+
+
+@registry.callbacks("spacy-crf.add_labels.v1")
+def create_add_labels(component: str = "crf_tagger", labels: Optional[List[str]] = None,
+                      from_corpus: bool = True) -> Callable[[Language], Language]:
+    """An ``[initialize.after_init]`` callback that adds labels to a trained crf_tagger.
+
+    Parameters
+    ----------
+    component : str
+        The crf_tagger's name in the pipeline.
+    labels : list of str, optional
+        Labels to add (span targets: types such as ``LOC``, or their tags).
+    from_corpus : bool
+        Also add the labels of the ``[training] train_corpus`` that the
+        component lacks (one pass over the corpus).
+
+    Returns
+    -------
+    callable
+        ``callback(nlp) -> nlp``.
+    """
+    extra = list(labels or [])
+
+    def add_labels(nlp: Language) -> Language:
+        # get_pipe finds it though spacy train disables the sourced components
+        # while it initializes
+        from ..pipeline.crf_tagger import CRFTagger
+
+        if component not in nlp.component_names or not isinstance(nlp.get_pipe(component),
+                                                                  CRFTagger):
+            raise ValueError(Errors.E168.format(name=component, pipeline=nlp.component_names))
+        pipe = nlp.get_pipe(component)
+        wanted = list(extra)
+        if from_corpus:
+            config = nlp.config.interpolate()
+            corpus = resolve_dot_names(config, [config["training"]["train_corpus"]])[0]
+            found = set()
+            for eg in corpus(nlp):
+                found.update(pipe.target.label_strings(eg.reference))
+            wanted.extend(sorted(found))
+        added = [label for label in wanted if pipe.add_label(label)]
+        if added:
+            logger.info("%s: added labels %s", component, added)
+        return nlp
+
+    return add_labels
