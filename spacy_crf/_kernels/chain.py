@@ -22,41 +22,9 @@ log space, so results stay exact and finite. Viterbi is always in log space.
 import numpy as np
 from numba import njit
 
-NEG_INF = -np.inf
+from .primitives import (FALSE, LOG, MAX, NEG_INF, SCALED, UNDERFLOW_GUARD, ZERO, allowed,
+                         finite_max, logaddexp, within_guard)
 
-
-@njit(cache=True)
-def _allowed(fixed, t, j):
-    return fixed[t] < 0 or fixed[t] == j
-
-
-# Scaling is exact only while no factor underflows. With every finite shifted
-# log-weight above UNDERFLOW_GUARD, a position's alpha entries stay above
-# exp(2 * UNDERFLOW_GUARD) / L**2 relative to their sum, far from float64's
-# limit; past it, the sequence goes to the log-space path instead.
-UNDERFLOW_GUARD = -200.0
-
-
-
-@njit(cache=True)
-def _finite_max(values):
-    """Max of the finite entries (0.0 if there are none), used as a shift."""
-    best = NEG_INF
-    for v in values.ravel():
-        if v > best and v != np.inf:
-            best = v
-    if best == NEG_INF:
-        return 0.0
-    return best
-
-
-@njit(cache=True)
-def _within_guard(values, shift):
-    """Whether every finite entry of ``values - shift`` is above UNDERFLOW_GUARD."""
-    for v in values.ravel():
-        if v != NEG_INF and v - shift < UNDERFLOW_GUARD:
-            return False
-    return True
 
 
 @njit(cache=True)
@@ -71,18 +39,13 @@ def _scaled_potentials(transitions, start, end):
     and pass. ``shifts[0]`` is NaN when a shifted score is below
     UNDERFLOW_GUARD: scaling cannot represent any sequence of the batch then.
     """
-    shifts = np.array([_finite_max(transitions), _finite_max(start), _finite_max(end)])
-    if not (_within_guard(transitions, shifts[0]) and _within_guard(start, shifts[1])
-            and _within_guard(end, shifts[2])):
+    shifts = np.array([finite_max(transitions), finite_max(start), finite_max(end)])
+    if not (within_guard(transitions, shifts[0]) and within_guard(start, shifts[1])
+            and within_guard(end, shifts[2])):
         shifts[0] = np.nan
     exp_t = np.exp(transitions - shifts[0])
     return (exp_t, np.ascontiguousarray(exp_t.T), np.exp(start - shifts[1]),
             np.exp(end - shifts[2]), shifts)
-
-
-#: the semiring of a pass: sums in probability space with a scale per position,
-#: sums of logs (log-sum-exp), or maxima (Viterbi)
-SCALED, LOG, MAX = 0, 1, 2
 
 
 @njit(cache=True)
@@ -121,12 +84,12 @@ def _inside(emissions, o, n, transitions, start, scaled, fixed, mode, alpha, bac
         for t in range(n):
             m = NEG_INF
             for j in range(L):
-                if _allowed(fixed, o + t, j) and emissions[o + t, j] > m:
+                if allowed(fixed, o + t, j) and emissions[o + t, j] > m:
                     m = emissions[o + t, j]
             if m == NEG_INF or m == np.inf or m != m:
                 return np.nan
             for j in range(L):
-                if _allowed(fixed, o + t, j):
+                if allowed(fixed, o + t, j):
                     shifted = emissions[o + t, j] - m
                     if shifted < UNDERFLOW_GUARD and shifted != NEG_INF:
                         return np.nan
@@ -162,7 +125,7 @@ def _inside(emissions, o, n, transitions, start, scaled, fixed, mode, alpha, bac
         return log_z
     for t in range(n):
         for j in range(L):
-            if not _allowed(fixed, o + t, j):
+            if not allowed(fixed, o + t, j):
                 alpha[t, j] = NEG_INF
                 if mode == MAX:
                     back[t, j] = 0
@@ -175,7 +138,7 @@ def _inside(emissions, o, n, transitions, start, scaled, fixed, mode, alpha, bac
                         acc, arg = v, i
             elif t > 0:
                 for i in range(L):
-                    acc = _logaddexp(acc, alpha[t - 1, i] + transitions[i, j])
+                    acc = logaddexp(acc, alpha[t - 1, i] + transitions[i, j])
             alpha[t, j] = acc + emissions[o + t, j]
             if mode == MAX:
                 back[t, j] = arg
@@ -199,7 +162,7 @@ def _closing(alpha, n, end, scaled, mode):
             if v > acc:
                 acc, arg = v, j
         else:
-            acc = _logaddexp(acc, v)
+            acc = logaddexp(acc, v)
     return acc, arg
 
 
@@ -234,8 +197,8 @@ def _outside(emissions, o, n, transitions, end, scaled, fixed, mode, beta, ex, s
         for i in range(L):
             acc = NEG_INF
             for j in range(L):
-                if _allowed(fixed, o + t + 1, j):
-                    acc = _logaddexp(acc, transitions[i, j] + emissions[o + t + 1, j] + beta[t + 1, j])
+                if allowed(fixed, o + t + 1, j):
+                    acc = logaddexp(acc, transitions[i, j] + emissions[o + t + 1, j] + beta[t + 1, j])
             beta[t, i] = acc
 
 
@@ -253,10 +216,11 @@ def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
     """
     L = emissions.shape[1]
     exp_t = scaled[0]
-    # SCALED keeps no back-pointers: ``ex`` stands in for them (never written), so
-    # this per-sequence call allocates nothing
-    log_z = _inside(emissions, o, n, exp_t, scaled[2], scaled, fixed, SCALED, alpha, ex, ex,
-                    scale)
+    # SCALED keeps no back-pointers: a placeholder of their type (never written;
+    # one compiled _inside serves every mode)
+    no_back = np.zeros((1, 1), dtype=np.int64)
+    log_z = _inside(emissions, o, n, exp_t, scaled[2], scaled, fixed, SCALED, alpha, no_back,
+                    ex, scale)
     if log_z != log_z:
         return np.nan
     closing, _ = _closing(alpha, n, scaled[3], scaled, SCALED)
@@ -302,17 +266,6 @@ def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
 
 
 @njit(cache=True)
-def _logaddexp(a, b):
-    if a == NEG_INF:
-        return b
-    if b == NEG_INF:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
-
-
-@njit(cache=True)
 def _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
                   marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
                   alpha, beta):
@@ -338,7 +291,7 @@ def _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
     for t in range(1, n):
         for i in range(L):
             for j in range(L):
-                if not _allowed(fixed, o + t, j):
+                if not allowed(fixed, o + t, j):
                     continue
                 p = np.exp(alpha[t - 1, i] + transitions[i, j] + emissions[o + t, j]
                            + beta[t, j] - log_z)
@@ -399,7 +352,7 @@ def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
     """
     alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
     scaled = _scaled_potentials(transitions, start, end)
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
@@ -417,7 +370,7 @@ def path_score(emissions, lengths, transitions, start, end, labels, scores):
 
     start(y_0) + sum_t e(t, y_t) + sum_{t>0} T(y_{t-1}, y_t) + end(y_{n-1}).
     """
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         total = 0.0
@@ -447,7 +400,7 @@ def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
     delta = np.empty((max_len, L))
     back = np.zeros((max_len, L), dtype=np.int64)
     _, no_scaled, no_ex, no_scale = _unused()
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
@@ -486,7 +439,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
     scaled = _scaled_potentials(transitions, start, end)
     free = np.full(emissions.shape[0], -1, dtype=np.int64)
     dummy = np.zeros((1, 1, 1))
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
@@ -498,7 +451,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
                 complete = False
                 break
         log_z = _sequence(emissions, o, n, transitions, start, end, scaled, free, 1.0,
-                          d_emissions, d_transitions, d_start, d_end, dummy, False,
+                          d_emissions, d_transitions, d_start, d_end, dummy, FALSE,
                           alpha, beta, ex, scale, force_log)
         if complete:
             # the gold path: score and counts directly
@@ -516,6 +469,6 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
         else:
             gold_score = _sequence(emissions, o, n, transitions, start, end, scaled, gold, -1.0,
                                    d_emissions, d_transitions, d_start, d_end, dummy,
-                                   False, alpha, beta, ex, scale, force_log)
+                                   FALSE, alpha, beta, ex, scale, force_log)
         nll[s] = log_z - gold_score
         o += n

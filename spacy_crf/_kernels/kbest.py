@@ -26,7 +26,8 @@ labelling and score (same arithmetic, same lowest-label tie-break).
 import numpy as np
 from numba import njit
 
-from .chain import NEG_INF, _allowed, max_length
+from .chain import max_length
+from .primitives import NEG_INF, ZERO, allowed
 
 
 @njit(cache=True)
@@ -104,7 +105,7 @@ def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels,
     fin_val = np.empty(k)
     fin_label = np.zeros(k, dtype=np.int64)
     fin_rank = np.zeros(k, dtype=np.int64)
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         # padding first: rows r >= counts[s] keep scores -inf, fixed label or 0
@@ -123,7 +124,7 @@ def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels,
         for t in range(n):
             for j in range(L):
                 cnt[t, j] = 0
-                if not _allowed(fixed, o + t, j):
+                if not allowed(fixed, o + t, j):
                     continue
                 if t == 0:
                     v = start[j] + emissions[o, j]

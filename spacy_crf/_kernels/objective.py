@@ -16,6 +16,7 @@ from numba import njit
 
 from . import chain, tree
 from .emissions import gather_sum
+from .primitives import FALSE
 
 
 @njit(cache=True)
@@ -45,7 +46,7 @@ def chain_nll(rows, lengths, gold, weights, bias, transitions, start, end, emiss
     gather_sum(weights, bias, rows, np.float64(1.0), emissions)
     d_emissions[:] = 0.0
     chain.nll_gradient(emissions, lengths, transitions, start, end, gold, nll, d_emissions,
-                       d_transitions, d_start, d_end, False)
+                       d_transitions, d_start, d_end, FALSE)
     scatter_sum(d_emissions, rows, d_weights, d_bias)
     return nll.sum()
 
@@ -57,6 +58,6 @@ def tree_nll(rows, lengths, heads, order, rel, gold, weights, bias, pair, root, 
     gather_sum(weights, bias, rows, np.float64(1.0), emissions)
     d_emissions[:] = 0.0
     tree.nll_gradient(emissions, lengths, heads, order, pair, rel, root, gold, nll,
-                      d_emissions, d_pair, d_root, False)
+                      d_emissions, d_pair, d_root, FALSE)
     scatter_sum(d_emissions, rows, d_weights, d_bias)
     return nll.sum()

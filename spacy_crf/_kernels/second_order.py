@@ -28,14 +28,9 @@ space. Viterbi runs in log space. Both run the one forward recurrence,
 import numpy as np
 from numba import njit
 
-# the first-order chain's shift and underflow guard: one rule for both kernels
-from .chain import NEG_INF, _finite_max, _logaddexp
-from .chain import _within_guard as _guarded
+# the first-order chain's shift, underflow guard and semiring modes: one rule for both kernels
+from .primitives import FALSE, MAX, NEG_INF, SCALED, ZERO, finite_max, logaddexp, within_guard
 from .span_marginals import blocked_rows
-
-
-#: the semiring of the forward pass (the first-order chain's names)
-SCALED, MAX = 0, 2
 
 
 @njit(cache=True)
@@ -111,8 +106,8 @@ def _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr
     log_scale = shifts[1] + shifts[2]
     for t in range(n):
         row = emissions[o + t]
-        m = _finite_max(row)
-        if not _guarded(row, m):
+        m = finite_max(row)
+        if not within_guard(row, m):
             return np.nan
         for d in range(P):
             ex[t, d] = np.exp(row[d] - m)
@@ -161,10 +156,10 @@ def _scaled_buffers(emissions, lengths, weight, start, end, force_log):
     max_n = 0
     for s in range(lengths.shape[0]):
         max_n = max(max_n, lengths[s])
-    w_shift = _finite_max(weight)
-    s_shift = _finite_max(start)
-    e_shift = _finite_max(end)
-    all_ok = _guarded(weight, w_shift) and _guarded(start, s_shift) and _guarded(end, e_shift)
+    w_shift = finite_max(weight)
+    s_shift = finite_max(start)
+    e_shift = finite_max(end)
+    all_ok = within_guard(weight, w_shift) and within_guard(start, s_shift) and within_guard(end, e_shift)
     shifts = np.array([w_shift, s_shift, e_shift, 0.0 if all_ok and not force_log else np.nan])
     return (np.zeros((max_n, P)), np.zeros((max_n, P)), np.zeros((max_n, P)), np.zeros(max_n),
             np.exp(weight - w_shift), np.exp(start - s_shift), np.exp(end - e_shift), shifts)
@@ -179,9 +174,9 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
     space (nothing is added for it), else 0."""
     P = emissions.shape[1]
     alpha, beta, ex, scale, exp_w, exp_s, exp_e, shifts = _scaled_buffers(
-        emissions, lengths, weight, start, end, False)
+        emissions, lengths, weight, start, end, FALSE)
     seq_log_z = np.zeros(1)
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         status[s] = 0
@@ -225,7 +220,7 @@ def viterbi(emissions, lengths, src, weight, in_ptr, in_edges, start, end, state
     delta = np.full((max_n, P), NEG_INF)
     back = np.zeros((max_n, P), dtype=np.int64)
     no_ex, no_scale = np.zeros((1, 1)), np.zeros(1)  # MAX neither exponentiates nor scales
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
@@ -301,7 +296,7 @@ def _tail_log(d, o, n, b, label, dst, weight, out_ptr, out_edges, blocked_after,
         e = out_edges[k]
         q = dst[e]
         if not blocked_after[y, label[q]]:
-            acc = _logaddexp(acc, weight[e] + emissions[o + b, q] + lb[b, q])
+            acc = logaddexp(acc, weight[e] + emissions[o + b, q] + lb[b, q])
     return acc
 
 
@@ -352,7 +347,7 @@ def _span_log(o, n, a, b, labels, pair_of, label, src, dst, weight, in_ptr, in_e
         total = NEG_INF
         for d in range(P):
             if label[d] == y and la[a, d] != NEG_INF:
-                total = _logaddexp(total, la[a, d] + _tail_log(
+                total = logaddexp(total, la[a, d] + _tail_log(
                     d, o, n, b, label, dst, weight, out_ptr, out_edges, blocked_after,
                     has_blocked, emissions, lb))
         return total - log_z
@@ -362,7 +357,7 @@ def _span_log(o, n, a, b, labels, pair_of, label, src, dst, weight, in_ptr, in_e
     acc = NEG_INF
     for k in range(in_ptr[q], in_ptr[q + 1]):
         e = in_edges[k]
-        acc = _logaddexp(acc, la[a, src[e]] + weight[e])
+        acc = logaddexp(acc, la[a, src[e]] + weight[e])
     log_v = acc + emissions[o + a + 1, q]
     for t in range(a + 2, b):
         p = q
@@ -392,19 +387,19 @@ def _log_sequence(emissions, o, n, src, dst, weight, in_ptr, in_edges, out_ptr, 
             if emissions[o + t, d] != NEG_INF:
                 for k in range(in_ptr[d], in_ptr[d + 1]):
                     e = in_edges[k]
-                    acc = _logaddexp(acc, la[t - 1, src[e]] + weight[e])
+                    acc = logaddexp(acc, la[t - 1, src[e]] + weight[e])
             la[t, d] = acc + emissions[o + t, d]
     log_z = NEG_INF
     for d in range(P):
         lb[n - 1, d] = end[d]
-        log_z = _logaddexp(log_z, la[n - 1, d] + end[d])
+        log_z = logaddexp(log_z, la[n - 1, d] + end[d])
     for t in range(n - 2, -1, -1):
         for d in range(P):
             acc = NEG_INF
             for k in range(out_ptr[d], out_ptr[d + 1]):
                 e = out_edges[k]
                 q = dst[e]
-                acc = _logaddexp(acc, weight[e] + emissions[o + t + 1, q] + lb[t + 1, q])
+                acc = logaddexp(acc, weight[e] + emissions[o + t + 1, q] + lb[t + 1, q])
             lb[t, d] = acc
     return log_z
 
@@ -429,7 +424,7 @@ def span_log_probabilities(emissions, lengths, src, dst, weight, in_ptr, in_edge
         emissions, lengths, weight, start, end, force_log)
     seq_log_z = np.zeros(1)
     has_blocked = blocked_rows(blocked_after)
-    o = 0
+    o = ZERO
     k = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]

@@ -29,10 +29,8 @@ space: a token costs ``D * K`` segment terms plus ``L**2`` for entering a tag.
 import numpy as np
 from numba import njit
 
-from .chain import _logaddexp
 from .kbest import _merge_top_k
-
-NEG_INF = -np.inf
+from .primitives import FALSE, NEG_INF, TRUE, ZERO, logaddexp
 
 
 @njit(cache=True)
@@ -40,7 +38,7 @@ def _plus(a, b, use_max):
     """The semiring's addition: max, or log(exp(a) + exp(b))."""
     if use_max:
         return a if a > b else b
-    return _logaddexp(a, b)
+    return logaddexp(a, b)
 
 
 @njit(cache=True)
@@ -124,7 +122,7 @@ def _forward(n, transitions, start, unit, begin, last, inner, use_max, alpha, en
                     if v > acc:
                         acc, arg = v, y
                 else:
-                    acc = _plus(acc, v, False)
+                    acc = _plus(acc, v, FALSE)
             enter[i, f] = acc
             enter_arg[i, f] = arg
         for k in range(K):
@@ -140,7 +138,7 @@ def _forward(n, transitions, start, unit, begin, last, inner, use_max, alpha, en
                         back_d[i + d, l] = d
                         back_k[i + d, l] = k
                 else:
-                    alpha[i + d, l] = _plus(alpha[i + d, l], v, False)
+                    alpha[i + d, l] = _plus(alpha[i + d, l], v, FALSE)
 
 
 @njit(cache=True)
@@ -153,7 +151,7 @@ def _total(alpha, n, end, use_max):
             if v > best:
                 best, arg = v, l
         else:
-            best = _plus(best, v, False)
+            best = _plus(best, v, FALSE)
     return best, arg
 
 
@@ -167,16 +165,16 @@ def _workspace(lengths, n_labels, n_types, D):
 @njit(cache=True)
 def _viterbi(emissions, lengths, transitions, start, end, seg, unit, begin, inside, last, maxlen,
              labels, best, alpha, enter, enter_arg, back_d, back_k, inner):
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
             best[s] = 0.0
             continue
         _inner(emissions, o, n, transitions, seg, unit, begin, inside, last, maxlen, inner)
-        _forward(n, transitions, start, unit, begin, last, inner, True, alpha, enter, enter_arg,
+        _forward(n, transitions, start, unit, begin, last, inner, TRUE, alpha, enter, enter_arg,
                  back_d, back_k)
-        score, l = _total(alpha, n, end, True)
+        score, l = _total(alpha, n, end, TRUE)
         best[s] = score
         if score == NEG_INF:  # no labelling (fixed labels that no segmentation allows)
             for t in range(n):
@@ -215,16 +213,16 @@ def _sum(emissions, lengths, transitions, start, end, seg, unit, begin, inside, 
     n_max = enter.shape[0]
     beta = np.empty((n_max + 1, L))
     first_mass = np.empty((n_max, L))  # G[i, f]: segments from i with first tag f, and after
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
             log_z[s] = 0.0
             continue
         _inner(emissions, o, n, transitions, seg, unit, begin, inside, last, maxlen, inner)
-        _forward(n, transitions, start, unit, begin, last, inner, False, alpha, enter, enter_arg,
+        _forward(n, transitions, start, unit, begin, last, inner, FALSE, alpha, enter, enter_arg,
                  back_d, back_k)
-        z, _ = _total(alpha, n, end, False)
+        z, _ = _total(alpha, n, end, FALSE)
         log_z[s] = z
         if z == NEG_INF:
             o += n
@@ -240,12 +238,12 @@ def _sum(emissions, lengths, transitions, start, end, seg, unit, begin, inside, 
                     if sc == NEG_INF:
                         continue
                     f, l = _tags(k, d, unit, begin, last)
-                    first_mass[i, f] = _plus(first_mass[i, f], sc + beta[i + d, l], False)
+                    first_mass[i, f] = _plus(first_mass[i, f], sc + beta[i + d, l], FALSE)
             if i > 0:
                 for y in range(L):
                     acc = NEG_INF
                     for f in range(L):
-                        acc = _plus(acc, transitions[y, f] + first_mass[i, f], False)
+                        acc = _plus(acc, transitions[y, f] + first_mass[i, f], FALSE)
                     beta[i, y] = acc
         # expected counts: moves between segments, start and end
         for f in range(L):
@@ -338,7 +336,7 @@ def _kbest(emissions, lengths, transitions, start, end, seg, unit, begin, inside
     final = np.empty(k)
     final_l = np.zeros(k, dtype=np.int64)
     final_r = np.zeros(k, dtype=np.int64)
-    o = 0
+    o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
         for r in range(k):

@@ -25,8 +25,8 @@ unlikely span underflows nowhere; sequences that scaling cannot represent take
 import numpy as np
 from numba import njit
 
-from .chain import (NEG_INF, _allowed, _logaddexp, _scaled_potentials, _sequence_log, _sequence_scaled,
-                    max_length)
+from .chain import _scaled_potentials, _sequence_log, _sequence_scaled, max_length
+from .primitives import FALSE, NEG_INF, ZERO, allowed, logaddexp
 
 
 @njit(cache=True)
@@ -71,7 +71,7 @@ def _span_log(em, fx, n, a, b, labels, transitions, blocked_after, has_blocked, 
     # sum_{t=a+1}^{b-1} T(y_{t-1}, y_t) + e(t, y_t), -inf where fixed forbids y_t
     for t in range(a + 1, b):
         prev, y = y, labels[t]
-        if not _allowed(fx, t, y):
+        if not allowed(fx, t, y):
             return NEG_INF
         log_p += transitions[prev, y] + em[t, y]
     if b == n or not has_blocked[y]:
@@ -79,8 +79,8 @@ def _span_log(em, fx, n, a, b, labels, transitions, blocked_after, has_blocked, 
     # log R = logsumexp_{j not blocked, allowed at b} T(y, j) + e(b, j) + beta[b, j]
     acc = NEG_INF
     for j in range(em.shape[1]):
-        if not blocked_after[y, j] and _allowed(fx, b, j):
-            acc = _logaddexp(acc, transitions[y, j] + em[b, j] + beta[b, j])
+        if not blocked_after[y, j] and allowed(fx, b, j):
+            acc = logaddexp(acc, transitions[y, j] + em[b, j] + beta[b, j])
     return log_p + acc
 
 
@@ -114,7 +114,7 @@ def span_marginals(emissions, lengths, transitions, start, end, fixed, labels, s
     # per sequence: one forward-backward (scaled, or in logs where scaling fails),
     # then each of its spans from alpha at its start, beta at its end and the
     # potentials in between (the formula of the module docstring)
-    o = 0
+    o = ZERO
     k = 0
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -126,12 +126,12 @@ def span_marginals(emissions, lengths, transitions, start, end, fixed, labels, s
         ys = labels[o:o + n]
         scaled = False
         if not force_log:
-            z = _sequence_scaled(em, 0, n, scaled_potentials, fx, 1.0, marginals, edge_sum,
-                                 start_sum, end_sum, no_edges, False, alpha, beta, ex, scale)
+            z = _sequence_scaled(em, ZERO, n, scaled_potentials, fx, 1.0, marginals, edge_sum,
+                                 start_sum, end_sum, no_edges, FALSE, alpha, beta, ex, scale)
             scaled = z == z
         if not scaled:
-            z = _sequence_log(em, 0, n, transitions, start, end, fx, 1.0, marginals, edge_sum,
-                              start_sum, end_sum, no_edges, False, alpha, beta)
+            z = _sequence_log(em, ZERO, n, transitions, start, end, fx, 1.0, marginals, edge_sum,
+                              start_sum, end_sum, no_edges, FALSE, alpha, beta)
         log_z[s] = z
         while k < starts.shape[0] and starts[k] < o + n:
             a = starts[k] - o

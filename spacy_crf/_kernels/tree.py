@@ -42,7 +42,7 @@ in log space.
 import numpy as np
 from numba import njit
 
-from .chain import LOG, MAX, NEG_INF, SCALED, _allowed, _finite_max
+from .primitives import FALSE, LOG, MAX, NEG_INF, SCALED, ZERO, allowed, finite_max
 
 TINY = 1e-150
 
@@ -82,7 +82,7 @@ def check_forest(heads, lengths, order):
         total += lengths[s]
     if total != N:
         return 1
-    o = 0
+    o = ZERO
     # pending[h] = number of children of h, every head inside its token's segment
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -94,7 +94,7 @@ def check_forest(heads, lengths, order):
                 return 1
             pending[h] += 1
         o += n
-    o = 0
+    o = ZERO
     # Kahn's algorithm per segment, order[o:o+n] doubling as the queue: leaves
     # first; a head is appended once its last child has been taken off
     for s in range(lengths.shape[0]):
@@ -361,7 +361,7 @@ def _exp_pairs(pair_scores):
     # shift[r] = max finite pair_scores[r]
     # exp_pair[r, i, j] = exp(pair_scores[r, i, j] - shift[r])
     for r in range(R):
-        shift[r] = _finite_max(pair_scores[r])
+        shift[r] = finite_max(pair_scores[r])
         for i in range(L):
             for j in range(L):
                 exp_pair[r, i, j] = np.exp(pair_scores[r, i, j] - shift[r])
@@ -542,12 +542,12 @@ def _forest_scaled(emissions, o, n, heads, order, exp_pair, pair_shift, rel, roo
     for t in range(o, o + n):
         m = NEG_INF
         for j in range(L):
-            if _allowed(fixed, t, j):
+            if allowed(fixed, t, j):
                 m = max(m, _local(emissions, heads, root, t, j))
         if not (m > NEG_INF and m < np.inf):
             return np.nan
         for j in range(L):
-            if _allowed(fixed, t, j):
+            if allowed(fixed, t, j):
                 inn[t, j] = np.exp(_local(emissions, heads, root, t, j) - m)
             else:
                 inn[t, j] = 0.0
@@ -571,7 +571,7 @@ def _forest_log(emissions, o, n, heads, order, pair_scores, rel, root, fixed, ve
     # in[t, j] = local(t, j), -inf where j is not allowed
     for t in range(o, o + n):
         for j in range(L):
-            if _allowed(fixed, t, j):
+            if allowed(fixed, t, j):
                 inn[t, j] = _local(emissions, heads, root, t, j)
             else:
                 inn[t, j] = NEG_INF
@@ -637,7 +637,7 @@ def sum_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
     """
     vec, tot = _workspace(emissions.shape[0], emissions.shape[1])
     exp_pair, pair_shift = _exp_pairs(pair_scores)
-    o = np.int64(0)  # typed, not Literal[int](0): callees compile once
+    o = ZERO  # typed, not Literal[int](0): callees compile once
     # log_z[s] = log Z of the forest at rows o:o+n
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -683,7 +683,7 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
     vec, tot = _workspace(emissions.shape[0], L)
     back = np.zeros((emissions.shape[0], L), dtype=np.int64)
     inn = vec[0]
-    o = np.int64(0)  # typed, not Literal[int](0): callees compile once
+    o = ZERO  # typed, not Literal[int](0): callees compile once
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
@@ -693,7 +693,7 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
         # in MAX: back[t, j] = first argmax_i (in[t, i] + S[rel[t], i, j])
         for t in range(o, o + n):
             for j in range(L):
-                inn[t, j] = _local(emissions, heads, root, t, j) if _allowed(fixed, t, j) else NEG_INF
+                inn[t, j] = _local(emissions, heads, root, t, j) if allowed(fixed, t, j) else NEG_INF
         total = _forest_pass(o, n, heads, order, pair_scores, rel, vec, tot, MAX, back)
         scores[s] = total
         if not total > NEG_INF:
@@ -732,7 +732,7 @@ def labelling_score(emissions, lengths, heads, pair_scores, rel, root, labels, s
     labels : (N,) int64
     scores : (S,) float64
     """
-    o = 0
+    o = ZERO
     # scores[s] = sum over the tokens t of segment s of their local and edge scores
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -781,7 +781,7 @@ def nll_gradient(emissions, lengths, heads, order, pair_scores, rel, root, gold,
     exp_pair, pair_shift = _exp_pairs(pair_scores)
     free = np.full(N, -1, dtype=np.int64)
     dummy = np.zeros((1, 1, 1))
-    o = np.int64(0)  # typed, not Literal[int](0): callees compile once
+    o = ZERO  # typed, not Literal[int](0): callees compile once
     for s in range(lengths.shape[0]):
         n = lengths[s]
         if n == 0:
@@ -794,7 +794,7 @@ def nll_gradient(emissions, lengths, heads, order, pair_scores, rel, root, gold,
                 complete = False
                 break
         log_z = _forest(emissions, o, n, heads, order, pair_scores, exp_pair, pair_shift, rel,
-                        root, free, 1.0, d_emissions, dummy, d_pair, d_root, False, vec, tot,
+                        root, free, 1.0, d_emissions, dummy, d_pair, d_root, FALSE, vec, tot,
                         force_log)
         if complete:
             gold_score = 0.0
@@ -812,6 +812,6 @@ def nll_gradient(emissions, lengths, heads, order, pair_scores, rel, root, gold,
         else:
             gold_score = _forest(emissions, o, n, heads, order, pair_scores, exp_pair,
                                  pair_shift, rel, root, gold, -1.0, d_emissions, dummy, d_pair,
-                                 d_root, False, vec, tot, force_log)
+                                 d_root, FALSE, vec, tot, force_log)
         nll[s] = log_z - gold_score
         o += n

@@ -1,0 +1,149 @@
+"""Cold start: how long a new user waits before the first result (issue #32).
+
+Each figure is a fresh process, run with an empty numba cache directory
+(``NUMBA_CACHE_DIR``: every kernel compiles, as in a new venv, container or CI
+job) and again with the cache the cold run filled (warm):
+
+* **quick start**: the README's Python example (a 3-word example, 20 updates,
+  one prediction), with the time of ``initialize``, the first update and the
+  first prediction; the anchor is the same script with spaCy's own ``tagger``
+  (nothing to compile);
+* **first prediction**: ``spacy.load`` of the pipeline the quick start saved
+  and one ``nlp(text)``; the anchor is ``spacy.blank("en")`` and one ``nlp(text)``;
+* **one epoch**: ``nlp.initialize`` and one epoch of ``nlp.update`` over the
+  600 sentences of the shipped EWT sample (UPOS, batches of 32, factory
+  defaults without a cluster table).
+
+Run from a checkout::
+
+    python benchmarks/cold_start.py --out /tmp/cold_start.json
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "assets" / "ewt_sample" / "en_ewt-train.conllu"
+
+QUICK_START = """
+import json, sys, time
+t0 = time.perf_counter()
+import spacy
+from spacy.training import Example
+nlp = spacy.blank("en")
+nlp.add_pipe(sys.argv[1], config={"target": "tag"} if sys.argv[1] == "crf_tagger" else {})
+examples = [Example.from_dict(nlp.make_doc("the cat sat"), {"tags": ["DT", "NN", "VBD"]})]
+t1 = time.perf_counter()
+optimizer = nlp.initialize(lambda: examples)
+t2 = time.perf_counter()
+nlp.update(examples, sgd=optimizer)
+t3 = time.perf_counter()
+for _ in range(19):
+    nlp.update(examples, sgd=optimizer)
+t4 = time.perf_counter()
+doc = nlp("the dog sat")
+t5 = time.perf_counter()
+nlp.to_disk(sys.argv[2])
+print(json.dumps({"import_and_setup_s": t1 - t0, "initialize_s": t2 - t1,
+                  "first_update_s": t3 - t2, "first_prediction_s": t5 - t4, "total_s": t5 - t0}))
+"""
+
+FIRST_PREDICTION = """
+import json, sys, time
+t0 = time.perf_counter()
+import spacy
+nlp = spacy.load(sys.argv[1]) if sys.argv[1] != "blank" else spacy.blank("en")
+doc = nlp("The quick brown fox jumps over the lazy dog .")
+print(json.dumps({"total_s": time.perf_counter() - t0}))
+"""
+
+ONE_EPOCH = """
+import json, random, sys, time
+t0 = time.perf_counter()
+import spacy
+from spacy.training import Example
+from spacy.util import minibatch
+from spacy_crf.convert import read_conllu_upos
+nlp = spacy.blank("en")
+nlp.add_pipe("crf_tagger", config={"target": "pos", "model": {
+    "@architectures": "spacy-crf.FeatureCRF.v1", "cluster_templates": None}})
+examples = [Example.from_dict(spacy.tokens.Doc(nlp.vocab, words=w), {"pos": t})
+            for w, t in read_conllu_upos(sys.argv[1])]
+t1 = time.perf_counter()
+optimizer = nlp.initialize(lambda: examples)
+random.seed(0)
+random.shuffle(examples)
+for batch in minibatch(examples, size=32):
+    nlp.update(batch, sgd=optimizer)
+t2 = time.perf_counter()
+print(json.dumps({"epoch_s": t2 - t1, "total_s": t2 - t0}))
+"""
+
+
+def run(script: str, args: List[str], cache: Path) -> Dict[str, Any]:
+    """One fresh process; its own timings and the process's wall time."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
+                          text=True, timeout=900)
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        raise RuntimeError(proc.stderr[-3000:])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["process_wall_s"] = wall
+    result["notice"] = "compiling its CRF kernels" in proc.stderr
+    return result
+
+
+def cold_and_warm(script: str, args: List[str], work: Path, name: str) -> Dict[str, Any]:
+    cache = work / f"cache-{name}"
+    cache.mkdir()
+    return {"cold": run(script, args, cache), "warm": run(script, args, cache)}
+
+
+def measure(work: Path) -> Dict[str, Any]:
+    report: Dict[str, Any] = {}
+    report["quick start, crf_tagger"] = cold_and_warm(QUICK_START, ["crf_tagger", str(work / "crf")],
+                                                      work, "quick")
+    report["quick start, spaCy tagger (anchor)"] = cold_and_warm(
+        QUICK_START, ["tagger", str(work / "tagger")], work, "tagger")
+    report["first prediction, crf_tagger"] = cold_and_warm(FIRST_PREDICTION, [str(work / "crf")],
+                                                           work, "first")
+    report["first prediction, blank spaCy (anchor)"] = cold_and_warm(FIRST_PREDICTION, ["blank"],
+                                                                     work, "blank")
+    report["one epoch, 600 sentences"] = cold_and_warm(ONE_EPOCH, [str(SAMPLE)], work, "epoch")
+    return report
+
+
+def print_report(report: Dict[str, Any]) -> None:
+    print(f"{'figure':42} {'cold s':>8} {'warm s':>8}  cold breakdown")
+    for name, runs in report.items():
+        cold, warm = runs["cold"], runs["warm"]
+        parts = ", ".join(f"{k[:-2]} {v:.2f}" for k, v in cold.items()
+                          if k.endswith("_s") and k not in ("total_s", "process_wall_s"))
+        print(f"{name:42} {cold['process_wall_s']:8.2f} {warm['process_wall_s']:8.2f}  "
+              f"{parts}{'; notice printed' if cold['notice'] else ''}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="cold_start_") as tmp:
+        report = measure(Path(tmp))
+    print_report(report)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2), encoding="utf8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
