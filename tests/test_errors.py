@@ -14,7 +14,7 @@ from thinc.api import Linear
 from spacy_crf import inference, schemes
 from spacy_crf.errors import Errors, Warnings
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.pipeline.crf_tagger import _potentials
+from spacy_crf.models.potentials import potentials_of
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spacy_crf"
 NUMBERED = ["pipeline/crf_tagger.py", "inference.py", "schemes.py"]
@@ -107,7 +107,7 @@ def test_inference_errors():
 
 def test_model_without_potentials_layer():
     with pytest.raises(ValueError, match=r"^\[E066\] The model has no 'crf_potentials' layer"):
-        _potentials(Linear(3, 4))
+        potentials_of(Linear(3, 4))
 
 
 def test_emission_width_that_is_not_the_label_count_is_reported_as_a_bug(toy):

@@ -20,6 +20,7 @@ import numpy as np
 from thinc.api import Model
 from thinc.types import Floats1d, Floats2d, Floats3d
 
+from ..errors import Errors
 from .grow import LABEL_AXES
 
 PARAMS = ("transitions", "start", "end", "pair", "root")
@@ -100,6 +101,22 @@ def forward(model: Model, inputs, is_train: bool) -> Tuple[CRFScores, Callable]:
         return d_scores.emissions, d_token
 
     return scores, backprop
+
+
+def find_potentials(model: Model) -> Optional[Model]:
+    """The ``crf_potentials`` layer of ``model`` (the first), or None (e.g. the HMM)."""
+    for node in model.walk():
+        if node.name == "crf_potentials":
+            return node
+    return None
+
+
+def potentials_of(model: Model) -> Model:
+    """The ``crf_potentials`` layer of ``model``; E066 if it has none."""
+    potentials = find_potentials(model)
+    if potentials is None:
+        raise ValueError(Errors.E066)
+    return potentials
 
 
 def init(model: Model, X: Optional[Floats2d] = None, Y=None) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 import srsly
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.tokens import Doc, Span, Token
+from spacy.tokens import Doc
 from spacy.training import Example, validate_examples
 from spacy.util import LEXEME_NORM_LANGS, ensure_path
 from spacy.util import logger as spacy_logger
@@ -27,33 +27,29 @@ from spacy.vocab import Vocab
 from thinc.api import Config, Model, Optimizer, set_dropout_rate
 
 from .. import inference
-from .. import schemes
-from ..objectives import each_expert, get_objective
-from ..errors import Errors, Warnings, warn
-from ..features.doc_arrays import (SEQUENCE_DOC, SEQUENCE_SENTENCE, SEQUENCES, doc_lengths,
-                                   read_once)
-from ..models.featurize import restore_lexicon, set_owner, set_sequence
-from ..models.architectures import grow_n_labels, has_token_transitions, set_n_labels
-from ..models.hashed_linear import seed_dropout
-from ..models.hmm import FIT_COUNTS, STRUCTURES
-from ..models.potentials import CRFScores
 from .._kernels.sparse_update import scatter_rows
+from ..errors import Errors, Warnings, warn
+from ..features.doc_arrays import SEQUENCE_DOC, SEQUENCE_SENTENCE, doc_lengths, read_once
+from ..models.architectures import grow_n_labels, has_token_transitions, set_n_labels
+from ..models.featurize import restore_lexicon, set_owner, set_sequence
+from ..models.hashed_linear import seed_dropout
+from ..models.hmm import FIT_COUNTS
+from ..models.potentials import CRFScores, find_potentials
+from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..models.sparse_table import ATTR as SPARSE_TABLE
 from ..models.sparse_table import restart_boost, step_model, sync_averages
-from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
+from ..objectives import each_expert, get_objective
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
 from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
 from ..structures.base import sequence_lengths
-from ..structures.semi_markov import DEFAULT_CAP as DEFAULT_SEGMENT_CAP
-from ..targets import Target, make_target
+from ..targets import make_target
 from ..unseen_labels import mask_labels, seen_in
-from ..util import is_count, training_seed
+from ..util import training_seed
+from .extensions import (CONFIDENCE_KEY, NBEST_KEY, SPAN_CONFIDENCE_KEY,  # noqa: F401
+                         register_confidence_extension)
 from .lexicon_setup import set_up_lexicon
 from .pipe_meta import declare_pipe_meta
-
-CONFIDENCE_KEY = ("spacy_crf", "confidence")
-SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
-NBEST_KEY = ("spacy_crf", "n_best")
+from .settings import SETTINGS, check_settings
 
 #: token annotations a crf_tagger's features may read from its docs, as
 #: Doc.has_annotation names them, each with the name spaCy's pipe meta gives a
@@ -261,7 +257,7 @@ class CRFTagger(TrainablePipe):
     def n_relation_groups(self) -> int:
         """Relation groups of the model's label-interaction scores (its ``n_relations``;
         1 for a model without a ``crf_potentials`` layer, such as the HMM)."""
-        potentials = _find_potentials(self.model)
+        potentials = find_potentials(self.model)
         return 1 if potentials is None else potentials.get_dim("nR")
 
     @property
@@ -1007,119 +1003,5 @@ def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
     return pipe
 
 
-#: the longest max_segment_length accepted: the semi-Markov CRF's cost grows with it
-#: at every token, and spans longer than this are not what it is for
-MAX_SEGMENT_LENGTH = 100
-
 #: the words of the Example spaCy's nlp.initialize() passes when given no get_examples
 _PLACEHOLDER = ["x", "y", "z"]
-
-#: the settings check_settings takes: the factory's, less the model and the scorer
-SETTINGS = ("target", "structure", "order", "max_segment_length", "sequence", "scheme",
-            "keep_existing", "store_confidence", "n_best", "loss")
-
-
-def check_settings(model: Optional[Model], name: str, *, target: str, structure: str, order: int,
-                   max_segment_length: int, sequence: str, scheme: str,
-                   keep_existing: Optional[bool], store_confidence: bool, n_best: int,
-                   loss: str) -> Tuple[CRFStructure, Target]:
-    """Check a component's settings, as the factory and a load do (same E-codes).
-
-    Returns
-    -------
-    (CRFStructure, Target)
-        The structure and the target the settings name.
-
-    Raises
-    ------
-    ValueError
-        The first bad setting, with the error the factory gives for it.
-    """
-    if not isinstance(structure, str):  # a saved cfg's value may be anything
-        get_structure(repr(structure))  # E012, naming the structures there are
-    # E012 names the known structures, E094 the orders above 1 they have
-    # E105 for transition templates on anything but a first-order chain
-    crf_structure = get_structure(structure_key(structure, order, has_token_transitions(model)))
-    get_objective(loss)  # E040 for an unknown name
-    if loss != "nll" and not crf_structure.exact_map:
-        raise ValueError(Errors.E113.format(structure=structure, loss=loss))
-    _check_max_segment_length(max_segment_length, crf_structure)
-    if not isinstance(sequence, str) or sequence not in SEQUENCES:
-        raise ValueError(Errors.E112.format(value=sequence))
-    schemes.check_scheme(scheme)
-    if keep_existing is not None and not isinstance(keep_existing, bool):
-        raise ValueError(Errors.E163.format(value=keep_existing))
-    if not is_count(n_best, 0):
-        raise ValueError(Errors.E019.format(value=n_best))
-    if n_best and not crf_structure.supports_n_best:
-        raise ValueError(Errors.E019.format(value=f"{n_best} with structure '{structure}'"))
-    scorable = model.attrs.get(STRUCTURES) if model is not None else None
-    if scorable is not None and crf_structure.name not in scorable:
-        raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
-                                            structure=structure,
-                                            order=f", order = {order}" if order != 1 else ""))
-    crf_target = make_target(target, scheme)
-    if crf_target.is_span_target and not crf_structure.supports_spans:
-        raise ValueError(Errors.E018.format(target=target))
-    if crf_structure.needs_span_target and not crf_target.is_span_target:
-        raise ValueError(Errors.E108.format(name=name, target=target))
-    if (store_confidence and crf_target.is_span_target
-            and not crf_structure.supports_span_probabilities):
-        raise ValueError(Errors.E096.format(target=target, structure=crf_structure.name))
-    return crf_structure, crf_target
-
-
-def _check_max_segment_length(value: int, structure: CRFStructure) -> None:
-    """E109 unless an int >= 0, and 0 with a structure that has no segments;
-    E166 above :data:`MAX_SEGMENT_LENGTH`."""
-    ok = not isinstance(value, bool) and isinstance(value, int) and value >= 0
-    if not ok or (value and not structure.has_segments):
-        raise ValueError(Errors.E109.format(value=value, cap=DEFAULT_SEGMENT_CAP,
-                                            structure=structure.name))
-    if value > MAX_SEGMENT_LENGTH:
-        raise ValueError(Errors.E166.format(value=value, most=MAX_SEGMENT_LENGTH,
-                                            cap=DEFAULT_SEGMENT_CAP))
-
-
-def _find_potentials(model: Model) -> Optional[Model]:
-    for node in model.walk():
-        if node.name == "crf_potentials":
-            return node
-    return None
-
-
-def _potentials(model: Model) -> Model:
-    potentials = _find_potentials(model)
-    if potentials is None:
-        raise ValueError(Errors.E066)
-    return potentials
-
-
-def _token_confidence(token: Token) -> Optional[float]:
-    stored = token.doc.user_data.get(CONFIDENCE_KEY)
-    return None if stored is None else stored[token.i]
-
-
-def _span_confidence(span: Span) -> Optional[float]:
-    stored = span.doc.user_data.get(SPAN_CONFIDENCE_KEY)
-    if stored is None or not len(span):
-        return None
-    probs, ends = stored
-    if ends[span.start] != span.end:
-        return None  # not a span the CRF predicted
-    return probs[span.start]
-
-
-def _doc_n_best(doc: Doc) -> Optional[List[List[Tuple[float, List[str]]]]]:
-    return doc.user_data.get(NBEST_KEY)
-
-
-def register_confidence_extension() -> None:
-    """``token._.crf_confidence``: P(predicted label); ``span._.crf_confidence``:
-    P(predicted span), where stored (``store_confidence = true``)."""
-    if not Token.has_extension("crf_confidence"):
-        Token.set_extension("crf_confidence", getter=_token_confidence)
-    if not Span.has_extension("crf_confidence"):
-        Span.set_extension("crf_confidence", getter=_span_confidence)
-    if not Doc.has_extension("crf_nbest"):
-        Doc.set_extension("crf_nbest", getter=_doc_n_best)

@@ -20,7 +20,8 @@ matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..models.pooled_experts import WEIGHTS, pool_weights_node, weighted_sum  # noqa: E402
-from ..pipeline.crf_tagger import CRFTagger, _potentials  # noqa: E402
+from ..models.potentials import potentials_of  # noqa: E402
+from ..pipeline.crf_tagger import CRFTagger  # noqa: E402
 
 
 def potentials_params(component: CRFTagger) -> Dict[str, np.ndarray]:
@@ -29,8 +30,8 @@ def potentials_params(component: CRFTagger) -> Dict[str, np.ndarray]:
     of its experts' (the pool's own)."""
     pool = pool_weights_node(component.model)
     if pool is None:
-        return _layer_params(_potentials(component.model))
-    experts = [_layer_params(_potentials(expert)) for expert in pool.layers]
+        return _layer_params(potentials_of(component.model))
+    experts = [_layer_params(potentials_of(expert)) for expert in pool.layers]
     return {name: weighted_sum([params[name] for params in experts], pool.attrs[WEIGHTS])
             for name in experts[0]}
 
