@@ -7,7 +7,7 @@ start, beta at its end, the potentials in between), so the cost is linear in
 tokens however dense the spans are.
 """
 
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -15,12 +15,9 @@ from . import inference, schemes
 from .models.potentials import CRFScores
 from .structures import BatchLayout
 
-if TYPE_CHECKING:  # targets use this module
-    from .targets import SpanTarget
 
-
-def span_probabilities(scores: CRFScores, structure: BatchLayout,
-                       label_ids: np.ndarray, target: "SpanTarget",
+def span_probabilities(scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
+                       prefix: np.ndarray, scheme: str, continuations: np.ndarray,
                        fixed: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """Probability of every span of ``label_ids``, at its first token.
 
@@ -29,12 +26,16 @@ def span_probabilities(scores: CRFScores, structure: BatchLayout,
     scores : CRFScores
         Potentials with the scheme's constraints applied (``-inf`` where a
         move is forbidden).
-    structure : BatchLayout
+    layout : BatchLayout
         Chains of the batch; each sequence's labels must be well formed.
     label_ids : numpy.ndarray
         (N,) int64 labelling, usually the Viterbi one.
-    target : SpanTarget
-        Gives the scheme and its tags.
+    prefix : numpy.ndarray
+        (L,) the scheme's prefix code of each label (``schemes.parse_tags``).
+    scheme : str
+        ``BIO`` or ``BILUO``.
+    continuations : numpy.ndarray
+        (L, L) bool: tag ``j`` after a span ending in tag ``i`` would continue it.
     fixed : numpy.ndarray, optional
         (N,) int64 forced labels (-1 where free): every labelling, and so
         both a span's mass and the normaliser, must agree with them.
@@ -46,14 +47,13 @@ def span_probabilities(scores: CRFScores, structure: BatchLayout,
     span_end : numpy.ndarray
         (N,) int64 one-past-the-end row of the span starting at a token, -1 elsewhere.
     """
-    prefix, _, _ = target._parsed
     probs = np.full(label_ids.shape[0], np.nan, dtype=np.float32)
     span_end = np.full(label_ids.shape[0], -1, dtype=np.int64)
-    starts, ends = schemes.codes_to_spans(prefix[label_ids], target.scheme)
+    starts, ends = schemes.codes_to_spans(prefix[label_ids], scheme)
     if not len(starts):
         return probs, span_end
-    log_p, _ = inference.span_log_probabilities(scores, structure, label_ids, starts, ends,
-                                                target.continuations(), fixed)
+    log_p, _ = inference.span_log_probabilities(scores, layout, label_ids, starts, ends,
+                                                continuations, fixed)
     span_end[starts] = ends
     probs[starts] = np.exp(log_p)
     return probs, span_end

@@ -33,7 +33,7 @@ from .errors import Errors, Warnings
 from .models.potentials import CRFScores
 from .span_probabilities import span_probabilities
 from .structures import BatchLayout
-from .structures.base import sequence_ends
+from .ragged import sequence_ends
 from .util import same_tokens
 
 _EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -561,7 +561,8 @@ class SpanTarget(Target):
 
     def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
                         fixed: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
-        return span_probabilities(scores, layout, label_ids, self, fixed)
+        return span_probabilities(scores, layout, label_ids, self._parsed[0], self.scheme,
+                                  self.continuations(), fixed)
 
 
 class EntTarget(SpanTarget):

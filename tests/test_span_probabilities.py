@@ -16,7 +16,6 @@ from spacy.tokens import Doc
 from spacy_crf import inference, schemes
 from spacy_crf.inference import Structure
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.span_probabilities import span_probabilities
 from test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
                         ner_examples, path_scores, random_scores, read_spans, train, universe)
 
@@ -73,7 +72,7 @@ def test_span_probabilities_match_brute_force_with_forced_labels(scheme):
         stuck = np.repeat(best == -np.inf, lengths)
         viterbi_ids[stuck] = sampled[stuck]
         for label_ids in (viterbi_ids, sampled):
-            probs, span_end = span_probabilities(scores, structure, label_ids, stub, fixed)
+            probs, span_end = stub.span_confidence(scores, structure, label_ids, fixed)
             prefix, _, _ = schemes.parse_tags(tags)
             starts, ends = schemes.codes_to_spans(prefix[label_ids], scheme)
             # the log-space pass, forced, on the same spans

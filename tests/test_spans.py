@@ -30,7 +30,6 @@ from kernels.oracle import logsumexp
 from spacy_crf import inference, schemes
 from spacy_crf.inference import Structure
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.span_probabilities import span_probabilities
 from spacy_crf.targets import SpanTarget, make_target
 from conftest import TOY_NER
 
@@ -414,7 +413,7 @@ def test_span_probabilities_match_brute_force(scheme):
             sampled.append(seqs[wf][int(rng.integers(wf.sum()))])
         sampled = np.concatenate(sampled)
         for label_ids in (viterbi_ids, sampled):
-            out, _ = span_probabilities(scores, structure, label_ids, stub)
+            out, _ = stub.span_confidence(scores, structure, label_ids, None)
             assert out.shape == (N,)
             starts = set()
             for o, n in zip(np.cumsum(lengths) - lengths, lengths):

@@ -32,7 +32,7 @@ from thinc.api import Model
 
 from ..features.extract import extract_features
 from ..features.templates import FeatureTemplates
-from ..structures.base import previous_in_sequence
+from ..ragged import previous_in_sequence
 from .grow import LABEL_AXES
 from .potentials import CRFScores
 

@@ -30,6 +30,8 @@ from .._kernels.objective import scatter_sum
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
 from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
+# the ragged-batch helpers, for the structures that import them from here
+from ..ragged import positions_in_sequence, previous_in_sequence, sequence_ends  # noqa: F401
 from ..util import is_count
 
 _STRUCTURES: Dict[str, "CRFStructure"] = {}
@@ -310,32 +312,6 @@ def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRF
 # A placeholder for the kernels' optional pair-marginal output when it is not wanted
 # (numba needs an array of the right rank, not None).
 NO_EDGES = np.zeros((1, 1, 1))
-
-
-def positions_in_sequence(lengths: np.ndarray) -> np.ndarray:
-    """Each token's position within its sequence, for a ragged batch of ``lengths``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    starts = np.cumsum(lengths) - lengths
-    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(starts, lengths)
-
-
-def sequence_ends(lengths: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """Rows of the first and of the last token of every non-empty sequence."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    nonempty = lengths > 0
-    first = (np.cumsum(lengths) - lengths)[nonempty]
-    return first, first + lengths[nonempty] - 1
-
-
-def previous_in_sequence(values: np.ndarray, lengths: np.ndarray, fill: int,
-                         steps: int = 1) -> np.ndarray:
-    """``values`` of the token ``steps`` before each token in its own sequence, and
-    ``fill`` where the sequence has none (its first ``steps`` tokens)."""
-    values = np.asarray(values)
-    out = np.full(values.shape[0], fill, dtype=values.dtype)
-    has = np.flatnonzero(positions_in_sequence(lengths) >= steps)
-    out[has] = values[has - steps]
-    return out
 
 
 def check_spans(labels: np.ndarray, starts: np.ndarray, ends: np.ndarray,
