@@ -374,3 +374,19 @@ def test_a_load_takes_the_saved_unseen_labels_and_checks_them(tmp_path):
         (tmp_path / "old" / "cfg").write_text(json.dumps({**cfg, "unseen_labels": bad}))
         with pytest.raises(ValueError, match=r"\[E162\].*unseen_labels"):
             pipe.from_disk(tmp_path / "old")
+
+
+def test_the_hmm_learns_a_new_tag_from_counts_not_from_updates():
+    hmm = {"@architectures": "spacy-crf.HMM.v1", "n_buckets": 4096}
+    nlp, _, _ = build("tag", {}, hmm, {"JJ"}, "hmm")
+    pipe = nlp.get_pipe("crf_tagger")
+    docs = probe_docs(nlp, "tag")
+    before = pipe.predict(docs)
+    pipe.add_label("JJ")
+    full = tag_examples(nlp)
+    nlp.update(full, sgd=nlp.resume_training())  # the HMM's counts do not move with updates
+    assert pipe.cfg["unseen_labels"] == ["JJ"]
+    assert_same_prediction(before, pipe.predict(docs))
+    pipe.initialize(lambda: full, nlp=nlp, keep_weights=True)  # counts refitted, JJ with them
+    assert pipe.cfg["unseen_labels"] == []
+    assert tag_accuracy(nlp, full, only={"JJ"}) == 1.0

@@ -483,7 +483,9 @@ class CRFTagger(TrainablePipe):
         gold = self._gold(examples, scores, structure)
         # new labels this gold has are trained (and, in an update, predicted from now on)
         seen = self._new_labels_in(gold)
-        if learn:
+        if learn and FIT_COUNTS not in self.model.attrs:
+            # (a generative model, the HMM, learns from counts, not from updates:
+            # its new labels are learned when initialize refits them)
             self._learn_new_labels(gold)
         return self._objective(self._mask_unseen(scores, but=seen), structure, gold)
 
@@ -619,6 +621,7 @@ class CRFTagger(TrainablePipe):
             docs = [eg.predicted for eg in examples]
             gold = np.concatenate([self.target.gold_ids(eg) for eg in examples])
             fit_counts(self.model, docs, gold, self._structure(docs).lengths)
+            self._learn_new_labels(gold)
 
     def _constrain(self, scores: CRFScores) -> CRFScores:
         """The target's constraints, and ``-inf`` for the labels not learned yet."""
