@@ -428,11 +428,17 @@ def test_four_threads_give_the_sequential_results(toy, kind):
 
 CHILD = textwrap.dedent("""
     import json, sys, spacy
-    nlp = spacy.load(sys.argv[1])
-    texts = json.loads(sys.argv[2])
-    out = [[t.tag_ for t in nlp(x)] + [round(c, 5) for c in (nlp(x).user_data.get(
-        ("spacy_crf", "confidence")) or [])] for x in texts]
+    from numba.core import event
+    with event.install_recorder("numba:compile") as compiled:
+        nlp = spacy.load(sys.argv[1])
+        texts = json.loads(sys.argv[2])
+        out = [[t.tag_ for t in nlp(x)] + [round(c, 5) for c in (nlp(x).user_data.get(
+            ("spacy_crf", "confidence")) or [])] for x in texts]
     print(json.dumps(out))
+    # how many of our kernels this process compiled (none when the cache serves them)
+    ours = [e for _, e in compiled.buffer if e.is_start
+            and e.data["dispatcher"].py_func.__module__.startswith("spacy_crf.")]
+    print(f"compiled {len(ours)}", file=sys.stderr)
 """)
 CACHE_TEXTS = ["the cat sat .", "a big dog ran home .", "", "the old man walked slowly ."]
 
@@ -496,10 +502,14 @@ def test_two_processes_share_a_fresh_numba_cache_dir(saved_toy, tmp_path):
     assert results[0][0] == results[1][0]
     # the kernels really were compiled into (and cached in) the fresh directory
     assert any(p.suffix in (".nbi", ".nbc") for p in cache.rglob("*"))
-    # and a third process reading the now-populated cache agrees
+    # and a third process reading the now-populated cache agrees, without
+    # compiling anything (nor saying it does: the notice is for compiling only)
     rc, out, err = run_child(saved_toy, cache)
     assert rc == 0, err
     assert out == results[0][0]
+    assert "compiled 0" in err and "compiling its CRF kernels" not in err, err
+    # while the first two compiled (tests/kernels/test_compile_notice.py: the notice)
+    assert all("compiled 0" not in r[1] for r in results)
 
 
 # ------------------------------------------------------------ 5. long docs
