@@ -62,6 +62,14 @@ def convert_ewt_sample(work: Path, splits: Sequence[str] = ("train", "dev", "tes
     return paths
 
 
+def ewt_sample_docs(split: str) -> List[Doc]:
+    """The shipped EWT sample's ``split`` as Docs, one sentence each (as ``spacy convert``)."""
+    from spacy.training.converters import conllu_to_docs
+
+    text = (EWT_SAMPLE / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
+    return list(conllu_to_docs(text, n_sents=1, no_print=True))
+
+
 #: what a test model that trains at a high rate (Adam 0.1) leaves out of the
 #: factory's defaults: the word clusters and the head start, whose 10x early
 #: steps would make it certain at once (tests/test_word_features.py and

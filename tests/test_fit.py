@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import spacy
 from spacy.tokens import DocBin
-from spacy.training.converters import conllu_to_docs
 
+from conftest import ewt_sample_docs
 from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
@@ -34,7 +34,6 @@ from spacy_crf.training.optimize import StoppingRule, minimize
 from spacy_crf.training.owlqn import Iteration
 
 ROOT = Path(__file__).parent.parent
-SAMPLE = ROOT / "assets" / "ewt_sample"
 
 
 
@@ -275,10 +274,8 @@ def sample_corpus(tmp_path_factory):
     out = tmp_path_factory.mktemp("fit_corpus")
     paths = {}
     for split in ("train", "dev"):
-        text = (SAMPLE / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))
         paths[split] = out / f"{split}.spacy"
-        DocBin(docs=docs).to_disk(paths[split])
+        DocBin(docs=ewt_sample_docs(split)).to_disk(paths[split])
     return paths
 
 

@@ -16,14 +16,11 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
-from spacy.training.converters import conllu_to_docs
-from thinc.api import Adam
 
-from conftest import SMALL_MODEL, TOY_NER, run_python, tiny_tok2vec
+from conftest import SMALL_MODEL, TOY_NER, ewt_sample_docs, run_python, tiny_tok2vec
 from spacy_crf.models.grow import grow_array
 
 ROOT = Path(__file__).parent.parent
-SAMPLE = ROOT / "assets" / "ewt_sample"
 
 # the toy sentences with a parse: each token's head is the next token, the last is the root
 TAGGED = [
@@ -257,8 +254,7 @@ def upos_corpora(tmp_path_factory):
     out = tmp_path_factory.mktemp("grow_corpus")
     paths = {}
     for split in ("train", "dev"):
-        text = (SAMPLE / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))
+        docs = ewt_sample_docs(split)
         paths[split] = out / f"{split}.spacy"
         DocBin(docs=docs).to_disk(paths[split])
         if split == "train":
