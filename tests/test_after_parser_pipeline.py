@@ -14,6 +14,9 @@ from conftest import convert_ewt_sample, run_python
 
 from spacy_crf.evaluate import evaluate, training_copy
 
+#: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "ewt_upos_tree_after_parser.cfg"
 TEXT = "The old man walked slowly to the station. He bought a ticket and waited."

@@ -178,6 +178,7 @@ def test_a_worker_killed_mid_run_loses_nothing(model, texts, tmp_path):
     assert sorted(output_ids(tmp_path / "out")) == sorted(ids)
 
 
+@pytest.mark.slow
 def test_a_killed_run_restarts_with_nothing_lost_or_doubled(model, texts, tmp_path):
     ids = write_shards(tmp_path / "in", texts, n_shards=16, per_shard=150)
     out = tmp_path / "out"

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+#: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parent.parent
 SAMPLE = ROOT / "assets" / "ewt_sample"
 sys.path.insert(0, str(ROOT / "benchmarks"))

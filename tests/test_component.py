@@ -205,6 +205,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_pipe_with_two_spawned_processes(toy, tmp_path):
     nlp, _ = toy.trained_nlp("_.chunk", n_iter=10)
     nlp.to_disk(tmp_path / "pipe")

@@ -277,6 +277,7 @@ def first_loss(log):
                       if line.split() and line.split()[0] == "1"))
 
 
+@pytest.mark.slow
 def test_fit_init_from_adds_a_label_and_starts_from_the_trained_weights(upos_corpora, tmp_path):
     from io import StringIO
     from spacy_crf.fit import fit
@@ -301,6 +302,7 @@ def test_fit_init_from_adds_a_label_and_starts_from_the_trained_weights(upos_cor
     assert sum(a == b for a, b in nums) / len(nums) > 0.5
 
 
+@pytest.mark.slow
 def test_spacy_train_sources_a_trained_component_and_adds_its_new_labels(upos_corpora, tmp_path):
     # a trained pipeline without NUM
     nlp = spacy.blank("en")

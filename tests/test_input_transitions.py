@@ -196,6 +196,7 @@ def test_combinations_that_do_not_exist_are_named(config, code):
                                                          **config})
 
 
+@pytest.mark.slow
 def test_spacy_train_and_the_batch_trainer(tmp_path):
     from spacy.training.converters import conllu_to_docs
 

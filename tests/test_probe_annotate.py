@@ -111,6 +111,7 @@ def wait_for_a_finished_shard(out: Path, run: subprocess.Popen, seconds: float =
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_far_the_run_got(model, texts, tmp_path):  # noqa: F811
     """Ctrl-C signals the terminal's whole process group: the workers printed raw
     Dask tracebacks and the driver its own; now one line and exit 130."""

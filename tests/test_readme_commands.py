@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+#: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 EWT = ROOT / "assets" / "ewt_sample"
 README = ROOT / "README.md"

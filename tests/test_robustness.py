@@ -491,6 +491,7 @@ def test_uncreatable_numba_cache_dir(saved_toy, tmp_path):
     assert blocker.read_text() == "not a directory"
 
 
+@pytest.mark.slow
 def test_two_processes_share_a_fresh_numba_cache_dir(saved_toy, tmp_path):
     cache = tmp_path / "fresh_cache"
     cache.mkdir()

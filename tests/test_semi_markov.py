@@ -342,6 +342,7 @@ def test_perceptron_and_hinge_train_it():
         assert [(e.text, e.label_) for e in doc.ents] == [("Bob", "PER"), ("Paris", "LOC")]
 
 
+@pytest.mark.slow
 def test_spacy_train_and_the_batch_trainer(tmp_path):
     from spacy_crf.convert import main as convert_main  # noqa: F401  (import check)
 
