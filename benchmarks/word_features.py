@@ -10,6 +10,8 @@ and Universal NER English EWT (test exact-span F1):
 * factory defaults without a cluster table (``cluster_templates = []``, what a
   user without spacy-lookups-data gets);
 * factory defaults with spacy-lookups-data installed (its English Brown clusters);
+  the same without averaged weights (``average_weights = false``), and in
+  batches of 128 (the loop of issue #34's trial);
 * the same plus ``VECTOR_CLUSTER64/256/1024[-1..1]`` templates over vectors made
   here: PPMI-SVD vectors (100 dimensions) of the training text of EWT and
   CoNLL-2000 (words seen twice or more);
@@ -270,6 +272,10 @@ def run(data_dir: Path, tasks: Sequence[str], epochs: int, batch_size: int,
                 phase_crf, task, train, test, {"cluster_templates": []}, epochs, batch_size),
             "crf_tagger, factory defaults + spacy-lookups-data (clusters)": lambda: run_isolated(
                 phase_crf, task, train, test, {}, epochs, batch_size, calibration=True),
+            "  without averaged weights (average_weights = false)": lambda: run_isolated(
+                phase_crf, task, train, test, {"average_weights": False}, epochs, batch_size),
+            "  in batches of 128 (the issue's loop)": lambda: run_isolated(
+                phase_crf, task, train, test, {}, epochs, 128),
             "  + vector clusters (PPMI-SVD of the training text)": lambda: run_isolated(
                 phase_crf, task, train, test, {"templates": templates + VECTOR_TEMPLATES},
                 epochs, batch_size, vectors=vectors),

@@ -15,7 +15,8 @@ dtype of ``scores`` (``None`` for the parameters the structure does not use).
 
 The labelling objectives' gradient is a difference of feature counts; the
 scores are linear in the counts, so the counts are the gradient of a
-labelling's score. Averaging (the *averaged* perceptron) is the optimizer's
+labelling's score. Averaging (the *averaged* perceptron) is the model's
+``average_weights`` (on in ``FeatureCRF`` by default) or the optimizer's
 ``use_averages``.
 
 A new objective registers itself with :func:`register_objective`. For the

@@ -32,6 +32,7 @@ from thinc.api import Model, Optimizer
 
 from .._kernels import sparse_update as kernels
 from .grow import grow_optimizer_state, grow_rows
+from .weight_average import AVERAGE_WEIGHTS, step_average
 
 ATTR = "sparse_table"
 #: attrs key of a layer's learning-rate scale (a multiplier of the optimizer's rate)
@@ -106,7 +107,8 @@ class SparseTable:
         kernels.scatter_rows(self.rows, self.grads, self.n_rows, model.get_grad("W"))
         self.clear()
 
-    def _state_for(self, model: Model, sgd: Optimizer, key: Tuple[int, str], W: np.ndarray):
+    def _state_for(self, model: Model, sgd: Optimizer, key: Tuple[int, str], W: np.ndarray,
+                   averages: Optional[Dict]):
         # (thinc optimizers take no weak references, so the table keeps none:
         # a key missing from the optimizer's dicts means a new optimizer)
         if key not in sgd.mom1:
@@ -127,12 +129,12 @@ class SparseTable:
                 rows = moments[key].reshape(-1, self.moment_width)
                 moments[key] = grow_rows(model, rows, W.shape[1]).reshape(-1)
             self.moment_width = W.shape[1]
-        if sgd.averages is not None:
-            if key not in sgd.averages:
+        if averages is not None:
+            if key not in averages:
                 # thinc starts averages at zero too
-                sgd.averages[key] = np.zeros_like(W)
+                averages[key] = np.zeros_like(W)
                 self.synced[:] = sgd.nr_update[key]
-            self._averages_id = id(sgd.averages[key])
+            self._averages_id = id(averages[key])
         if not _uses_adam(sgd):
             return sgd.mom1[key].reshape(1, 1), sgd.mom2[key].reshape(1, 1)
         self._add_moment_rows(sgd, key, W.shape[1])
@@ -156,15 +158,18 @@ class SparseTable:
                 grown[: moments[key].size] = moments[key]
                 moments[key] = grown
 
-    def step(self, model: Model, sgd: Optimizer, lr_scale: float = 1.0) -> None:
+    def step(self, model: Model, sgd: Optimizer, lr_scale: float = 1.0,
+             averages: Optional[Dict] = None) -> None:
         """Apply ``sgd`` to the pending rows of ``model``'s ``W`` and clear them.
 
         ``lr_scale`` multiplies the optimizer's learning rate, as thinc's
         ``Optimizer.__call__(..., lr_scale=...)`` does (weight decay included).
+        ``averages`` (thinc's layout), if given, get the step's moving average:
+        the optimizer's own (``use_averages``) or the component's.
         """
         key = (model.id, "W")
         W = model.get_param("W")
-        mom1, mom2 = self._state_for(model, sgd, key, W)
+        mom1, mom2 = self._state_for(model, sgd, key, W, averages)
         sgd.nr_update[key] += 1
         step = sgd.nr_update[key]
         decay = min((1.0 + step) / (10.0 + step), 0.9999)
@@ -186,8 +191,8 @@ class SparseTable:
                 clip_scale = sgd.grad_clip / norm
         # (no weight decay on the hashed table: see the module docstring)
         learn_rate = float(sgd.learn_rate) * lr_scale
-        use_avg = sgd.averages is not None
-        avg = sgd.averages[key] if use_avg else W
+        use_avg = averages is not None
+        avg = averages[key] if use_avg else W
         kernels.update_rows(W, mom1, mom2, self.moment_row, self.rows, grads, self.n_rows, step,
                             learn_rate, float(sgd.b1), float(sgd.b2), float(sgd.eps),
                             clip_scale, avg, self.synced, self.cum_log_decay,
@@ -233,32 +238,45 @@ def _lr_scales(model: Model) -> Dict[int, float]:
     return scales
 
 
+def _averages_of(node: Model, sgd: Optimizer, own: Optional[Dict]) -> Optional[Dict]:
+    """Where a step of ``node``'s parameters is averaged: the optimizer's
+    averages (``use_averages``), else the component's own (``own``) for a layer
+    that asks for them (``weight_average.AVERAGE_WEIGHTS``), else nowhere."""
+    if sgd.averages is not None:
+        return sgd.averages
+    return own if own is not None and node.attrs.get(AVERAGE_WEIGHTS) else None
+
+
 def apply_sparse_updates(model: Model, sgd: Optimizer,
-                         scales: Optional[Dict[int, float]] = None) -> None:
-    """Step every hashed table in ``model`` that has pending rows."""
+                         scales: Optional[Dict[int, float]] = None,
+                         averages: Optional[Dict] = None) -> None:
+    """Step every hashed table in ``model`` that has pending rows (``averages``:
+    the component's own, see :func:`step_model`)."""
     for node in model.walk():
         table = node.attrs.get(ATTR)
         if table is None or not table.n_rows:
             continue
         if _supports(sgd):
             scale = scales[node.id] if scales is not None else node.attrs.get(LR_SCALE, 1.0)
-            table.step(node, sgd, scale)
+            table.step(node, sgd, scale, _averages_of(node, sgd, averages))
         else:
             table.to_dense(node)
             # stepped with the other dense parameters by step_model
 
 
-def step_model(model: Model, sgd: Optimizer) -> None:
+def step_model(model: Model, sgd: Optimizer, averages: Optional[Dict] = None) -> None:
     """thinc's ``Model.finish_update``, with each layer's learning-rate scale.
 
     The hashed tables take their row-sparse step; every other parameter is
     stepped by ``sgd`` with ``lr_scale`` read from its layer's attrs
     (``LR_SCALE``, default 1, times the layer's head start, :func:`boost`),
-    the argument thinc's optimizers take for it.
+    the argument thinc's optimizers take for it. ``averages``: the
+    component's own averages (``weight_average.WeightAverages``), stepped for
+    the layers that ask for them when ``sgd`` keeps none.
     """
     grow_optimizer_state(model, sgd)  # moments of weights that grew new labels
     scales = _lr_scales(model)
-    apply_sparse_updates(model, sgd, scales)
+    apply_sparse_updates(model, sgd, scales, averages)
     for node in model.walk():
         for shim in node.shims:
             shim.finish_update(sgd)
@@ -266,9 +284,15 @@ def step_model(model: Model, sgd: Optimizer) -> None:
         lr_scale = scales[node.id]
         for name in node.param_names:
             if node.has_grad(name):
-                param, _ = sgd((node.id, name), node.get_param(name), node.get_grad(name),
+                key = (node.id, name)
+                param, _ = sgd(key, node.get_param(name), node.get_grad(name),
                                lr_scale=lr_scale)
                 node.set_param(name, param)
+                own = _averages_of(node, sgd, averages) if sgd.averages is None else None
+                if own is not None:
+                    if key not in own:
+                        own[key] = np.zeros_like(param)  # as thinc's start at zero
+                    step_average(own[key], param, sgd.nr_update[key])
 
 
 def sync_averages(model: Model, averages: Dict) -> None:

@@ -38,6 +38,7 @@ from ..models.potentials import CRFScores, find_potentials
 from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..models.sparse_table import ATTR as SPARSE_TABLE
 from ..models.sparse_table import restart_boost, step_model, sync_averages
+from ..models.weight_average import WeightAverages
 from ..objectives import each_expert, get_objective
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
 from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
@@ -156,8 +157,9 @@ def make_crf_tagger(
         with their probabilities in ``doc._.crf_nbest`` (chains and the semi-Markov CRF).
     loss : str
         The training objective (``spacy_crf.objectives``): ``nll`` (the
-        likelihood), ``perceptron`` (structured perceptron; average it with the
-        optimizer's ``use_averages``) or ``hinge`` (structured SVM, Hamming cost).
+        likelihood), ``perceptron`` (structured perceptron, averaged as every
+        update-trained model is: ``average_weights``) or ``hinge`` (structured
+        SVM, Hamming cost).
     scorer : callable, optional
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     """
@@ -240,6 +242,8 @@ class CRFTagger(TrainablePipe):
         self._inputs_checked = False
         # the teacher of rehearse(): nlp.resume_training() sets it to a copy of the model
         self._rehearsal_model: Optional[Model] = None
+        # the moving average of the weights, predicted with (models/weight_average.py)
+        self._averages = WeightAverages()
         register_confidence_extension()
         self.model = crf_structure.prepare_model(self.model, target) or self.model
         set_sequence(self.model, sequence)
@@ -309,6 +313,7 @@ class CRFTagger(TrainablePipe):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
         self._check_inputs(docs)
+        self.use_prediction_weights()
         with read_once(docs):  # the features and the structure share the sequences and heads
             structure = self._structure(docs)
             scores = self._constrain(self.model.predict(docs))
@@ -376,6 +381,7 @@ class CRFTagger(TrainablePipe):
         self._require_labels()
         self._check_inputs(docs)
         set_dropout_rate(self.model, drop)
+        self._averages.show_iterate(self.model)
         with read_once(docs):
             structure = self._structure(docs)  # a missing parse fails here, before any work
             scores, backprop = self.model.begin_update(docs)
@@ -439,6 +445,7 @@ class CRFTagger(TrainablePipe):
             return losses
         self._require_labels()
         set_dropout_rate(self.model, drop)
+        self._averages.show_iterate(self.model)
         with read_once(docs):
             structure = self._structure(docs)
             teacher = self._constrain(self._rehearsal_model.predict(docs))
@@ -595,6 +602,9 @@ class CRFTagger(TrainablePipe):
                 self._grow(new)
             self._fit_counts(get_examples)
             return
+        # new weights: the averages of the old ones go (with the iterate they followed)
+        self._averages.show_iterate(self.model)
+        self._averages.clear()
         self._set_labels(self.target.order_labels(found))
         self.cfg["unseen_labels"] = []
         self._added_labels = []
@@ -745,6 +755,8 @@ class CRFTagger(TrainablePipe):
         n_old, labels = len(self.labels), list(self.labels) + list(new)
         grown_cfg = self.crf_structure.grow_cfg(self, n_old, len(labels))  # may refuse: first
         make_target(self.cfg["target"], self.cfg["scheme"]).set_labels(labels, self.vocab)  # E061
+        # the model grows from the weights it predicts with; averaging starts afresh
+        self._averages.commit(self.model)
         for model in (self.model, self._rehearsal_model):
             if model is not None:
                 grow_n_labels(model, n_old, len(labels))
@@ -754,14 +766,24 @@ class CRFTagger(TrainablePipe):
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Step the parameters: the hashed tables row-sparse, the rest as thinc
-        does, each layer with its own learning-rate scale."""
-        step_model(self.model, sgd)
+        does, each layer with its own learning-rate scale, and the weights'
+        moving average where the optimizer keeps none (``average_weights``)."""
+        step_model(self.model, sgd, self._averages.for_step(self.model, sgd))
+
+    def use_prediction_weights(self) -> None:
+        """Make the model hold the weights the component predicts with: the
+        moving average of the weights its updates visited (``FeatureCRF``'s
+        ``average_weights``), where it keeps one. ``predict`` and saving do
+        this themselves; call it before reading ``self.model`` as a predictor
+        directly. The next update takes the training weights back."""
+        self._averages.show_averages(self.model)
 
     def use_params(self, params: Dict) -> Iterator[None]:
         """Swap in e.g. the optimizer's averages (for evaluation and saving).
 
         A generator, as ``Language.use_params`` drives it with ``next()``.
         """
+        self._averages.show_iterate(self.model)  # (the optimizer's averages follow the iterate)
         sync_averages(self.model, params)
         with self.model.use_params(params):
             yield
@@ -781,6 +803,7 @@ class CRFTagger(TrainablePipe):
         """
         path = ensure_path(path)
         path.mkdir(parents=True, exist_ok=True)
+        self.use_prediction_weights()
         cfg_tmp, model_tmp = path / "cfg.tmp", path / "model.tmp"
         if "cfg" not in exclude:
             srsly.write_json(cfg_tmp, self.cfg)
@@ -814,6 +837,7 @@ class CRFTagger(TrainablePipe):
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """Serialize ``cfg`` and the model's weights, less the parts named in ``exclude``."""
         msg: Dict[str, Any] = {}
+        self.use_prediction_weights()
         if "cfg" not in exclude:
             msg["cfg"] = self.cfg
         if "model" not in exclude:
@@ -921,6 +945,7 @@ class CRFTagger(TrainablePipe):
                     and node.get_dim("nO") not in (None, n_labels)):
                 raise ValueError(Errors.E011.format(name=self.name, found=node.get_dim("nO"), expected=n_labels))
         self.model, self.target = model, target
+        self._averages.clear()  # (a copy's layers keep their ids: old averages would match)
         self.cfg = cfg
         set_sequence(self.model, self.cfg["sequence"])
         self._set_labels(self.cfg["labels"])
@@ -976,7 +1001,9 @@ class CRFTagger(TrainablePipe):
 
     def __reduce__(self):
         # rebuilt through __init__ in a worker process (nlp.pipe(n_process=...),
-        # spawn start method): that registers the token extensions there too
+        # spawn start method): that registers the token extensions there too;
+        # the copy predicts as this one does, with the averaged weights
+        self.use_prediction_weights()
         return (_rebuild, (self.vocab, self.model, self.name, self.cfg, self.scorer))
 
 

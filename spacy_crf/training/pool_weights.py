@@ -133,6 +133,7 @@ def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[E
     # the docs as the component meets them in nlp.pipe (enabled components only)
     docs = run_components_before(name, nlp.pipeline, [eg.predicted for eg in examples], batch_size)
     held_out = []
+    pipe.use_prediction_weights()  # the weights it decodes with (averaged ones)
     for start in range(0, len(docs), batch_size):
         batch, batch_docs = examples[start:start + batch_size], docs[start:start + batch_size]
         pipe._check_inputs(batch_docs)

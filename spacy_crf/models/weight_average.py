@@ -1,0 +1,110 @@
+"""Averaged weights: what a model trained by updates predicts with.
+
+Stochastic updates leave a sparse CRF's weights moving around the optimum
+with the noise of the last batches; the average of the recent iterates
+(Polyak-Ruppert averaging, the averaged perceptron's trick) sits closer to it.
+thinc keeps such averages when the optimizer has ``use_averages``, and
+``spacy train`` then evaluates and saves them; but spaCy's default optimizer
+has ``use_averages = false``, and a plain ``nlp.update`` loop never swaps
+averages in. So a layer with :data:`AVERAGE_WEIGHTS` in its attrs (the
+feature CRF's tables and potentials, ``FeatureCRF(average_weights=True)``,
+the default) has its parameters averaged by its component when the optimizer
+keeps none: thinc's exponential moving average, stepped with the weights
+(``sparse_table.step_model``), the hashed tables lazily row by row.
+
+Measured on the factory defaults, 5 epochs of ``nlp.update`` in batches of 32
+(``benchmarks/word_features.py``'s loop): UNER dev F1 68.59 -> 69.81, EWT
+UPOS dev 94.94 -> 95.22.
+
+:class:`WeightAverages` holds the averages and knows which set the model
+holds now: the component shows the averages to everything that reads the
+model as a predictor (``predict``, saving, pickling) and the training iterate
+to everything that trains it. Swapping is by reference (no copy), and the
+averages are brought up to date only when updates have happened since.
+"""
+
+import threading
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+from thinc.api import Model, Optimizer
+
+#: attrs key of a layer whose parameters its component averages (bool)
+AVERAGE_WEIGHTS = "crf_average_weights"
+
+Key = Tuple[int, str]
+
+
+def average_weights(*layers: Model) -> None:
+    """Mark ``layers``: their component averages their parameters."""
+    for layer in layers:
+        layer.attrs[AVERAGE_WEIGHTS] = True
+
+
+def step_average(average: np.ndarray, weights: np.ndarray, step: int) -> None:
+    """thinc's moving average after its update ``step`` (``Optimizer._update_averages``)."""
+    decay = min((1.0 + step) / (10.0 + step), 0.9999)
+    average -= (1.0 - decay) * (average - weights)
+
+
+class WeightAverages:
+    """A component's own averages of its model's parameters (thinc's layout:
+    ``{(layer id, param name): array}``), and which set the model holds."""
+
+    def __init__(self) -> None:
+        self.averages: Dict[Key, np.ndarray] = {}
+        # the training iterate while the model holds the averages, else None
+        self._iterate: Optional[Dict[Key, np.ndarray]] = None
+        # threads predicting with one pipeline swap once, not into each other
+        self._lock = threading.Lock()
+
+    def for_step(self, model: Model, sgd: Optimizer) -> Optional[Dict[Key, np.ndarray]]:
+        """The averages an optimizer step of ``model`` should update: these, or
+        None where ``sgd`` keeps averages of its own (``use_averages``: spaCy
+        swaps those in) or no layer asks for them. The model gets its
+        iterate back first: a step moves the iterate."""
+        self.show_iterate(model)
+        if sgd.averages is not None or not any(node.attrs.get(AVERAGE_WEIGHTS)
+                                               for node in model.walk()):
+            return None
+        return self.averages
+
+    def show_averages(self, model: Model) -> None:
+        """Make ``model`` hold the averaged parameters (up to date), keeping its iterate."""
+        from .sparse_table import sync_averages  # (sparse_table imports this module)
+
+        with self._lock:
+            if self._iterate is not None or not self.averages:
+                return
+            sync_averages(model, self.averages)
+            iterate = {}
+            for node in model.walk():
+                for name in node.param_names:
+                    key = (node.id, name)
+                    if key in self.averages and node.has_param(name):
+                        iterate[key] = node.get_param(name)
+                        node.set_param(name, self.averages[key])
+            self._iterate = iterate
+
+    def show_iterate(self, model: Model) -> None:
+        """Give ``model`` its training iterate back (a no-op if it holds it)."""
+        with self._lock:
+            if self._iterate is None:
+                return
+            for node in model.walk():
+                for name in node.param_names:
+                    key = (node.id, name)
+                    if key in self._iterate:
+                        node.set_param(name, self._iterate[key])
+            self._iterate = None
+
+    def commit(self, model: Model) -> None:
+        """Keep the averages as ``model``'s weights and start averaging afresh
+        (before its parameters change shape, e.g. new labels)."""
+        self.show_averages(model)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the averages (the model keeps what it holds now)."""
+        self.averages = {}
+        self._iterate = None
