@@ -338,7 +338,7 @@ def test_component_uses_the_configured_objective(toy):
         scores = pipe.model.predict([eg.predicted for eg in examples])
         got, _ = pipe.get_loss(examples, scores)
         gold = np.concatenate([pipe.target.gold_ids(eg) for eg in examples])
-        structure = pipe._structure([eg.predicted for eg in examples])
+        structure = pipe.batch_layout([eg.predicted for eg in examples])
         expected = objectives.get_objective(loss)(scores, structure, gold)[0].sum()
         assert got == pytest.approx(expected)
     assert pipe.cfg["loss"] == "hinge"
@@ -403,7 +403,7 @@ def test_hinge_on_span_targets_gives_well_formed_spans(scheme):
         docs = [eg.predicted for eg in examples]
         scores = pipe.target.constrain(pipe.model.predict(docs))
         # cost-augmented decoding never takes a forbidden move: no count lands on one
-        _, gradient = objectives.hinge(scores, pipe._structure(docs),
+        _, gradient = objectives.hinge(scores, pipe.batch_layout(docs),
                                        np.concatenate([pipe.target.gold_ids(eg) for eg in examples]))
         assert not np.any(gradient.transitions[~allowed_t])
         assert not np.any(gradient.start[~allowed_start]) and not np.any(gradient.end[~allowed_end])
@@ -439,7 +439,7 @@ def test_loss_setting_survives_disk_bytes_and_pickle(toy, tmp_path):
     assert old.cfg["loss"] == "nll"
     docs = [eg.predicted for eg in examples]
     gold = np.concatenate([old.target.gold_ids(eg) for eg in examples])
-    nll = inference.nll_and_gradient(old.model.predict(docs), old._structure(docs), gold)[0]
+    nll = inference.nll_and_gradient(old.model.predict(docs), old.batch_layout(docs), gold)[0]
     assert old.get_loss(examples, old.model.predict(docs))[0] == pytest.approx(nll.sum())
 
 

@@ -173,7 +173,7 @@ def check_prediction(pipe, docs) -> None:
     if not n_tokens:
         return
     scores = pipe.target.constrain(pipe.model.predict(docs))
-    structure = pipe._structure(docs)
+    structure = pipe.batch_layout(docs)
     assert int(structure.lengths.sum()) == n_tokens
     ids, best = inference.viterbi(scores, structure)
     assert ids.shape == (n_tokens,)
@@ -547,7 +547,7 @@ def test_100k_token_doc_decodes(long_nlp, split):
     assert conf.shape == (n,)
     assert np.all(np.isfinite(conf)) and conf.min() > 0.0 and conf.max() <= 1.0
     scores = pipe.target.constrain(pipe.model.predict([doc]))
-    structure = pipe._structure([doc])
+    structure = pipe.batch_layout([doc])
     expected_seqs = 1 if sents is None else int(np.sum(sents))
     assert structure.lengths.shape == (expected_seqs,)
     ids, best = inference.viterbi(scores, structure)

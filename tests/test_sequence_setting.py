@@ -58,7 +58,7 @@ def test_the_layout_follows_the_setting(structure, order):
     for sequence, expected in (("sentence", [4, 3, 2]), ("doc", [len(WORDS)])):
         nlp = trained(sequence, structure=structure, order=order)
         pipe = nlp.get_pipe("crf_tagger")
-        assert pipe._structure([cut_doc(nlp)]).lengths.tolist() == expected
+        assert pipe.batch_layout([cut_doc(nlp)]).lengths.tolist() == expected
 
 
 def test_feature_windows_cross_boundaries_only_per_doc():
@@ -93,7 +93,7 @@ def test_the_setting_is_saved_and_loaded(tmp_path):
     fresh.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
     assert fresh.get_pipe("crf_tagger").cfg["sequence"] == "sentence"
     assert fresh.config["components"]["crf_tagger"]["sequence"] == "sentence"
-    assert fresh.get_pipe("crf_tagger")._structure([cut_doc(fresh)]).lengths.tolist() != [len(cut_doc(fresh))]
+    assert fresh.get_pipe("crf_tagger").batch_layout([cut_doc(fresh)]).lengths.tolist() != [len(cut_doc(fresh))]
     # and a config override given to spacy.load is honoured
     override = spacy.load(tmp_path / "model", config={"components": {"crf_tagger": {"sequence": "sentence"}}})
     assert override.get_pipe("crf_tagger").cfg["sequence"] == "sentence"
@@ -116,7 +116,7 @@ def test_a_component_saved_before_the_setting_reads_sentences(tmp_path):
     fresh = make_nlp("doc")
     pipe = fresh.get_pipe("crf_tagger").from_disk(path)
     assert pipe.cfg["sequence"] == "sentence"
-    assert pipe._structure([cut_doc(fresh)]).lengths.tolist() == [4, 3, 2]
+    assert pipe.batch_layout([cut_doc(fresh)]).lengths.tolist() == [4, 3, 2]
 
 
 @pytest.mark.parametrize("value", ["sentences", "Doc", ""])

@@ -835,7 +835,7 @@ def test_gold_without_a_well_formed_completion_is_unannotated():
     gold = np.asarray([pipe.labels.index(f"B-{first}"), -1,
                        pipe.labels.index(f"L-{second}")], dtype=np.int64)
     scores = pipe.target.constrain(pipe.model.predict([pred]))
-    repaired, n_bad = pipe.target.repair_gold(scores, gold, pipe._structure([pred]))
+    repaired, n_bad = pipe.target.repair_gold(scores, gold, pipe.batch_layout([pred]))
     assert repaired.tolist() == [-1, -1, -1] and n_bad == 2
 
 

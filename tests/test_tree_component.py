@@ -148,7 +148,7 @@ def test_n_relations_picks_most_frequent_relations(pos_tree):
     assert not np.allclose(pair[1], pair[0]) and not np.allclose(pair[2], pair[0])
     # each token's edge gets its relation's group (det 1, amod 2, everything else 0)
     docs = [parsed_doc(nlp.vocab, line) for line in TREE_TEXT + UNSEEN_TREES]
-    structure = tagger._structure(docs)
+    structure = tagger.batch_layout(docs)
     expected = [{"det": 1, "amod": 2}.get(t.dep_, 0) for doc in docs for t in doc]
     assert structure.relations.tolist() == expected
     assert structure.lengths.tolist() == [len(doc) for doc in docs]
@@ -319,7 +319,7 @@ def test_decode_matches_brute_force_on_multi_root_non_projective_doc(pos_tree):
     assert prediction.label_ids.tolist() == list(best_y)
     from spacy_crf import inference
 
-    got, log_z = inference.marginals(scores, tagger._structure([doc]))
+    got, log_z = inference.marginals(scores, tagger.batch_layout([doc]))
     np.testing.assert_allclose(got, marg, atol=1e-9)
     np.testing.assert_allclose(log_z, [np.logaddexp.reduce(all_scores)], rtol=1e-9)
     # store_confidence: P(predicted label) from the tree marginals

@@ -312,11 +312,11 @@ class CRFTagger(TrainablePipe):
         if not int(lengths.sum()):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
         self._require_labels()
-        self._check_inputs(docs)
+        self.check_inputs(docs)
         self.use_prediction_weights()
         with read_once(docs):  # the features and the structure share the sequences and heads
-            structure = self._structure(docs)
-            scores = self._constrain(self.model.predict(docs))
+            structure = self.batch_layout(docs)
+            scores = self.constrain_scores(self.model.predict(docs))
         self._check_width(scores)
         fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
                  if self.keep_existing else None)
@@ -379,11 +379,11 @@ class CRFTagger(TrainablePipe):
         if not int(doc_lengths(docs).sum()):
             return losses
         self._require_labels()
-        self._check_inputs(docs)
+        self.check_inputs(docs)
         set_dropout_rate(self.model, drop)
         self._averages.show_iterate(self.model)
         with read_once(docs):
-            structure = self._structure(docs)  # a missing parse fails here, before any work
+            structure = self.batch_layout(docs)  # a missing parse fails here, before any work
             scores, backprop = self.model.begin_update(docs)
         loss, d_scores = self._loss(examples, self.target.constrain(scores), structure, learn=True)
         backprop(d_scores)
@@ -403,7 +403,7 @@ class CRFTagger(TrainablePipe):
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
         return self._loss(examples, self.target.constrain(scores),
-                          self._structure([eg.predicted for eg in examples]))
+                          self.batch_layout([eg.predicted for eg in examples]))
 
     def rehearse(
         self,
@@ -447,13 +447,13 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         self._averages.show_iterate(self.model)
         with read_once(docs):
-            structure = self._structure(docs)
-            teacher = self._constrain(self._rehearsal_model.predict(docs))
+            structure = self.batch_layout(docs)
+            teacher = self.constrain_scores(self._rehearsal_model.predict(docs))
             scores, backprop = self.model.begin_update(docs)
         self._check_width(teacher)
         self._check_width(scores)
         gold, _ = inference.viterbi(teacher, structure, None)
-        loss, d_scores = self._objective(self._constrain(scores), structure, gold)
+        loss, d_scores = self._objective(self.constrain_scores(scores), structure, gold)
         backprop(d_scores)
         if isinstance(sgd, Optimizer):
             self.finish_update(sgd)
@@ -487,13 +487,13 @@ class CRFTagger(TrainablePipe):
     def _loss(self, examples: List[Example], scores: CRFScores,
               structure: BatchLayout, learn: bool = False):
         self._check_width(scores)
-        gold = self._gold(examples, scores, structure)
+        gold = self.gold_label_ids(examples, scores, structure)
         # new labels this gold has are trained (and, in an update, predicted from now on)
         seen = self._new_labels_in(gold)
         if learn and FIT_COUNTS not in self.model.attrs:
             # (a generative model, the HMM, learns from counts, not from updates:
             # its new labels are learned when initialize refits them)
-            self._learn_new_labels(gold)
+            self.learn_new_labels(gold)
         return self._objective(self._mask_unseen(scores, but=seen), structure, gold)
 
     def _objective(self, scores: CRFScores, structure: BatchLayout, gold: np.ndarray):
@@ -506,11 +506,12 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E009.format(name=self.name, value=loss))
         return loss, gradient
 
-    def _gold(self, examples: List[Example], scores: CRFScores,
-              structure: BatchLayout) -> np.ndarray:
+    def gold_label_ids(self, examples: List[Example], scores: CRFScores,
+                       structure: BatchLayout) -> np.ndarray:
         """Gold label ids of the batch's tokens, -1 where unknown; for span
         targets, tags that break the scheme are unannotated (W003). ``scores``
-        must be constrained (only its ``-inf`` entries matter). The batch
+        must be constrained (:meth:`constrain_scores`; only its ``-inf``
+        entries matter) and ``structure`` is :meth:`batch_layout`'s. The batch
         trainer (``spacy_crf.fit``) reads its labels here too."""
         gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
                 else np.zeros(0, dtype=np.int64))
@@ -630,11 +631,13 @@ class CRFTagger(TrainablePipe):
             examples = [eg for eg in get_examples() if len(eg.predicted)]
             docs = [eg.predicted for eg in examples]
             gold = np.concatenate([self.target.gold_ids(eg) for eg in examples])
-            fit_counts(self.model, docs, gold, self._structure(docs).lengths)
-            self._learn_new_labels(gold)
+            fit_counts(self.model, docs, gold, self.batch_layout(docs).lengths)
+            self.learn_new_labels(gold)
 
-    def _constrain(self, scores: CRFScores) -> CRFScores:
-        """The target's constraints, and ``-inf`` for the labels not learned yet."""
+    def constrain_scores(self, scores: CRFScores) -> CRFScores:
+        """``scores`` (the model's output) as the CRF decodes and trains on them:
+        with the target's constraints (a span scheme's forbidden moves) and
+        ``-inf`` for the labels not learned yet."""
         return self._mask_unseen(self.target.constrain(scores))
 
     def _mask_unseen(self, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
@@ -648,7 +651,7 @@ class CRFTagger(TrainablePipe):
         kinds = {self.target.kind_of(label) for label in seen_in(gold, unseen, self.labels)}
         return [label for label in unseen if self.target.kind_of(label) in kinds]
 
-    def _learn_new_labels(self, gold: np.ndarray) -> None:
+    def learn_new_labels(self, gold: np.ndarray) -> None:
         """Predict the new labels ``gold`` has from now on (the batch trainer
         calls this for its corpus; ``update`` does it for every batch)."""
         seen = self._new_labels_in(gold)
@@ -888,7 +891,7 @@ class CRFTagger(TrainablePipe):
                 found["DEP"] = "tree feature templates"
         return list(found.items())
 
-    def _check_inputs(self, docs: Sequence[Doc]) -> None:
+    def check_inputs(self, docs: Sequence[Doc]) -> None:
         """W005, once per component, for an input no doc of the first batch has
         (a missing parse is E015 at the structure or the features instead)."""
         if self._inputs_checked:
@@ -899,9 +902,12 @@ class CRFTagger(TrainablePipe):
             if attr != "DEP" and not any(doc.has_annotation(attr) for doc in docs):
                 warnings.warn(Warnings.W005.format(name=self.name, attr=attr, why=why))
 
-    def _structure(self, docs: Sequence[Doc]) -> BatchLayout:
+    def batch_layout(self, docs: Sequence[Doc]) -> BatchLayout:
         """The batch layout of ``docs`` (chains of sentences, the forest of each
-        doc's parse, ...), built by the component's structure."""
+        doc's parse, ...), built by the component's structure: what its
+        inference reads beside the scores. Inside
+        ``features.doc_arrays.read_once(docs)`` it shares the sentences and
+        heads the model's features read."""
         return self.crf_structure.layout(docs, self)
 
     def _check_dep_target(self) -> None:

@@ -1,8 +1,8 @@
 """A FeatureCRF component's training corpus, featurized once into shards.
 
 Features, labels and structure come from the component itself: its model's
-featurize layer, ``_gold`` (the target's gold ids, scheme-breaking span tags
-unannotated, as in ``update``), ``_structure`` and ``target.constrain``. So the
+featurize layer, ``gold_label_ids`` (the target's gold ids, scheme-breaking span tags
+unannotated, as in ``update``), ``batch_layout`` and ``target.constrain``. So the
 batch trainer sees exactly what ``spacy train`` shows the component.
 
 The hashed table has ``n_buckets`` rows but a corpus uses a fraction of them:
@@ -141,13 +141,13 @@ def featurize_corpus(pipe, examples: Sequence[Example],
         docs = [eg.predicted for eg in batch]
         with read_once(docs):
             features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
-            structure = pipe._structure(docs)
+            structure = pipe.batch_layout(docs)
         # the table row of every feature, mapped as the hashed layer maps it
         buckets = np.empty(features.shape, dtype=np.int64)
         feature_rows(features, n_buckets, unsigned, buckets)
         scores = _constrained_zeros(pipe, features.shape[0])
-        gold = pipe._gold(batch, scores, structure)
-        pipe._learn_new_labels(gold)  # labels added to a warm start, which this corpus trains
+        gold = pipe.gold_label_ids(batch, scores, structure)
+        pipe.learn_new_labels(gold)  # labels added to a warm start, which this corpus trains
         constraints = None
         if pipe.target.is_span_target:
             constraints = {name: np.asarray(getattr(scores, name), dtype=np.float64)

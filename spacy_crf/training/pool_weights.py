@@ -136,11 +136,11 @@ def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[E
     pipe.use_prediction_weights()  # the weights it decodes with (averaged ones)
     for start in range(0, len(docs), batch_size):
         batch, batch_docs = examples[start:start + batch_size], docs[start:start + batch_size]
-        pipe._check_inputs(batch_docs)
+        pipe.check_inputs(batch_docs)
         with read_once(batch_docs):
-            structure = pipe._structure(batch_docs)
+            structure = pipe.batch_layout(batch_docs)
             scores = pipe.model.predict(batch_docs)
-        gold = pipe._gold(batch, pipe._constrain(scores), structure)
+        gold = pipe.gold_label_ids(batch, pipe.constrain_scores(scores), structure)
         if (gold >= 0).any():
             held_out.append((scores.experts, structure, gold))
     return held_out
@@ -151,7 +151,7 @@ def _pooled_nll(pipe: CRFTagger, held_out: _HeldOut, weight: float) -> float:
     total = 0.0
     for experts, structure, gold in held_out:
         pooled = replace(pool_scores(experts, [1.0 - weight, weight]), experts=None)
-        nll, _ = inference.nll_and_gradient(pipe._constrain(pooled), structure, gold)
+        nll, _ = inference.nll_and_gradient(pipe.constrain_scores(pooled), structure, gold)
         total += float(nll.sum())
     return total
 
