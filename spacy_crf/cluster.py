@@ -73,8 +73,11 @@ def dask_client(n_workers: int = 2, address: Optional[str] = None,
         yield client
     except BaseException:
         # interrupted (Ctrl-C) or failed: the scheduler's complaints about the
-        # results it can no longer deliver are noise after the caller's message
+        # results it can no longer deliver, and the workers' about a scheduler
+        # that went away mid-heartbeat, are noise after the caller's message
         with _quiet("distributed"):
+            if cluster is not None:  # (a shared cluster's workers are not ours to silence)
+                _silence_workers(client)
             _close(client, cluster)
         raise
     _close(client, cluster)
@@ -84,6 +87,22 @@ def _close(client: Any, cluster: Any) -> None:
     client.close()
     if cluster is not None:
         cluster.close()
+
+
+def _silence_logs() -> None:
+    """(Runs in a worker or nanny process) Dask's loggers there silenced."""
+    for name in ["distributed", *logging.root.manager.loggerDict]:
+        if name == "distributed" or name.startswith("distributed."):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def _silence_workers(client: Any) -> None:
+    """The local cluster's workers and nannies quiet before it shuts down (best effort)."""
+    for nanny in (False, True):
+        try:
+            client.run(_silence_logs, nanny=nanny)
+        except Exception:  # a worker already gone has nothing more to say
+            pass
 
 
 @contextmanager

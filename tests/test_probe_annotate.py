@@ -119,8 +119,11 @@ def test_ctrl_c_says_how_far_the_run_got(model, texts, tmp_path):  # noqa: F811
     out = tmp_path / "out"
     command = [sys.executable, "-m", "spacy_crf.annotate", str(model), str(tmp_path / "in"),
                str(out), "--n-workers", "2"]
+    # SIGINT as a terminal leaves it, whatever the test runner inherited (a job
+    # started in the background of a script has it ignored, and a child keeps that)
     run = subprocess.Popen(command, start_new_session=True, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     wait_for_a_finished_shard(out, run)
     os.killpg(run.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     _, err = run.communicate(timeout=120)
