@@ -4,7 +4,7 @@ both with input-dependent transitions (``transition_templates``,
 
 For CoNLL-2000 chunking, UD English EWT r2.9 UPOS and Universal NER English
 EWT (BILUO), the shipped config is trained with ``spacy train`` at
-``--components.crf_tagger.order 1`` and ``2`` (one fresh process each, whole
+``--components.crf_tagger.structure.order 1`` and ``2`` (one fresh process each, whole
 process timed, its own peak RSS), then, in a fresh process, scored on test
 (``spacy_crf.evaluate``, inputs copied as training did) and timed decoding the
 test docs with ``nlp.pipe`` (best of three runs after a warm-up).
@@ -115,7 +115,7 @@ def run_task(task: str, data_dir: Path, workdir: Path, limit: int, runs: int,
         out = workdir / f"{task}_{name.replace(' ', '_').replace(',', '')}"
         cmd = [sys.executable, "-m", "spacy", "train", str(CONFIGS / config),
                "--output", str(out), "--paths.train", str(corpus["train"]),
-               "--paths.dev", str(corpus["dev"]), "--components.crf_tagger.order", str(order)]
+               "--paths.dev", str(corpus["dev"]), "--components.crf_tagger.structure.order", str(order)]
         log(f"{task}: {name}, spacy train")
         result = timed_process(cmd + every, workdir / f"{out.name}.log")
         scored = run_isolated(phase_score_and_decode, task, str(out / "model-best"),
@@ -127,12 +127,14 @@ def run_task(task: str, data_dir: Path, workdir: Path, limit: int, runs: int,
         log(f"  {100 * result['score']:.2f} in {result['train_s']:.1f} s, "
             f"{result['decode_tokens_per_s']:,.0f} tok/s, {result['n_label_pairs']} label pairs")
     for order in ORDERS:
-        # what a new user gets: nlp.add_pipe("crf_tagger", config={"target": ..., "order": k}),
+        # what a new user gets: nlp.add_pipe("crf_tagger", config={"target": ..., "structure":
+        # {"@structures": "spacy-crf.Chain.v1", "order": k}}),
         # nlp.initialize() and a plain nlp.update loop, scored and timed as the rows above
         name = f"factory defaults, nlp.update loop, order {order}"
         log(f"{task}: {name}")
         trained = run_isolated(phase_plain_loop, task, sents["train"], sents["test"],
-                               PLAIN_EPOCHS, PLAIN_BATCH, {"order": order})
+                               PLAIN_EPOCHS, PLAIN_BATCH,
+                               {"structure": {"@structures": "spacy-crf.Chain.v1", "order": order}})
         scored = run_isolated(phase_score_and_decode, task, trained["model"],
                               str(corpus["test"]), runs)
         rows[name] = {**{k: v for k, v in scored.items() if k != "peak_rss_mb"},

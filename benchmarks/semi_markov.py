@@ -39,7 +39,7 @@ COPY = {"ner": [], "spans": ["TAG"]}
 #: (system, config, extra spacy train arguments) per task
 SYSTEMS = {
     "ner": [("BILUO chain", "uner_ner.cfg", []),
-            ("BILUO chain, order 2", "uner_ner.cfg", ["--components.crf_tagger.order", "2"]),
+            ("BILUO chain, order 2", "uner_ner.cfg", ["--components.crf_tagger.structure.order", "2"]),
             ("semi-Markov", "uner_ner_semi_markov.cfg", []),
             ("BILUO chain, factory defaults", "defaults:chain", []),
             ("semi-Markov, factory defaults", "defaults:semi_markov", [])],

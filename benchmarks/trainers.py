@@ -126,7 +126,7 @@ def phase_plain_loop(task: str, train: Sentences, test: Sentences, epochs: int,
                      batch_size: int, settings: Optional[Dict[str, Any]] = None
                      ) -> Dict[str, Any]:
     """Factory defaults, nlp.initialize()'s optimizer, a plain nlp.update loop;
-    ``settings`` are component settings a user would pass too (e.g. ``order``).
+    ``settings`` are component settings a user would pass too (e.g. ``structure``).
     The trained pipeline is saved; its path is ``model``."""
     import spacy
     from spacy.tokens import Doc

@@ -141,8 +141,8 @@ class Errors(metaclass=_Codes):
     E069 = ("The pipeline has no crf_tagger (it has {pipes}): the plots show a crf_tagger's "
             "labels and weights; pass --model a pipeline trained with one.")
 
-    E094 = ("order = {order} does not exist for structure = '{structure}'. Available above "
-            "order 1: {available}. Use order = 1 (the default) otherwise.")
+    E094 = ("order = {order} does not exist for structure = '{structure}': its orders are "
+            "{available} (order = 1, the default, scores label pairs; 2 label triples too).")
     E095 = ("The component's label pairs (cfg[\"label_pairs\"]) name labels outside its "
             "{n_labels} labels: the saved cfg and model do not belong together. Retrain, or "
             "load the model directory as it was saved.")
@@ -170,15 +170,14 @@ class Errors(metaclass=_Codes):
             "pip install \"spacy-crf[distributed]\".")
     E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
             "apart from INPUT.")
-    E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure = "
-            "'{structure}'{order}. Use structure = \"chain\" and order = 1 with it, or a "
-            "FeatureCRF / NeuralCRF model.")
+    E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure "
+            "{structure}. Use a first-order chain (the default structure, "
+            "spacy-crf.Chain.v1 with order = 1) with it, or a FeatureCRF / NeuralCRF model.")
     E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
             "count), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
-            "\"chain\" (order 1 or 2) and \"tree\"; this component has structure = "
-            "'{structure}', order = {order}. Remove transition_templates from the model, or "
-            "use a chain or a tree.")
+            "\"chain\" (order 1 or 2) and \"tree\"; this component has structure "
+            "{structure}. Remove transition_templates from the model, or use a chain or a tree.")
     E106 = ("python -m spacy_crf.fit does not train transition_templates yet: train this "
             "config with python -m spacy train, or remove transition_templates.")
     E107 = ("The scores given to structure '{structure}' have no token transitions of shape "
@@ -190,9 +189,8 @@ class Errors(metaclass=_Codes):
     E108 = ("structure = \"semi_markov\" labels segments, so it needs a span target "
             "(\"ents\" or \"spans:KEY\"); '{name}' has target '{target}'. Use structure = "
             "\"chain\" for token labels.")
-    E109 = ("max_segment_length must be an integer >= 0 (0: the longest gold span of the "
-            "training data, capped at {cap}), got {value!r}; it applies to structure = "
-            "\"semi_markov\" only, and this component has structure = '{structure}'.")
+    E109 = ("max_segment_length of {structure} must be an integer >= 0 (0: the longest gold "
+            "span of the training data, capped at {cap}), got {value!r}.")
     E110 = ("python -m spacy_crf.fit does not train the semi-Markov CRF's segment features "
             "yet: train this config with python -m spacy train.")
     E111 = ("The scores given to structure 'semi_markov' have no segment scores of shape "
@@ -308,6 +306,10 @@ class Errors(metaclass=_Codes):
     E168 = ("spacy-crf.add_labels.v1: the pipeline has no crf_tagger named '{name}' (its "
             "components: {pipeline}). Set [initialize.after_init] component to the name of "
             "the crf_tagger to grow.")
+    E170 = ("{setting} = {value!r} beside structure {structure}: a structure's settings are "
+            "in its config block now, e.g. [components.NAME.structure] @structures = "
+            "\"spacy-crf.Chain.v1\" order = 2, or @structures = \"spacy-crf.SemiMarkov.v1\" "
+            "max_segment_length = 10 (the setting {setting} {why}).")
     E169 = ("python -m spacy_crf.fit --init-from {path}: cannot take its crf_tagger '{name}' "
             "({why}). Give the directory of a trained pipeline (e.g. model-best) with a "
             "crf_tagger of that name, or --component NAME.")

@@ -166,6 +166,16 @@ def toy_examples(nlp, target: str = "tag") -> List[Example]:
     return examples
 
 
+def chain(order: int) -> Dict[str, Any]:
+    """The config block of a chain of ``order``."""
+    return {"@structures": "spacy-crf.Chain.v1", "order": order}
+
+
+def semi_markov(max_segment_length: int = 0) -> Dict[str, Any]:
+    """The config block of a semi-Markov CRF."""
+    return {"@structures": "spacy-crf.SemiMarkov.v1", "max_segment_length": max_segment_length}
+
+
 def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "spacy.Language":
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": dict(model or SMALL_MODEL), "target": target, **config})

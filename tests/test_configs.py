@@ -7,6 +7,7 @@ from spacy.cli.debug_config import debug_config
 from spacy.cli.debug_data import debug_data
 from spacy.cli.init_config import fill_config
 from spacy.util import load_config
+from spacy_crf.structures.config import FLAT_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
@@ -65,8 +66,11 @@ def test_config_is_complete_as_fill_config_writes_it(path, sample_parser, tmp_pa
     fill_config(filled, with_parser(path, sample_parser, tmp_path), silent=True)
     original = load_config(path, interpolate=False)
     completed = load_config(filled, interpolate=False)
-    assert not missing_settings(original, completed), \
-        f"{path.name} lacks {missing_settings(original, completed)}"
+    # (the crf_tagger's flat order / max_segment_length are read from configs written
+    # before structures were blocks: fill-config writes them null, a config omits them)
+    missing = [name for name in missing_settings(original, completed)
+               if name.rsplit(".", 1)[-1] not in FLAT_SETTINGS]
+    assert not missing, f"{path.name} lacks {missing}"
 
 
 def missing_settings(original, completed, prefix=""):

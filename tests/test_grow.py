@@ -17,7 +17,7 @@ import spacy
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 
-from conftest import SMALL_MODEL, TOY_NER, ewt_sample_docs, run_python, tiny_tok2vec
+from conftest import SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, run_python, tiny_tok2vec
 from spacy_crf.models.grow import grow_array
 
 ROOT = Path(__file__).parent.parent
@@ -73,7 +73,7 @@ def neural(version):
 #: (id, target, component settings, model) of every structure and architecture
 CASES = [
     ("chain", "tag", {}, SMALL_MODEL),
-    ("order2", "tag", {"order": 2}, SMALL_MODEL),
+    ("order2", "tag", {"structure": chain(2)}, SMALL_MODEL),
     ("transitions", "tag", {}, {**SMALL_MODEL, "transition_templates": ["NORM[-1]|NORM[0]"],
                                 "transition_buckets": 1024}),
     ("tree", "tag", {"structure": "tree"}, {**SMALL_MODEL, "tree_templates": ["head:NORM"]}),
@@ -83,7 +83,7 @@ CASES = [
     ("neural_v1", "tag", {}, neural("v1")),
     ("neural_v2", "tag", {}, neural("v2")),
     ("ents", "ents", {}, SMALL_MODEL),
-    ("ents_bio_order2", "ents", {"scheme": "BIO", "order": 2}, SMALL_MODEL),
+    ("ents_bio_order2", "ents", {"scheme": "BIO", "structure": chain(2)}, SMALL_MODEL),
     ("semi_markov", "ents", {"structure": "semi_markov"}, SMALL_MODEL),
 ]
 NBEST = {"chain", "order2", "ents", "ents_bio_order2", "semi_markov", "hmm",
@@ -229,7 +229,7 @@ def test_initialize_keep_weights_adds_the_new_labels_only():
 
 
 def test_a_second_order_model_grows_its_label_pairs():
-    nlp, _, _ = build("tag", {"order": 2}, SMALL_MODEL, {"JJ"}, "order2")
+    nlp, _, _ = build("tag", {"structure": chain(2)}, SMALL_MODEL, {"JJ"}, "order2")
     pipe = nlp.get_pipe("crf_tagger")
     n_pairs = len(pipe.cfg["label_pairs"])
     pipe.add_label("JJ")

@@ -13,6 +13,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from spacy_crf.convert import read_conllu_upos
+from conftest import chain
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "assets" / "ewt_sample"
@@ -169,7 +170,7 @@ def test_the_hmm_tags_the_ewt_sample():
 
 @pytest.mark.parametrize("config, code", [
     ({"structure": "tree"}, "E103"),
-    ({"order": 2}, "E103"),
+    ({"structure": chain(2)}, "E103"),
 ])
 def test_structures_the_hmm_does_not_score_are_refused(config, code):
     nlp = spacy.blank("en")

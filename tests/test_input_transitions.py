@@ -19,6 +19,7 @@ from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
+from conftest import chain
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = list(range(8))
@@ -186,7 +187,7 @@ def test_margin_losses_train_with_transition_templates(loss):
 
 @pytest.mark.parametrize("config, code", [
     ({"structure": "semi_markov", "target": "ents"}, "E105"),
-    ({"order": 2, "structure": "tree"}, "E094"),
+    ({"structure": chain(3)}, "E094"),
     ({"n_best": 2}, "E019"),
     ({"target": "ents", "store_confidence": True}, "E096"),
 ])
@@ -318,7 +319,7 @@ def test_order2_with_token_transitions_gradient_and_counts(seed):
 
 def test_order2_with_transition_templates_trains_and_gives_confidences(tmp_path):
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "order": 2, "model": model(),
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": chain(2), "model": model(),
                                        "store_confidence": True, "n_best": 2})
     examples = alternation_examples(nlp)
     optimizer = nlp.initialize(lambda: examples)

@@ -22,7 +22,7 @@ from thinc.api import Adam
 
 from spacy_crf.models import hashed_linear
 from spacy_crf.models.serialize import KEY, model_from_bytes, model_to_bytes
-from conftest import SPELLING_ONLY, TOY_NER
+from conftest import SPELLING_ONLY, TOY_NER, semi_markov
 
 MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v1",
@@ -367,8 +367,8 @@ def test_a_table_above_the_bound_is_refused_before_allocating(monkeypatch):
 
 def test_a_segment_length_above_the_bound_is_refused_by_the_factory():
     with pytest.raises(ValueError, match=r"\[E166\].*up to 100"):
-        make_nlp(structure="semi_markov", max_segment_length=10 ** 6)
-    make_nlp(structure="semi_markov", max_segment_length=100)
+        make_nlp(structure=semi_markov(10 ** 6))
+    make_nlp(structure=semi_markov(100))
 
 
 # -- 29.6: loading ---------------------------------------------------------------------
@@ -403,8 +403,8 @@ def _saved(tmp_path, **cfg_changes):
 
 
 @pytest.mark.parametrize("change,code", [
-    ({"structure": "bogus"}, "E012"), ({"order": 7}, "E094"), ({"n_best": -5}, "E019"),
-    ({"max_segment_length": -3}, "E109"), ({"scheme": "IOB"}, "E060"),
+    ({"structure": "bogus"}, "E012"), ({"structure": "chain", "order": 7}, "E094"), ({"n_best": -5}, "E019"),
+    ({"structure": "semi_markov", "max_segment_length": -3}, "E109"), ({"scheme": "IOB"}, "E060"),
     ({"structure": "semi_markov", "max_segment_length": 10 ** 6}, "E166"),
     ({"labels": [1, 2, 3]}, "E162"), ({"labels": ["O", "BOGUS", "U-PER"]}, "E162"),
     ({"keep_existing": "yes"}, "E163"),

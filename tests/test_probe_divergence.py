@@ -14,11 +14,12 @@ from spacy.training import Example
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
+from conftest import chain
 
 TEXTS = [("Alice Smith lives in New York City .", [(0, 11, "PER"), (21, 34, "LOC")]),
          ("Bob went to Paris yesterday .", [(0, 3, "PER"), (12, 17, "LOC")])]
 
-CONFIGS = {"chain": {}, "semi_markov": {"structure": "semi_markov"}, "order2": {"order": 2}}
+CONFIGS = {"chain": {}, "semi_markov": {"structure": "semi_markov"}, "order2": {"structure": chain(2)}}
 
 
 def poison(model, value=np.nan):

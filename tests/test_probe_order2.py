@@ -15,6 +15,7 @@ from spacy_crf.errors import Errors
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.second_order import MAX_LABEL_TRIPLES, max_order2_labels
 from test_second_order import labellings, path_score, problem
+from conftest import chain
 
 
 def random_spans(rng, lengths, per_sequence=3):
@@ -125,7 +126,7 @@ def test_too_many_labels_for_order_two_is_a_clear_error_at_initialize():
     """300 labels took about 1 GB at initialize, with no guard."""
     n = max_order2_labels() + 1
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "order": 2})
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": chain(2)})
     words = [f"w{i}" for i in range(n)]
     examples = [Example.from_dict(nlp.make_doc(" ".join(words)),
                                   {"tags": [f"T{i}" for i in range(n)]})]

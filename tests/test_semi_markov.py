@@ -20,6 +20,7 @@ from spacy_crf import inference, schemes
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
+from conftest import semi_markov
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = range(5)
@@ -299,7 +300,7 @@ def test_save_and_load_give_the_same_predictions(tmp_path):
 
 def test_max_segment_length_setting_and_long_gold_spans_warn():
     with pytest.warns(UserWarning, match="W006.*longer than max_segment_length = 2"):
-        nlp, crf = trained(max_segment_length=2)
+        nlp, crf = trained(structure=semi_markov(2))
     assert crf.cfg["segment_length"] == 2
     doc = nlp("Carol Ann Jones met Bob in Paris .")
     assert all(len(ent) <= 2 for ent in doc.ents)
@@ -315,9 +316,9 @@ def test_keep_existing_forces_the_given_entities():
 
 @pytest.mark.parametrize("config, code", [
     ({"target": "tag", "structure": "semi_markov"}, "E108"),
-    ({"target": "ents", "structure": "semi_markov", "max_segment_length": -1}, "E109"),
-    ({"target": "ents", "structure": "chain", "max_segment_length": 4}, "E109"),
-    ({"target": "ents", "structure": "semi_markov", "order": 2}, "E094"),
+    ({"target": "ents", "structure": semi_markov(-1)}, "E109"),
+    ({"target": "ents", "structure": semi_markov(10 ** 6)}, "E166"),
+    ({"target": "ents", "structure": {"@structures": "spacy-crf.Tree.v2"}}, "spacy-crf.Tree.v2"),
 ])
 def test_config_errors(config, code):
     nlp = spacy.blank("en")

@@ -13,6 +13,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 from thinc.api import Adam
+from conftest import chain
 
 WORDS = ["I", "flew", "to", "New", "York", "and", "Los", "Angeles", "."]
 ENTS = ["O", "O", "O", "B-GPE", "L-GPE", "O", "B-GPE", "L-GPE", "O"]
@@ -53,10 +54,10 @@ def test_a_doc_sequence_keeps_names_a_wrong_boundary_cuts(structure):
     assert ("New York", "GPE") not in [(e.text, e.label_) for e in doc.ents]
 
 
-@pytest.mark.parametrize("structure,order", [("chain", 1), ("chain", 2), ("semi_markov", 1)])
-def test_the_layout_follows_the_setting(structure, order):
+@pytest.mark.parametrize("structure", ["chain", chain(2), "semi_markov"])
+def test_the_layout_follows_the_setting(structure):
     for sequence, expected in (("sentence", [4, 3, 2]), ("doc", [len(WORDS)])):
-        nlp = trained(sequence, structure=structure, order=order)
+        nlp = trained(sequence, structure=structure)
         pipe = nlp.get_pipe("crf_tagger")
         assert pipe.batch_layout([cut_doc(nlp)]).lengths.tolist() == expected
 

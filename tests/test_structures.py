@@ -102,17 +102,26 @@ class IndependentTokens(CRFStructure):
 
 @pytest.fixture
 def independent_tokens():
+    import catalogue
+
+    from spacy_crf.structures import config as structure_config
+
     register_structure(IndependentTokens)
+    # its config block: what a new structure's module registers beside its strategy
+    structure_config.register_spec("test.IndependentTokens.v1", "independent_tokens")(
+        lambda: structure_config.StructureSpec("independent_tokens"))
     yield get_structure("independent_tokens")
     structures_base._STRUCTURES.pop("independent_tokens")
+    structure_config._BLOCKS.pop("independent_tokens")
+    catalogue.REGISTRY.pop(("spacy", "structures", "test.IndependentTokens.v1"), None)
 
 
 def test_a_registered_structure_runs_in_the_component_unchanged(independent_tokens, tmp_path):
     """Adding a structure is adding code of its own: the component trains, decodes,
     stores confidences and round-trips with it, with no branch of its own."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": "independent_tokens",
-                                       "store_confidence": True})
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "store_confidence": True,
+                                       "structure": {"@structures": "test.IndependentTokens.v1"}})
     words = ["the", "cat", "sat", "on", "a", "mat"]
     tags = ["DT", "NN", "VBD", "IN", "DT", "NN"]
     examples = [Example.from_dict(nlp.make_doc(" ".join(words)), {"tags": tags})]

@@ -41,7 +41,9 @@ from ..models.sparse_table import restart_boost, step_model, sync_averages
 from ..models.weight_average import WeightAverages
 from ..objectives import each_expert, get_objective
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
-from ..structures import BatchLayout, CRFStructure, get_structure, structure_key
+from ..structures import (BatchLayout, CRFStructure, StructureSpec, as_spec, spec_from_cfg,
+                          strategy_of)
+from ..structures.config import migrate_flat_settings
 from ..structures.base import sequence_lengths
 from ..targets import make_target
 from ..unseen_labels import mask_labels, seen_in
@@ -79,9 +81,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
     default_config={
         "model": DEFAULT_MODEL,
         "target": "tag",
-        "structure": "chain",
-        "order": 1,
-        "max_segment_length": 0,
+        "structure": {"@structures": "spacy-crf.Chain.v1", "order": 1},
         "sequence": "doc",
         "scheme": "BILUO",
         "keep_existing": None,
@@ -97,9 +97,7 @@ def make_crf_tagger(
     name: str,
     model: Model[List[Doc], CRFScores],
     target: str,
-    structure: str,
-    order: int,
-    max_segment_length: int,
+    structure: Union[str, StructureSpec],
     sequence: str,
     scheme: str,
     keep_existing: Optional[bool],
@@ -107,6 +105,8 @@ def make_crf_tagger(
     n_best: int,
     loss: str,
     scorer: Optional[Callable],
+    order: Optional[int] = None,
+    max_segment_length: Optional[int] = None,
 ) -> "CRFTagger":
     """Create a ``crf_tagger`` (use ``nlp.add_pipe("crf_tagger")``).
 
@@ -117,17 +117,15 @@ def make_crf_tagger(
     target : str
         Where gold labels come from and predictions go: ``tag``, ``pos``,
         ``dep``, ``ents``, ``spans:KEY`` or ``_.NAME`` (a token extension).
-    structure : str
-        ``chain``: a linear-chain CRF per doc (per sentence with ``sequence =
-        "sentence"``). ``tree``: a CRF over the dependency parse of each doc,
-        each token's label interacting with its head's; the docs need a parse.
-    order : int
-        ``1``, or ``2`` with ``structure = "chain"``: a second-order chain, whose
-        label triples are scored too (label pairs pruned to those seen in training).
-    max_segment_length : int
-        ``structure = "semi_markov"`` only: the longest segment (span) the
-        semi-Markov CRF labels; ``0`` takes the longest gold span of the
-        training data, capped at 10.
+    structure : StructureSpec or str
+        The graph the labels interact over, a config block of the
+        ``structures`` registry with its own settings
+        (``spacy_crf.structures``): ``spacy-crf.Chain.v1`` (``order`` 1 or 2:
+        a linear-chain CRF per doc, per sentence with ``sequence =
+        "sentence"``), ``spacy-crf.Tree.v1`` (a CRF over each doc's
+        dependency parse), ``spacy-crf.ChainTree.v1`` (both, as experts),
+        ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``). A structure's
+        name (``"tree"``) is short for its block with the default settings.
     sequence : str
         What one CRF sequence is for the chain-like structures, and where
         feature windows stop: ``"doc"`` (the default, as spaCy's own tagger
@@ -162,9 +160,15 @@ def make_crf_tagger(
         SVM, Hamming cost).
     scorer : callable, optional
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
+    order, max_segment_length : int, optional
+        Configs written before structures were blocks (pipelines saved then
+        have them): ``structure = "chain"`` with ``order = 2`` beside it is
+        read as the block ``spacy-crf.Chain.v1`` with ``order = 2``. Leave
+        them ``null``; E170 for one set beside a block.
     """
+    structure = migrate_flat_settings(structure, order=order,
+                                      max_segment_length=max_segment_length)
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
-                          order=order, max_segment_length=max_segment_length,
                           sequence=sequence, scheme=scheme, keep_existing=keep_existing,
                           store_confidence=store_confidence, n_best=n_best, loss=loss,
                           scorer=scorer)
@@ -200,9 +204,7 @@ class CRFTagger(TrainablePipe):
         name: str = "crf_tagger",
         *,
         target: str = "tag",
-        structure: str = "chain",
-        order: int = 1,
-        max_segment_length: int = 0,
+        structure: Union[str, StructureSpec] = "chain",
         sequence: str = SEQUENCE_DOC,
         scheme: str = "BILUO",
         keep_existing: Optional[bool] = None,
@@ -211,9 +213,9 @@ class CRFTagger(TrainablePipe):
         loss: str = "nll",
         scorer: Optional[Callable] = score_crf,
     ) -> None:
+        spec = as_spec(structure)  # E012 for a name that is no structure's
         crf_structure, self.target = check_settings(
-            model, name, target=target, structure=structure, order=order,
-            max_segment_length=max_segment_length, sequence=sequence, scheme=scheme,
+            model, name, target=target, structure=spec, sequence=sequence, scheme=scheme,
             keep_existing=keep_existing, store_confidence=store_confidence, n_best=n_best,
             loss=loss)
         self.vocab = vocab
@@ -223,9 +225,9 @@ class CRFTagger(TrainablePipe):
         self.cfg: Dict[str, Any] = {
             "labels": [],
             "target": target,
-            "structure": structure,
-            "order": order,
-            "max_segment_length": max_segment_length,
+            # the structure's name and its own settings (saved as components
+            # saved before structures were config blocks saved them)
+            **spec.cfg(),
             "sequence": sequence,
             "scheme": scheme,
             "keep_existing": keep_existing,
@@ -253,9 +255,13 @@ class CRFTagger(TrainablePipe):
 
     @property
     def crf_structure(self) -> CRFStructure:
-        """The structure the CRF runs over (``spacy_crf.structures``), by ``cfg["structure"]``."""
-        return get_structure(structure_key(self.cfg["structure"], self.cfg.get("order", 1),
-                                           has_token_transitions(self.model)))
+        """The strategy that runs the component's structure (``spacy_crf.structures``)."""
+        return strategy_of(self.structure_spec, has_token_transitions(self.model))
+
+    @property
+    def structure_spec(self) -> StructureSpec:
+        """The component's structure and its settings, as its config block gives them."""
+        return spec_from_cfg(self.cfg)
 
     @property
     def n_relation_groups(self) -> int:
@@ -976,14 +982,14 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E162.format(name=self.name, key="unseen_labels", value=unseen,
                                                 why="they must be some of its labels"))
         cfg = {**self.cfg, **saved, "unseen_labels": list(unseen)}
-        check_settings(self.model, self.name, **{key: cfg[key] for key in SETTINGS})
+        check_settings(self.model, self.name, **_settings(cfg))
         for key in self.RUNTIME_SETTINGS:
             cfg[key] = self.cfg[key]
         if "sequence" not in saved:
             # saved before the sequence setting existed: it was trained on sentences
             cfg["sequence"] = SEQUENCE_SENTENCE
         # this component's own runtime settings must suit the saved structure too
-        check_settings(self.model, self.name, **{key: cfg[key] for key in SETTINGS})
+        check_settings(self.model, self.name, **_settings(cfg))
         return cfg
 
     def _set_labels(self, labels: Sequence[str]) -> None:
@@ -1024,11 +1030,14 @@ def run_components_before(name: str, components: Sequence[Tuple[str, Any]], docs
     return docs
 
 
+def _settings(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """The settings ``check_settings`` takes, from a component's cfg."""
+    return {**{key: cfg[key] for key in SETTINGS}, "structure": spec_from_cfg(cfg)}
+
+
 def _rebuild(vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
              scorer: Optional[Callable]) -> CRFTagger:
-    pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=cfg["structure"],
-                     order=cfg.get("order", 1),
-                     max_segment_length=cfg.get("max_segment_length", 0),
+    pipe = CRFTagger(vocab, model, name, target=cfg["target"], structure=spec_from_cfg(cfg),
                      sequence=cfg.get("sequence", SEQUENCE_SENTENCE),
                      scheme=cfg.get("scheme", "BILUO"),
                      keep_existing=cfg.get("keep_existing"),

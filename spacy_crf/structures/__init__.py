@@ -1,14 +1,20 @@
-"""CRF structures, keyed by the component's ``structure`` setting (see ``base``).
+"""CRF structures: the component's ``structure`` config block (``config``)
+and the strategies that run them (see ``base``).
 
-``chain`` (a linear chain per sentence), ``tree`` (the dependency parse),
-``chain_order2``, ``chain_input``, ``tree_input``, ``semi_markov`` and
-``chain_tree`` (a chain and a tree CRF as two experts, each with its own
-scores) are registered here; a new structure is a new module that subclasses :class:`CRFStructure`,
-decorates it with :func:`register_structure`, and is imported below.
+The blocks ``spacy-crf.Chain.v1`` (``order`` 1 or 2), ``spacy-crf.Tree.v1``,
+``spacy-crf.ChainTree.v1`` (a chain and a tree CRF as two experts, each with
+its own scores) and ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``) are
+registered here; their strategies are ``chain``, ``chain_order2``,
+``chain_input``, ``tree``, ``tree_input``, ``chain_tree`` and
+``semi_markov``. A new structure is a new module that subclasses
+:class:`CRFStructure`, decorates it with :func:`register_structure`,
+registers its block with :func:`config.register_spec`, and is imported below
+(and listed under the ``spacy_structures`` entry points).
 """
 
 from .base import (BatchLayout, CRFStructure, get_structure, register_structure,  # noqa: F401
-                   structure_key, structure_names)
+                   strategy_of, structure_names)
+from .config import StructureSpec, as_spec, block_of, spec_from_cfg  # noqa: F401
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
 from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401

@@ -15,9 +15,10 @@ interact over. It owns
   gradient of its score, for the perceptron and the hinge loss);
 * the batch trainer's likelihood over a featurized shard.
 
-Structures register under the name the component's ``structure`` setting
-uses (:func:`register_structure`); adding one means adding a module that
-defines and registers it.
+Strategies register under a name (:func:`register_structure`); the
+component's ``structure`` config block (``structures/config.py``) names the
+strategy that runs it with its settings (:func:`strategy_of`). Adding a
+structure means adding a module that defines and registers both.
 """
 
 from dataclasses import dataclass
@@ -32,7 +33,6 @@ from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
 from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
 # the ragged-batch helpers, for the structures that import them from here
 from ..ragged import positions_in_sequence, previous_in_sequence, sequence_ends  # noqa: F401
-from ..util import is_count
 
 _STRUCTURES: Dict[str, "CRFStructure"] = {}
 #: the structure that scores input-dependent transitions, by the one that does not
@@ -58,33 +58,19 @@ def structure_names() -> Tuple[str, ...]:
     return tuple(_STRUCTURES)
 
 
-def structure_key(structure: str, order: int = 1, token_transitions: bool = False) -> str:
-    """The registered name of ``structure`` at ``order``: the name itself at
-    order 1, ``NAME_orderK`` above; E094 where that combination does not exist.
+def strategy_of(spec, token_transitions: bool = False) -> "CRFStructure":
+    """The registered strategy that runs ``spec`` (a ``config.StructureSpec``).
+
     With ``token_transitions`` (a model with transition templates) the chain
     of order 1 becomes ``chain_input``, the tree ``tree_input``, and the
-    second-order chain reads them as it is; E105 for any other combination."""
+    second-order chain reads them as it is; E105 for any other structure.
+    """
+    key = spec.strategy_key
     if token_transitions:
-        key = structure_key(structure, order)
         if key not in TOKEN_TRANSITION_STRUCTURES:
-            raise ValueError(Errors.E105.format(structure=structure, order=order))
-        return TOKEN_TRANSITION_STRUCTURES[key]
-    if not is_count(order):
-        raise ValueError(Errors.E094.format(order=order, structure=structure,
-                                            available=_orders()))
-    if order == 1:
-        return structure
-    key = f"{structure}_order{order}"
-    if key not in _STRUCTURES:
-        get_structure(structure)  # E012 first for an unknown structure
-        raise ValueError(Errors.E094.format(order=order, structure=structure,
-                                            available=_orders()))
-    return key
-
-
-def _orders() -> str:
-    higher = [k.split("_order") for k in _STRUCTURES if "_order" in k]
-    return ", ".join(f"order = {o} with structure = '{s}'" for s, o in higher) or "none"
+            raise ValueError(Errors.E105.format(structure=spec.describe()))
+        key = TOKEN_TRANSITION_STRUCTURES[key]
+    return get_structure(key)
 
 
 @dataclass

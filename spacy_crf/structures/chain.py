@@ -14,9 +14,31 @@ import numpy as np
 from .._kernels import chain, kbest, objective, span_marginals
 from ..errors import Errors
 from ..models.potentials import CRFScores
+from ..util import is_count
 from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, register_structure, sequence_ends,
                    sequence_lengths)
+from .config import StructureSpec, register_spec
+
+#: the chain's orders, and the strategy that runs each
+ORDERS = {1: "chain", 2: "chain_order2"}
+
+
+@register_spec("spacy-crf.Chain.v1", "chain")
+def chain_structure(order: int = 1) -> StructureSpec:
+    """A linear-chain CRF over each sequence (``sequence``: a doc or a sentence).
+
+    Parameters
+    ----------
+    order : int
+        ``1``: label pairs are scored (``structures/chain.py``); ``2``: label
+        triples too, over the label pairs seen in training
+        (``structures/second_order.py``).
+    """
+    if not is_count(order) or order not in ORDERS:
+        raise ValueError(Errors.E094.format(order=order, structure="chain",
+                                            available=", ".join(map(str, ORDERS))))
+    return StructureSpec("chain", {"order": order}, key=ORDERS[order])
 
 
 @dataclass

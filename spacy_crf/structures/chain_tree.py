@@ -38,7 +38,15 @@ from ..models.featurize import drop_tree_templates
 from ..models.potentials import CRFScores
 from .base import BatchLayout, CRFStructure, as_f64, register_structure
 from .chain import ChainLayout, ChainStructure
+from .config import StructureSpec, register_spec
 from .tree import TreeLayout, TreeStructure
+
+
+@register_spec("spacy-crf.ChainTree.v1", "chain_tree")
+def chain_tree_structure() -> StructureSpec:
+    """A chain and a tree CRF as two experts, each with scores of its own,
+    decoded as their pool (the docs need a parse)."""
+    return StructureSpec("chain_tree")
 
 _CHAIN = ChainStructure()
 _TREE = TreeStructure()

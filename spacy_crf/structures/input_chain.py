@@ -13,7 +13,7 @@ up and down a path is forward-backward; max-product is Viterbi), with
 * ``root = start``, and ``end`` added to the emissions of each last token.
 
 The component selects it for a chain of order 1 whose model has transition
-templates (``structure_key(..., token_transitions=True)``). n-best lists and
+templates (``base.strategy_of(..., token_transitions=True)``). n-best lists and
 span probabilities are not defined here yet (E019 / E096 name that).
 """
 

@@ -8,7 +8,7 @@ label). Every edge then has a matrix of its own, so the tree kernels run with
 one relation group per token (``_kernels/tree.py``; belief propagation is
 exact on any forest); the gradient of an edge's matrix is split back into its
 relation group's and its token's. The component selects this structure for a
-tree whose model has transition templates (``structure_key(...,
+tree whose model has transition templates (``base.strategy_of(...,
 token_transitions=True)``); templates that read the head (``head:NORM``) see
 the pair the edge crosses.
 """

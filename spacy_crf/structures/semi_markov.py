@@ -37,11 +37,36 @@ from ..models.pooled_experts import is_pooled
 from ..models.segment_scores import (get_max_segment_length, is_wrapped,
                                      set_max_segment_length, with_segment_scores)
 from ..schemes import BEGIN, INSIDE, LAST, OUT, UNIT, parse_tags
+from ..util import is_count
 from .base import (BatchLayout, CRFStructure, as_f64, check_spans, get_structure, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, register_structure, sequence_lengths)
+from .config import StructureSpec, register_spec
 
 #: the longest segment when the training data's longest span is longer
 DEFAULT_CAP = 10
+#: the longest max_segment_length accepted: the semi-Markov CRF's cost grows with it
+#: at every token, and spans longer than this are not what it is for
+MAX_SEGMENT_LENGTH = 100
+
+
+@register_spec("spacy-crf.SemiMarkov.v1", "semi_markov")
+def semi_markov_structure(max_segment_length: int = 0) -> StructureSpec:
+    """A semi-Markov CRF over segments of a span target (``ents``, ``spans:KEY``).
+
+    Parameters
+    ----------
+    max_segment_length : int
+        The longest segment (span) it labels; ``0`` takes the longest gold
+        span of the training data, capped at :data:`DEFAULT_CAP`. E109 unless
+        an integer >= 0, E166 above :data:`MAX_SEGMENT_LENGTH`.
+    """
+    if not is_count(max_segment_length, 0):
+        raise ValueError(Errors.E109.format(value=max_segment_length, cap=DEFAULT_CAP,
+                                            structure="spacy-crf.SemiMarkov.v1"))
+    if max_segment_length > MAX_SEGMENT_LENGTH:
+        raise ValueError(Errors.E166.format(value=max_segment_length, most=MAX_SEGMENT_LENGTH,
+                                            cap=DEFAULT_CAP))
+    return StructureSpec("semi_markov", {"max_segment_length": max_segment_length})
 #: cfg key of the segment length in use (the setting, or what the data gave)
 LENGTH_KEY = "segment_length"
 

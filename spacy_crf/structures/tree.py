@@ -21,6 +21,14 @@ from ..models.featurize import use_tree_templates
 from ..models.potentials import CRFScores
 from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
                    register_structure)
+from .config import StructureSpec, register_spec
+
+
+@register_spec("spacy-crf.Tree.v1", "tree")
+def tree_structure() -> StructureSpec:
+    """A CRF over each doc's dependency parse: every token's label interacts
+    with its head's (the docs need a parse)."""
+    return StructureSpec("tree")
 
 
 @dataclass

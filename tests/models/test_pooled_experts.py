@@ -21,6 +21,7 @@ from spacy_crf import inference, objectives
 from spacy_crf.models.architectures import FeatureCRF, NeuralCRF_v2
 from spacy_crf.models.pooled_experts import is_pooled, pooled_experts, weighted_sum
 from spacy_crf.structures.chain import ChainLayout
+from conftest import chain
 
 L = 3
 WORDS = [["the", "cat", "sat"], ["a", "dog", "ran", "off", "fast"], ["ok"]]
@@ -246,7 +247,7 @@ def test_structures_that_cannot_train_a_pool_say_so(structure, error):
         neural_nlp("ents" if structure == "semi_markov" else "pos", structure=structure)
 
 
-@pytest.mark.parametrize("config", [{"structure": "tree"}, {"order": 2}])
+@pytest.mark.parametrize("config", [{"structure": "tree"}, {"structure": chain(2)}])
 def test_a_pool_trains_on_trees_and_at_order_two(config, toy):
     nlp = neural_nlp(**config)
     examples = []

@@ -1,0 +1,139 @@
+"""Structures as config blocks: the ``structures`` registry.
+
+A component's structure is a block of its config with the structure's own
+settings and no others::
+
+    [components.crf_tagger.structure]
+    @structures = "spacy-crf.SemiMarkov.v1"
+    max_segment_length = 10
+
+(``structure = "semi_markov"``, a registered name, is short for the block
+with the structure's default settings). Each registered function checks its
+settings and returns a :class:`StructureSpec`; the component saves the spec
+in its ``cfg`` as ``structure`` (the name) and the settings beside it, as
+components saved before the blocks existed did, so both load alike
+(:func:`spec_from_cfg`). A new structure registers its function here with
+:func:`register_spec`, in its own module, and lists it under the
+``spacy_structures`` entry points.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional, Union
+
+from spacy.util import registry
+
+from ..errors import Errors
+
+if not hasattr(registry, "structures"):
+    # (with entry points: spacy.load finds a plugin's structures without an import)
+    registry.create("structures", entry_points=True)
+
+
+@dataclass(frozen=True)
+class StructureSpec:
+    """A structure with its settings, as a config block gives it.
+
+    Attributes
+    ----------
+    name : str
+        The structure's name (``cfg["structure"]``): ``"chain"``, ``"tree"``, ...
+    settings : dict
+        Its own settings, saved in the component's cfg beside the name.
+    key : str
+        The registered strategy that runs it (``structures.get_structure``),
+        e.g. ``"chain_order2"`` for a chain of order 2.
+    """
+
+    name: str
+    settings: Dict[str, Any] = field(default_factory=dict)
+    key: str = ""
+
+    @property
+    def strategy_key(self) -> str:
+        return self.key or self.name
+
+    def cfg(self) -> Dict[str, Any]:
+        """The entries the component's cfg keeps: the name and the settings."""
+        return {"structure": self.name, **self.settings}
+
+    def describe(self) -> str:
+        """The structure as a config names it, for messages."""
+        settings = ", ".join(f"{k} = {v!r}" for k, v in self.settings.items())
+        return f"'{self.name}'" + (f" ({settings})" if settings else "")
+
+
+#: structure name -> (registered function name, function)
+_BLOCKS: Dict[str, tuple] = {}
+
+
+def register_spec(registered_name: str, structure: str) -> Callable[[Callable], Callable]:
+    """Decorator: register a function returning a :class:`StructureSpec` for
+    ``structure`` as ``@structures = registered_name``."""
+
+    def decorate(func: Callable[..., StructureSpec]) -> Callable[..., StructureSpec]:
+        registry.structures.register(registered_name, func=func)
+        _BLOCKS[structure] = (registered_name, func)
+        return func
+
+    return decorate
+
+
+def as_spec(value: Union[str, StructureSpec, Any]) -> StructureSpec:
+    """A ``structure`` setting as a spec: a spec as it is, a structure's name as
+    its block with the default settings; E012 names the structures otherwise."""
+    if isinstance(value, StructureSpec):
+        return value
+    if isinstance(value, str) and value in _BLOCKS:
+        return _BLOCKS[value][1]()
+    raise ValueError(Errors.E012.format(structure=value, allowed=", ".join(map(repr, _BLOCKS))))
+
+
+#: the settings a component took beside ``structure`` before structures were
+#: config blocks, with their defaults then
+FLAT_SETTINGS = {"order": 1, "max_segment_length": 0}
+
+
+def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional[int]
+                          ) -> StructureSpec:
+    """The spec of a config written before structures were blocks:
+    ``structure = "chain"`` with ``order = 2`` beside it is the block
+    ``spacy-crf.Chain.v1`` with ``order = 2`` (so a pipeline saved then loads
+    as it was). A flat setting of another structure at its old default is
+    dropped; E170 for one set beside a block, or one the structure lacks."""
+    given = {key: value for key, value in flat.items() if value is not None}
+    if not given:
+        return as_spec(structure)
+    spec = as_spec(structure)
+    own = _BLOCKS[spec.name][1]().settings
+    for key, value in given.items():
+        if isinstance(structure, StructureSpec):
+            raise ValueError(Errors.E170.format(setting=key, value=value,
+                                                structure=spec.describe(),
+                                                why="belongs in the block"))
+        if key not in own and value != FLAT_SETTINGS.get(key):
+            raise ValueError(Errors.E170.format(setting=key, value=value,
+                                                structure=spec.describe(),
+                                                why=f"is not one of {spec.name}'s"))
+    return _BLOCKS[spec.name][1](**{key: value for key, value in given.items() if key in own})
+
+
+def spec_from_cfg(cfg: Dict[str, Any]) -> StructureSpec:
+    """The spec a component's cfg holds (the structure's name and, beside it,
+    its settings; a setting a cfg lacks takes its default), checked as the
+    config block is (a saved cfg edited by hand fails as a config would)."""
+    name = cfg.get("structure")
+    if not isinstance(name, str) or name not in _BLOCKS:
+        as_spec(repr(name) if not isinstance(name, str) else name)  # E012
+    func = _BLOCKS[name][1]
+    defaults = func()
+    return func(**{key: cfg.get(key, value) for key, value in defaults.settings.items()})
+
+
+def block_of(spec: StructureSpec) -> Dict[str, Any]:
+    """The config block of ``spec`` (``@structures`` and its settings)."""
+    return {"@structures": _BLOCKS[spec.name][0], **spec.settings}
+
+
+def registered_block(name: str) -> Optional[str]:
+    """The registered function name of the structure ``name``."""
+    return _BLOCKS[name][0] if name in _BLOCKS else None

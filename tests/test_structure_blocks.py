@@ -1,0 +1,137 @@
+"""Structures as config blocks (``[components.NAME.structure]``, the
+``structures`` registry), the shorthand names, and the pipelines and configs
+written before the blocks existed."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+from spacy.util import registry
+
+from conftest import chain, semi_markov
+
+SAVED_BEFORE = Path(__file__).parent / "assets" / "saved_before_structure_blocks"
+
+
+def component(**config):
+    return spacy.blank("en").add_pipe("crf_tagger", config=config)
+
+
+@pytest.mark.parametrize("block, name, settings, strategy", [
+    (chain(1), "chain", {"order": 1}, "chain"),
+    (chain(2), "chain", {"order": 2}, "chain_order2"),
+    ({"@structures": "spacy-crf.Tree.v1"}, "tree", {}, "tree"),
+    ({"@structures": "spacy-crf.ChainTree.v1"}, "chain_tree", {}, "chain_tree"),
+])
+def test_each_block_gives_its_structure_and_only_its_settings(block, name, settings, strategy):
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("crf_tagger", config={"structure": block})
+    assert pipe.crf_structure.name == strategy
+    assert pipe.structure_spec.settings == settings
+    assert nlp.config["components"]["crf_tagger"]["structure"] == block
+    # the cfg saved with the model: the name, and the structure's own settings beside it
+    assert pipe.cfg["structure"] == name
+    for other in {"order", "max_segment_length"} - set(settings):
+        assert other not in pipe.cfg
+
+
+def test_the_semi_markov_block_has_its_segment_length():
+    pipe = component(target="ents", structure=semi_markov(7))
+    assert pipe.crf_structure.name == "semi_markov" and pipe.cfg["max_segment_length"] == 7
+    assert "order" not in pipe.cfg
+
+
+def test_a_name_is_short_for_the_block_with_its_defaults():
+    assert component(structure="tree").structure_spec == component(
+        structure={"@structures": "spacy-crf.Tree.v1"}).structure_spec
+    assert component(target="ents", structure="semi_markov").cfg["max_segment_length"] == 0
+    assert component().structure_spec.settings == {"order": 1}  # the factory default
+
+
+def test_every_block_is_an_entry_point():
+    from importlib.metadata import entry_points
+
+    names = {ep.name for ep in entry_points(group="spacy_structures")}
+    assert {"spacy-crf.Chain.v1", "spacy-crf.Tree.v1", "spacy-crf.ChainTree.v1",
+            "spacy-crf.SemiMarkov.v1"} <= names
+    for name in names:
+        assert registry.has("structures", name)
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"structure": chain(3)}, "E094"),
+    ({"structure": semi_markov(-1), "target": "ents"}, "E109"),
+    ({"structure": semi_markov(101), "target": "ents"}, "E166"),
+    ({"structure": "bogus"}, "E012"),
+    ({"structure": {"@structures": "spacy-crf.Tree.v1", "order": 2}}, "order"),
+    ({"structure": {"@structures": "spacy-crf.Bogus.v1"}}, "spacy-crf.Bogus.v1"),
+    # flat settings beside a block, or of another structure: E170 names the block
+    ({"structure": chain(1), "order": 2}, "E170"),
+    ({"structure": "chain", "max_segment_length": 4}, "E170"),
+    ({"structure": "tree", "order": 2}, "E170"),
+])
+def test_bad_structure_settings_are_named(config, match):
+    with pytest.raises(Exception, match=match):
+        component(**config)
+
+
+def test_flat_settings_of_an_old_config_mean_their_block():
+    pipe = component(structure="chain", order=2, max_segment_length=0)
+    assert pipe.crf_structure.name == "chain_order2" and pipe.cfg["order"] == 2
+    pipe = component(target="ents", structure="semi_markov", order=1, max_segment_length=5)
+    assert pipe.crf_structure.name == "semi_markov" and pipe.cfg["max_segment_length"] == 5
+
+
+def test_cli_overrides_reach_the_block(tmp_path):
+    from spacy.util import load_config, load_model_from_config
+
+    base = Path(__file__).parents[1] / "configs" / "ewt_upos.cfg"
+    for overrides, strategy in (({"components.crf_tagger.structure.order": 2}, "chain_order2"),
+                                ({"components.crf_tagger.structure": "tree"}, "tree")):
+        config = load_config(base, overrides=overrides, interpolate=False)
+        nlp = load_model_from_config(config, auto_fill=True, validate=True)
+        assert nlp.get_pipe("crf_tagger").crf_structure.name == strategy
+
+
+@pytest.mark.parametrize("name", ["order2", "semi_markov"])
+def test_pipelines_saved_before_the_blocks_load_and_predict_as_they_did(name, tmp_path):
+    """Saved by the component at 380b191 (flat ``order`` / ``max_segment_length`` in
+    config.cfg and cfg; ``tests/assets/saved_before_structure_blocks``): they load and
+    predict exactly what they predicted then."""
+    path = tmp_path / name
+    shutil.copytree(SAVED_BEFORE / name, path)
+    expected = json.loads((path / "expected.json").read_text())
+    nlp = spacy.load(path)
+    pipe = nlp.get_pipe("crf_tagger")
+    assert pipe.crf_structure.name == {"order2": "chain_order2", "semi_markov": "semi_markov"}[name]
+    docs = list(nlp.pipe(expected["texts"]))
+    assert [[[e.start, e.end, e.label_] for e in d.ents] for d in docs] == expected["ents"]
+    assert [[e._.crf_confidence for e in d.ents] for d in docs] == expected["span_confidence"]
+    assert [[t._.crf_confidence for t in d] for d in docs] == expected["token_confidence"]
+    # saved again, it still loads (the flat settings stay where they were)
+    nlp.to_disk(tmp_path / "again")
+    again = spacy.load(tmp_path / "again")
+    assert [[[e.start, e.end, e.label_] for e in d.ents] for d in again.pipe(expected["texts"])] \
+        == expected["ents"]
+
+
+def test_a_block_config_loads_in_a_fresh_process_without_an_import(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "structure": semi_markov(4),
+                                       "model": {"@architectures": "spacy-crf.FeatureCRF.v1",
+                                                 "n_buckets": 1024, "templates": ["NORM"],
+                                                 "cluster_templates": None}})
+    with pytest.warns(UserWarning, match="W016"):  # no examples: no entity types
+        nlp.initialize()
+    nlp.to_disk(tmp_path / "p")
+    # no import of spacy_crf: spaCy finds the factory and the block by their entry points
+    code = ("import spacy, sys; nlp = spacy.load(sys.argv[1]); "
+            "print(nlp.get_pipe('crf_tagger').cfg['max_segment_length'])")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "p")], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "4"
