@@ -8,8 +8,10 @@ registered here; their strategies are ``chain``, ``chain_order2``,
 ``chain_input``, ``tree``, ``tree_input``, ``chain_tree`` and
 ``semi_markov``. A new structure is a new module that subclasses
 :class:`CRFStructure`, decorates it with :func:`register_structure`,
-registers its block with :func:`config.register_spec`, and is imported below
-(and listed under the ``spacy_structures`` entry points).
+registers its block with :func:`config.register_spec`, and is listed under
+the ``spacy_structures`` entry points, which import it when a config or a
+saved cfg names it (``independent.py``, ``spacy-crf.Independent.v1``, is
+such a module: nothing here imports it).
 """
 
 from .base import (BatchLayout, CRFStructure, get_structure, register_structure,  # noqa: F401

@@ -20,13 +20,15 @@ components saved before the blocks existed did, so both load alike
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional, Union
 
+import catalogue
 from spacy.util import registry
 
 from ..errors import Errors
 
 if not hasattr(registry, "structures"):
-    # (with entry points: spacy.load finds a plugin's structures without an import)
-    registry.create("structures", entry_points=True)
+    # as spaCy makes its own registries: entry points in the group
+    # "spacy_structures", so spacy.load finds a plugin's structures without an import
+    registry.structures = catalogue.create("spacy", "structures", entry_points=True)
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,19 @@ def register_spec(registered_name: str, structure: str) -> Callable[[Callable], 
     return decorate
 
 
+def _load_plugins() -> None:
+    """Import every module the ``spacy_structures`` entry points name (a
+    structure whose module nothing has imported yet registers itself)."""
+    registry.structures.get_all()
+
+
 def as_spec(value: Union[str, StructureSpec, Any]) -> StructureSpec:
     """A ``structure`` setting as a spec: a spec as it is, a structure's name as
     its block with the default settings; E012 names the structures otherwise."""
     if isinstance(value, StructureSpec):
         return value
+    if isinstance(value, str) and value not in _BLOCKS:
+        _load_plugins()
     if isinstance(value, str) and value in _BLOCKS:
         return _BLOCKS[value][1]()
     raise ValueError(Errors.E012.format(structure=value, allowed=", ".join(map(repr, _BLOCKS))))
@@ -122,6 +132,8 @@ def spec_from_cfg(cfg: Dict[str, Any]) -> StructureSpec:
     its settings; a setting a cfg lacks takes its default), checked as the
     config block is (a saved cfg edited by hand fails as a config would)."""
     name = cfg.get("structure")
+    if isinstance(name, str) and name not in _BLOCKS:
+        _load_plugins()
     if not isinstance(name, str) or name not in _BLOCKS:
         as_spec(repr(name) if not isinstance(name, str) else name)  # E012
     func = _BLOCKS[name][1]
