@@ -162,7 +162,7 @@ def FeatureCRF(
         A head start for short training loops: update ``t`` of the model's
         weights steps ``sqrt(boost_updates / t)`` times farther while that is
         above 1 (``spacy_crf.models.sparse_table.boost``); 0 turns it off. The
-        factory's default model has 100: a plain loop of 80 updates then
+        factory's default model has 300: a plain loop of 80 updates then
         reaches what it otherwise needs several hundred for.
     average_weights : bool
         Predict with the moving average of the weights training visited
@@ -300,7 +300,7 @@ def NeuralCRF_v2(
         tok2vec or its output layer.
     cluster_templates, boost_updates
         As in ``spacy-crf.FeatureCRF.v1``, for the feature expert (the
-        factory's default model has ``CLUSTER`` templates and 100).
+        factory's default model has ``CLUSTER`` templates and 300).
     """
     _check_positive("n_relations", n_relations)
     neural, potentials = _tok2vec_emissions(tok2vec, n_relations, learn_rate_scale, nO)
