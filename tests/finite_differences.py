@@ -24,10 +24,10 @@ def assert_counts_are_path_score_gradient(scores, layout, labels, weights, param
     the weighted path score: path scores are linear in the parameters, so
     ``<counts, params> = sum_s w_s score_s``, with ``score_of(o, ys)`` the score
     of the sequence ``ys`` starting at row ``o``."""
-    from spacy_crf import objectives
+    from spacy_crf import losses
 
-    out = objectives._zero_gradient(scores, layout)
-    objectives.labelling_counts(layout, labels, weights, out)
+    out = losses._zero_gradient(scores, layout)
+    losses.labelling_counts(layout, labels, weights, out)
     total = sum(float(np.sum(getattr(out, name) * getattr(scores, name))) for name in params)
     o, expected = 0, 0.0
     for s, n in enumerate(layout.lengths):

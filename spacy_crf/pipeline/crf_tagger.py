@@ -39,7 +39,7 @@ from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_byte
 from ..models.sparse_table import ATTR as SPARSE_TABLE
 from ..models.sparse_table import restart_boost, step_model, sync_averages
 from ..models.weight_average import WeightAverages
-from ..objectives import each_expert, get_objective
+from ..losses import each_expert, get_loss
 from ..scoring import MAIN_SCORE, default_score_weights, score_crf
 from ..structures import (BatchLayout, CRFStructure, StructureSpec, as_spec, spec_from_cfg,
                           strategy_of)
@@ -154,7 +154,7 @@ def make_crf_tagger(
         If above 0, also store the ``n_best`` best labellings of every sequence
         with their probabilities in ``doc._.crf_nbest`` (chains and the semi-Markov CRF).
     loss : str
-        The training objective (``spacy_crf.objectives``): ``nll`` (the
+        The training objective (``spacy_crf.losses``): ``nll`` (the
         likelihood), ``perceptron`` (structured perceptron, averaged as every
         update-trained model is: ``average_weights``) or ``hinge`` (structured
         SVM, Hamming cost).
@@ -505,7 +505,7 @@ class CRFTagger(TrainablePipe):
     def _objective(self, scores: CRFScores, structure: BatchLayout, gold: np.ndarray):
         """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
         ``scores`` must be constrained. E009 if it is not finite."""
-        per_sequence, gradient = each_expert(get_objective(self.cfg.get("loss", "nll")),
+        per_sequence, gradient = each_expert(get_loss(self.cfg.get("loss", "nll")),
                                              scores, structure, gold)
         loss = float(per_sequence.sum())
         if not np.isfinite(loss):

@@ -13,7 +13,7 @@ from ..errors import Errors
 from ..features.doc_arrays import SEQUENCES
 from ..models.architectures import has_token_transitions
 from ..models.hmm import STRUCTURES
-from ..objectives import get_objective
+from ..losses import get_loss
 from ..structures import CRFStructure, StructureSpec, strategy_of
 from ..targets import Target, make_target
 from ..util import is_count
@@ -43,7 +43,7 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     """
     # E105 for transition templates on anything but a chain or a tree
     crf_structure = strategy_of(structure, has_token_transitions(model))
-    get_objective(loss)  # E040 for an unknown name
+    get_loss(loss)  # E040 for an unknown name
     if loss != "nll" and not crf_structure.exact_map:
         raise ValueError(Errors.E113.format(structure=structure.name, loss=loss))
     if not isinstance(sequence, str) or sequence not in SEQUENCES:

@@ -17,7 +17,7 @@ from spacy.training import Example
 from thinc.api import Adam
 
 from finite_differences import central_difference
-from spacy_crf import inference, objectives
+from spacy_crf import inference, losses
 from spacy_crf.models.architectures import FeatureCRF, NeuralCRF_v2
 from spacy_crf.models.pooled_experts import is_pooled, pooled_experts, weighted_sum
 from spacy_crf.structures.chain import ChainLayout
@@ -103,13 +103,13 @@ def test_each_expert_is_trained_on_its_own_likelihood(docs, layout):
     a, b = random_expert(0, docs), random_expert(1, docs)
     pool = pooled_experts([a, b], [0.5, 0.5])
     gold = gold_of(layout)
-    nll = objectives.get_objective("nll")
+    nll = losses.get_loss("nll")
 
     def own_losses():
         return sum(float(nll(expert.predict(docs), layout, gold)[0].sum()) for expert in (a, b))
 
     scores, backprop = pool.begin_update(docs)
-    loss, gradient = objectives.each_expert(nll, scores, layout, gold)
+    loss, gradient = losses.each_expert(nll, scores, layout, gold)
     assert float(loss.sum()) == pytest.approx(own_losses())
     assert not np.any(gradient.emissions) and len(gradient.experts) == 2
     backprop(gradient)
@@ -126,8 +126,8 @@ def test_every_objective_sums_over_the_experts(docs, layout, loss):
     a, b = random_expert(0, docs), random_expert(1, docs)
     scores = pooled_experts([a, b], [0.5, 0.5]).predict(docs)
     gold = gold_of(layout)
-    objective = objectives.get_objective(loss)
-    got, gradient = objectives.each_expert(objective, scores, layout, gold)
+    objective = losses.get_loss(loss)
+    got, gradient = losses.each_expert(objective, scores, layout, gold)
     expected = [objective(expert, layout, gold) for expert in scores.experts]
     np.testing.assert_allclose(got, expected[0][0] + expected[1][0])
     np.testing.assert_allclose(gradient.experts[1].transitions, expected[1][1].transitions)

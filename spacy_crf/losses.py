@@ -19,7 +19,7 @@ labelling's score. Averaging (the *averaged* perceptron) is the model's
 ``average_weights`` (on in ``FeatureCRF`` by default) or the optimizer's
 ``use_averages``.
 
-A new objective registers itself with :func:`register_objective`. For the
+A new objective registers itself with :func:`register_loss`. For the
 scores of a pool of experts (``models/pooled_experts.py``) every objective is
 each expert's own loss, summed (:func:`each_expert`, which the component
 calls).
@@ -40,7 +40,7 @@ Objective = Callable[[CRFScores, BatchLayout, np.ndarray], Tuple[np.ndarray, CRF
 OBJECTIVES: Dict[str, Objective] = {}
 
 
-def register_objective(name: str) -> Callable[[Objective], Objective]:
+def register_loss(name: str) -> Callable[[Objective], Objective]:
     """Decorator: make ``func`` the objective of ``loss = name``."""
 
     def register(func: Objective) -> Objective:
@@ -50,7 +50,7 @@ def register_objective(name: str) -> Callable[[Objective], Objective]:
     return register
 
 
-def get_objective(name: str) -> Objective:
+def get_loss(name: str) -> Objective:
     """The objective registered as ``name``; raises E040 for an unknown name."""
     if not isinstance(name, str) or name not in OBJECTIVES:
         raise ValueError(Errors.E040.format(loss=name, allowed=", ".join(map(repr, OBJECTIVES))))
@@ -71,10 +71,10 @@ def each_expert(objective: Objective, scores: CRFScores, structure: BatchLayout,
     return loss, gradient
 
 
-register_objective("nll")(inference.nll_and_gradient)
+register_loss("nll")(inference.nll_and_gradient)
 
 
-@register_objective("perceptron")
+@register_loss("perceptron")
 def perceptron(scores: CRFScores, structure: BatchLayout,
                gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Structured perceptron: ``s(y_hat) - s(y_gold)`` and ``counts(y_hat) - counts(y_gold)``.
@@ -104,7 +104,7 @@ def perceptron(scores: CRFScores, structure: BatchLayout,
     return _margin_objective(scores, structure, gold, predicted, best, update_all=True)
 
 
-@register_objective("hinge")
+@register_loss("hinge")
 def hinge(scores: CRFScores, structure: BatchLayout,
           gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Structured hinge loss (margin rescaling, Hamming cost) and a subgradient.

@@ -1,4 +1,4 @@
-"""The training objectives beside the likelihood (``spacy_crf.objectives``).
+"""The training objectives beside the likelihood (``spacy_crf.losses``).
 
 1. feature counts of a labelling against plain loops and the path-score kernels;
 2. hinge loss and subgradient, perceptron loss and gradient, against brute-force
@@ -19,7 +19,7 @@ import spacy
 import srsly
 from thinc.api import SGD, Adam
 
-from spacy_crf import inference, objectives
+from spacy_crf import inference, losses
 from spacy_crf._kernels import chain, tree
 from spacy_crf.inference import Structure
 from spacy_crf.models.potentials import CRFScores
@@ -180,8 +180,8 @@ def test_labelling_counts_match_loops_and_path_score(kind, seed):
     N, L = scores.emissions.shape
     labels = rng.integers(0, L, size=N)
     weights = rng.normal(size=structure.lengths.shape[0])
-    out = objectives._zero_gradient(scores, structure)
-    objectives.labelling_counts(structure, labels, weights, out)
+    out = losses._zero_gradient(scores, structure)
+    losses.labelling_counts(structure, labels, weights, out)
     expected = {name: np.zeros(np.shape(getattr(scores, name))) for name in PARAMS}
     path = np.zeros(structure.lengths.shape[0])
     if (structure.structure_name == "tree"):
@@ -214,7 +214,7 @@ def test_margin_losses_match_brute_force(loss, kind, ninf, partial, seed):
     side is the best labelling that agrees with the known gold labels."""
     scores, structure = problem(kind, seed, ninf_frac=ninf)
     gold = random_gold(np.random.default_rng(200 + seed), scores, structure, partial)
-    got, gradient = objectives.get_objective(loss)(scores, structure, gold)
+    got, gradient = losses.get_loss(loss)(scores, structure, gold)
     brute = brute_force(scores, structure, gold, cost=1.0 if loss == "hinge" else 0.0)
     expected = np.asarray([max(0.0, b["aug"] - b["gold"]) for b in brute])
     np.testing.assert_allclose(got, expected, atol=1e-10)
@@ -235,7 +235,7 @@ def test_perceptron_loss_is_zero_exactly_when_viterbi_is_gold(kind, seed):
     corrupt = rng.random(structure.lengths.shape[0]) < 0.5
     flip = corrupt[seq_of] & (rng.random(gold.shape[0]) < 0.7)
     gold[flip] = (gold[flip] + rng.integers(1, 3, size=int(flip.sum()))) % 3
-    loss, gradient = objectives.perceptron(scores, structure, gold)
+    loss, gradient = losses.perceptron(scores, structure, gold)
     right = np.asarray([np.array_equal(predicted[seq_of == s], gold[seq_of == s])
                         for s in range(structure.lengths.shape[0])])
     assert np.array_equal(loss == 0, right)
@@ -253,7 +253,7 @@ def test_hinge_subgradient_finite_differences(kind, partial, seed):
     scores, structure = problem(kind, seed)
     gold = random_gold(np.random.default_rng(500 + seed), scores, structure, partial)
     brute = brute_force(scores, structure, gold, cost=1.0)
-    loss, gradient = objectives.hinge(scores, structure, gold)
+    loss, gradient = losses.hinge(scores, structure, gold)
     if min(b["margin"] for b in brute) < 1e-3:
         pytest.skip("argmax not unique enough: not differentiable here")
     assert np.any(loss > 0)
@@ -266,9 +266,9 @@ def test_hinge_subgradient_finite_differences(kind, partial, seed):
         for idx in np.ndindex(values.shape):
             old = values[idx]
             values[idx] = old + eps
-            up = objectives.hinge(scores, structure, gold)[0].sum()
+            up = losses.hinge(scores, structure, gold)[0].sum()
             values[idx] = old - eps
-            down = objectives.hinge(scores, structure, gold)[0].sum()
+            down = losses.hinge(scores, structure, gold)[0].sum()
             values[idx] = old
             numeric[idx] = (up - down) / (2 * eps)
         np.testing.assert_allclose(getattr(gradient, name), numeric, atol=1e-6, err_msg=name)
@@ -282,13 +282,13 @@ def test_hinge_is_zero_past_the_margin_and_keeps_the_dtype():
     f32 = CRFScores(scores.emissions.astype(np.float32), scores.transitions.astype(np.float32),
                     scores.start.astype(np.float32), scores.end.astype(np.float32),
                     scores.pair, scores.root)
-    loss, gradient = objectives.hinge(f32, structure, gold)
+    loss, gradient = losses.hinge(f32, structure, gold)
     assert np.all(loss == 0)
     assert gradient.emissions.dtype == np.float32 and gradient.transitions.dtype == np.float32
     assert not any(np.any(getattr(gradient, name)) for name in PARAMS[:4])
     # back inside the margin: the loss is positive again
     scores.emissions[np.arange(gold.shape[0]), gold] -= 10.0
-    assert objectives.hinge(scores, structure, gold)[0].sum() > 0
+    assert losses.hinge(scores, structure, gold)[0].sum() > 0
     # exactly at the margin: cost-augmented Viterbi ties and picks label 0 over the gold
     # label 2 (ties go to the lowest id), yet the loss is 0, so nothing is updated
     N, L = scores.emissions.shape
@@ -296,11 +296,11 @@ def test_hinge_is_zero_past_the_margin_and_keeps_the_dtype():
     tied = CRFScores(np.eye(L)[gold], np.zeros((L, L)), np.zeros(L), np.zeros(L), None, None)
     assert inference.viterbi(CRFScores(tied.emissions + 1 - np.eye(L)[gold], *interactions(tied)),
                              structure)[0][0] == 0
-    loss, gradient = objectives.hinge(tied, structure, gold)
+    loss, gradient = losses.hinge(tied, structure, gold)
     assert np.all(loss == 0)
     assert not any(np.any(getattr(gradient, name)) for name in PARAMS[:4])
     # the perceptron, in contrast, updates on a tie (mistake-driven)
-    loss, gradient = objectives.perceptron(CRFScores(np.zeros((N, L)), *interactions(tied)),
+    loss, gradient = losses.perceptron(CRFScores(np.zeros((N, L)), *interactions(tied)),
                                            structure, gold)
     assert np.all(loss == 0) and np.any(gradient.emissions)
 
@@ -311,10 +311,10 @@ def interactions(scores):
 
 
 def test_registry_and_unknown_loss():
-    assert set(objectives.OBJECTIVES) >= {"nll", "perceptron", "hinge"}
-    assert objectives.get_objective("nll") is inference.nll_and_gradient
+    assert set(losses.OBJECTIVES) >= {"nll", "perceptron", "hinge"}
+    assert losses.get_loss("nll") is inference.nll_and_gradient
     with pytest.raises(ValueError, match=r"\[E040\].*'svm'.*'nll', 'perceptron', 'hinge'"):
-        objectives.get_objective("svm")
+        losses.get_loss("svm")
 
 
 # --------------------------------------------------------------------------- 3. the component
@@ -339,7 +339,7 @@ def test_component_uses_the_configured_objective(toy):
         got, _ = pipe.get_loss(examples, scores)
         gold = np.concatenate([pipe.target.gold_ids(eg) for eg in examples])
         structure = pipe.batch_layout([eg.predicted for eg in examples])
-        expected = objectives.get_objective(loss)(scores, structure, gold)[0].sum()
+        expected = losses.get_loss(loss)(scores, structure, gold)[0].sum()
         assert got == pytest.approx(expected)
     assert pipe.cfg["loss"] == "hinge"
 
@@ -403,7 +403,7 @@ def test_hinge_on_span_targets_gives_well_formed_spans(scheme):
         docs = [eg.predicted for eg in examples]
         scores = pipe.target.constrain(pipe.model.predict(docs))
         # cost-augmented decoding never takes a forbidden move: no count lands on one
-        _, gradient = objectives.hinge(scores, pipe.batch_layout(docs),
+        _, gradient = losses.hinge(scores, pipe.batch_layout(docs),
                                        np.concatenate([pipe.target.gold_ids(eg) for eg in examples]))
         assert not np.any(gradient.transitions[~allowed_t])
         assert not np.any(gradient.start[~allowed_start]) and not np.any(gradient.end[~allowed_end])
