@@ -1,7 +1,7 @@
 """Training objectives of the CRF, keyed by the component's ``loss`` setting.
 
 Every objective has the contract of :func:`spacy_crf.inference.nll_and_gradient`:
-``(scores, structure, gold) -> (per_sequence_loss, gradient)``, with ``gold``
+``(scores, layout, gold) -> (per_sequence_loss, gradient)``, with ``gold``
 (N,) int64 and ``-1`` for unannotated tokens, the loss (S,) float64 and the
 gradient of the summed loss as :class:`~spacy_crf.models.CRFScores` in the
 dtype of ``scores`` (``None`` for the parameters the structure does not use).
@@ -57,14 +57,14 @@ def get_loss(name: str) -> Objective:
     return OBJECTIVES[name]
 
 
-def each_expert(objective: Objective, scores: CRFScores, structure: BatchLayout,
+def each_expert(objective: Objective, scores: CRFScores, layout: BatchLayout,
                 gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """``objective`` of ``scores``; for a pool of experts, the sum of the
     objective of each expert's own scores, its gradient in ``experts`` (the
     pooled scores get none: no expert is trained through the other)."""
     if scores.experts is None:
-        return objective(scores, structure, gold)
-    results = [objective(expert, structure, gold) for expert in scores.experts]
+        return objective(scores, layout, gold)
+    results = [objective(expert, layout, gold) for expert in scores.experts]
     loss = np.sum([per_sequence for per_sequence, _ in results], axis=0)
     gradient = CRFScores(np.zeros_like(scores.emissions), None, None, None, None, None,
                          experts=tuple(grad for _, grad in results))
@@ -75,7 +75,7 @@ register_loss("nll")(inference.nll_and_gradient)
 
 
 @register_loss("perceptron")
-def perceptron(scores: CRFScores, structure: BatchLayout,
+def perceptron(scores: CRFScores, layout: BatchLayout,
                gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Structured perceptron: ``s(y_hat) - s(y_gold)`` and ``counts(y_hat) - counts(y_gold)``.
 
@@ -87,7 +87,7 @@ def perceptron(scores: CRFScores, structure: BatchLayout,
     ----------
     scores : CRFScores
         The batch's scores (forbidden moves ``-inf``).
-    structure : BatchLayout
+    layout : BatchLayout
         Chains or forests of the batch.
     gold : numpy.ndarray
         (N,) int64 gold label ids, ``-1`` where unknown.
@@ -100,12 +100,12 @@ def perceptron(scores: CRFScores, structure: BatchLayout,
         Gradient of the summed loss.
     """
     gold = np.ascontiguousarray(gold, dtype=np.int64)
-    predicted, best = inference.viterbi(scores, structure)
-    return _margin_objective(scores, structure, gold, predicted, best, update_all=True)
+    predicted, best = inference.viterbi(scores, layout)
+    return _margin_objective(scores, layout, gold, predicted, best, update_all=True)
 
 
 @register_loss("hinge")
-def hinge(scores: CRFScores, structure: BatchLayout,
+def hinge(scores: CRFScores, layout: BatchLayout,
           gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
     """Structured hinge loss (margin rescaling, Hamming cost) and a subgradient.
 
@@ -126,11 +126,11 @@ def hinge(scores: CRFScores, structure: BatchLayout,
     cost[np.arange(annotated.shape[0]), gold[annotated]] = 0.0
     emissions[annotated] += cost
     augmented = replace(scores, emissions=emissions)
-    predicted, best = inference.viterbi(augmented, structure)
-    return _margin_objective(scores, structure, gold, predicted, best, update_all=False)
+    predicted, best = inference.viterbi(augmented, layout)
+    return _margin_objective(scores, layout, gold, predicted, best, update_all=False)
 
 
-def _margin_objective(scores: CRFScores, structure: BatchLayout, gold: np.ndarray,
+def _margin_objective(scores: CRFScores, layout: BatchLayout, gold: np.ndarray,
                       predicted: np.ndarray, best: np.ndarray,
                       update_all: bool) -> Tuple[np.ndarray, CRFScores]:
     """``best - s(y_gold)`` per sequence (at least 0) and ``counts(predicted) - counts(y_gold)``.
@@ -139,14 +139,14 @@ def _margin_objective(scores: CRFScores, structure: BatchLayout, gold: np.ndarra
     (the gold labelling itself where every label is known). Unless
     ``update_all``, sequences with zero loss get no gradient.
     """
-    gold_side, gold_score = inference.viterbi(scores, structure, gold)
+    gold_side, gold_score = inference.viterbi(scores, layout, gold)
     with np.errstate(invalid="ignore"):  # -inf - -inf where nothing is allowed
         loss = np.maximum(best - gold_score, 0.0)
     loss[gold_score == -np.inf] = np.inf
     weight = np.ones_like(loss) if update_all else (loss > 0).astype(np.float64)
-    gradient = _zero_gradient(scores, structure)
-    labelling_counts(structure, predicted, weight, gradient)
-    labelling_counts(structure, gold_side, -weight, gradient)
+    gradient = _zero_gradient(scores, layout)
+    labelling_counts(layout, predicted, weight, gradient)
+    labelling_counts(layout, gold_side, -weight, gradient)
     dtype = scores.emissions.dtype
     return loss, CRFScores(*(None if g is None else g.astype(dtype, copy=False)
                              for g in astuple_shallow(gradient)))
@@ -157,12 +157,12 @@ def astuple_shallow(scores: CRFScores) -> tuple:
     return tuple(getattr(scores, f.name) for f in fields(scores))
 
 
-def _zero_gradient(scores: CRFScores, structure: BatchLayout) -> CRFScores:
+def _zero_gradient(scores: CRFScores, layout: BatchLayout) -> CRFScores:
     """float64 zeros for every parameter the structure uses, ``None`` for the rest."""
-    return structure.structure.zero_gradient(scores)
+    return layout.structure.zero_gradient(scores)
 
 
-def labelling_counts(structure: BatchLayout, labels: np.ndarray,
+def labelling_counts(layout: BatchLayout, labels: np.ndarray,
                      weights: Optional[np.ndarray], out: CRFScores) -> CRFScores:
     """Add ``weights[s]`` times the feature counts of each sequence's labelling into ``out``.
 
@@ -175,7 +175,7 @@ def labelling_counts(structure: BatchLayout, labels: np.ndarray,
 
     Parameters
     ----------
-    structure : BatchLayout
+    layout : BatchLayout
         The batch layout (chains, forests, ...).
     labels : numpy.ndarray
         (N,) int64 label of every token.
@@ -189,12 +189,12 @@ def labelling_counts(structure: BatchLayout, labels: np.ndarray,
     CRFScores
         ``out``.
     """
-    lengths = structure.lengths
+    lengths = layout.lengths
     labels = np.asarray(labels, dtype=np.int64)
     N = out.emissions.shape[0]
     if weights is None:
         weights = np.ones(lengths.shape[0])
     # d e(t, y_t) = w
     out.emissions[np.arange(N), labels] += np.repeat(weights, lengths)
-    structure.structure.labelling_counts(structure, labels, weights, out)
+    layout.structure.labelling_counts(layout, labels, weights, out)
     return out

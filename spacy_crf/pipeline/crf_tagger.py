@@ -320,25 +320,25 @@ class CRFTagger(TrainablePipe):
         self._require_labels()
         self.check_inputs(docs)
         self.use_prediction_weights()
-        with read_once(docs):  # the features and the structure share the sequences and heads
-            structure = self.batch_layout(docs)
+        with read_once(docs):  # the features and the layout share the sequences and heads
+            layout = self.batch_layout(docs)
             scores = self.constrain_scores(self.model.predict(docs))
         self._check_width(scores)
         fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
                  if self.keep_existing else None)
         if fixed is not None and not (fixed >= 0).any():
             fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
-        label_ids, _ = inference.viterbi(scores, structure, fixed)
+        label_ids, _ = inference.viterbi(scores, layout, fixed)
         confidence = spans = nbest = None
         if self.cfg["store_confidence"] or self.cfg["n_best"]:
-            probs, log_z = inference.marginals(scores, structure, fixed)
+            probs, log_z = inference.marginals(scores, layout, fixed)
         if self.cfg["n_best"]:
-            nbest = self._n_best(scores, structure, fixed, log_z)
+            nbest = self._n_best(scores, layout, fixed, log_z)
         if self.cfg["store_confidence"]:
             # marginals are float32: a sure label can round a few ulps above 1
             confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
                                  ).astype(np.float32)
-            spans = self.target.span_confidence(scores, structure, label_ids, fixed)
+            spans = self.target.span_confidence(scores, layout, label_ids, fixed)
         return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
@@ -389,9 +389,9 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         self._averages.show_iterate(self.model)
         with read_once(docs):
-            structure = self.batch_layout(docs)  # a missing parse fails here, before any work
+            layout = self.batch_layout(docs)  # a missing parse fails here, before any work
             scores, backprop = self.model.begin_update(docs)
-        loss, d_scores = self._loss(examples, self.target.constrain(scores), structure, learn=True)
+        loss, d_scores = self._loss(examples, self.target.constrain(scores), layout, learn=True)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -453,13 +453,13 @@ class CRFTagger(TrainablePipe):
         set_dropout_rate(self.model, drop)
         self._averages.show_iterate(self.model)
         with read_once(docs):
-            structure = self.batch_layout(docs)
+            layout = self.batch_layout(docs)
             teacher = self.constrain_scores(self._rehearsal_model.predict(docs))
             scores, backprop = self.model.begin_update(docs)
         self._check_width(teacher)
         self._check_width(scores)
-        gold, _ = inference.viterbi(teacher, structure, None)
-        loss, d_scores = self._objective(self.constrain_scores(scores), structure, gold)
+        gold, _ = inference.viterbi(teacher, layout, None)
+        loss, d_scores = self._objective(self.constrain_scores(scores), layout, gold)
         backprop(d_scores)
         if isinstance(sgd, Optimizer):
             self.finish_update(sgd)
@@ -491,37 +491,37 @@ class CRFTagger(TrainablePipe):
         self.model.finish_update(sgd)  # every other parameter, as thinc steps it
 
     def _loss(self, examples: List[Example], scores: CRFScores,
-              structure: BatchLayout, learn: bool = False):
+              layout: BatchLayout, learn: bool = False):
         self._check_width(scores)
-        gold = self.gold_label_ids(examples, scores, structure)
+        gold = self.gold_label_ids(examples, scores, layout)
         # new labels this gold has are trained (and, in an update, predicted from now on)
         seen = self._new_labels_in(gold)
         if learn and FIT_COUNTS not in self.model.attrs:
             # (a generative model, the HMM, learns from counts, not from updates:
             # its new labels are learned when initialize refits them)
             self.learn_new_labels(gold)
-        return self._objective(self._mask_unseen(scores, but=seen), structure, gold)
+        return self._objective(self._mask_unseen(scores, but=seen), layout, gold)
 
-    def _objective(self, scores: CRFScores, structure: BatchLayout, gold: np.ndarray):
+    def _objective(self, scores: CRFScores, layout: BatchLayout, gold: np.ndarray):
         """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
         ``scores`` must be constrained. E009 if it is not finite."""
         per_sequence, gradient = each_expert(get_loss(self.cfg.get("loss", "nll")),
-                                             scores, structure, gold)
+                                             scores, layout, gold)
         loss = float(per_sequence.sum())
         if not np.isfinite(loss):
             raise ValueError(Errors.E009.format(name=self.name, value=loss))
         return loss, gradient
 
     def gold_label_ids(self, examples: List[Example], scores: CRFScores,
-                       structure: BatchLayout) -> np.ndarray:
+                       layout: BatchLayout) -> np.ndarray:
         """Gold label ids of the batch's tokens, -1 where unknown; for span
         targets, tags that break the scheme are unannotated (W003). ``scores``
         must be constrained (:meth:`constrain_scores`; only its ``-inf``
-        entries matter) and ``structure`` is :meth:`batch_layout`'s. The batch
+        entries matter) and ``layout`` is :meth:`batch_layout`'s. The batch
         trainer (``spacy_crf.fit``) reads its labels here too."""
         gold = (np.concatenate([self.target.gold_ids(eg) for eg in examples]) if examples
                 else np.zeros(0, dtype=np.int64))
-        gold, n_bad = self.target.repair_gold(scores, gold, structure)
+        gold, n_bad = self.target.repair_gold(scores, gold, layout)
         if n_bad:
             warn(Warnings.W003.format(n=n_bad, name=self.name, scheme=self.cfg["scheme"]))
         return gold
@@ -866,13 +866,13 @@ class CRFTagger(TrainablePipe):
 
     # -- helpers -------------------------------------------------------------
 
-    def _n_best(self, scores: CRFScores, structure: BatchLayout,
+    def _n_best(self, scores: CRFScores, layout: BatchLayout,
                 fixed: Optional[np.ndarray], log_z: np.ndarray) -> List[List[Tuple[float, List[str]]]]:
         """Per sequence, its best labellings as (probability, label strings)."""
-        labels, best, counts = inference.n_best(scores, structure, self.cfg["n_best"], fixed)
+        labels, best, counts = inference.n_best(scores, layout, self.cfg["n_best"], fixed)
         names = np.asarray(list(self.labels) + [None], dtype=object)[:-1]
         out, start = [], 0
-        for s, n in enumerate(structure.lengths):
+        for s, n in enumerate(layout.lengths):
             if n:
                 out.append([(float(np.exp(best[s, r] - log_z[s])),
                              names[labels[r, start:start + n]].tolist())

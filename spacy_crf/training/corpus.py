@@ -141,18 +141,18 @@ def featurize_corpus(pipe, examples: Sequence[Example],
         docs = [eg.predicted for eg in batch]
         with read_once(docs):
             features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
-            structure = pipe.batch_layout(docs)
+            batch_layout = pipe.batch_layout(docs)
         # the table row of every feature, mapped as the hashed layer maps it
         buckets = np.empty(features.shape, dtype=np.int64)
         feature_rows(features, n_buckets, unsigned, buckets)
         scores = _constrained_zeros(pipe, features.shape[0])
-        gold = pipe.gold_label_ids(batch, scores, structure)
+        gold = pipe.gold_label_ids(batch, scores, batch_layout)
         pipe.learn_new_labels(gold)  # labels added to a warm start, which this corpus trains
         constraints = None
         if pipe.target.is_span_target:
             constraints = {name: np.asarray(getattr(scores, name), dtype=np.float64)
-                           for name in structure.structure.params}
-        parts.append((buckets, gold, structure, constraints))
+                           for name in batch_layout.structure.params}
+        parts.append((buckets, gold, batch_layout, constraints))
     # compact rows in order of decreasing frequency: the features of most tokens
     # share a few cache lines of the weights and of the gradient
     counts = np.zeros(n_buckets, dtype=np.int64)
@@ -167,8 +167,9 @@ def featurize_corpus(pipe, examples: Sequence[Example],
     layout = ParameterLayout(int(table_rows.shape[0]), base.n_labels, base.structure,
                              base.n_relations)
     shards = [FeaturizedShard(layout, np.ascontiguousarray(compact[buckets]),
-                              np.ascontiguousarray(gold, dtype=np.int64), structure, constraints)
-              for buckets, gold, structure, constraints in parts]
+                              np.ascontiguousarray(gold, dtype=np.int64), batch_layout,
+                              constraints)
+              for buckets, gold, batch_layout, constraints in parts]
     return shards, table_rows
 
 

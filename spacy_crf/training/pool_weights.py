@@ -59,7 +59,7 @@ BOUNDS = (0.0, 1.0)
 #: the search stops when the bracket is this narrow
 TOLERANCE = 0.005
 
-#: per batch: the experts' scores, the batch's structure and its gold ids
+#: per batch: the experts' scores, the batch's layout and its gold ids
 _HeldOut = List[Tuple[Sequence[Any], Any, np.ndarray]]
 
 
@@ -129,7 +129,7 @@ def golden_section(func: Callable[[float], float], low: float, high: float,
 
 def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[Example],
                      batch_size: int) -> _HeldOut:
-    """The experts' scores of every batch of ``examples``, with its structure and gold."""
+    """The experts' scores of every batch of ``examples``, with its layout and gold."""
     # the docs as the component meets them in nlp.pipe (enabled components only)
     docs = run_components_before(name, nlp.pipeline, [eg.predicted for eg in examples], batch_size)
     held_out = []
@@ -138,20 +138,20 @@ def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[E
         batch, batch_docs = examples[start:start + batch_size], docs[start:start + batch_size]
         pipe.check_inputs(batch_docs)
         with read_once(batch_docs):
-            structure = pipe.batch_layout(batch_docs)
+            layout = pipe.batch_layout(batch_docs)
             scores = pipe.model.predict(batch_docs)
-        gold = pipe.gold_label_ids(batch, pipe.constrain_scores(scores), structure)
+        gold = pipe.gold_label_ids(batch, pipe.constrain_scores(scores), layout)
         if (gold >= 0).any():
-            held_out.append((scores.experts, structure, gold))
+            held_out.append((scores.experts, layout, gold))
     return held_out
 
 
 def _pooled_nll(pipe: CRFTagger, held_out: _HeldOut, weight: float) -> float:
     """Summed negative log-likelihood of the held-out gold under the pool with ``weight``."""
     total = 0.0
-    for experts, structure, gold in held_out:
+    for experts, layout, gold in held_out:
         pooled = replace(pool_scores(experts, [1.0 - weight, weight]), experts=None)
-        nll, _ = inference.nll_and_gradient(pipe.constrain_scores(pooled), structure, gold)
+        nll, _ = inference.nll_and_gradient(pipe.constrain_scores(pooled), layout, gold)
         total += float(nll.sum())
     return total
 
