@@ -179,10 +179,13 @@ class Target:
         and how many were (none here)."""
         return gold, 0
 
-    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
+    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores
+                     ) -> Tuple[np.ndarray, CRFScores]:
         """Labels already on the (non-empty) docs, fixed for decoding (-1 where
-        free); ``scores`` may be masked where a fixed label constrains a free one."""
-        return np.concatenate([self.ids_of_keys(self.reference_keys(doc)) for doc in docs])
+        free), and ``scores`` to decode them with: a copy masked where a fixed
+        label constrains a free one, else ``scores`` (never written to)."""
+        return (np.concatenate([self.ids_of_keys(self.reference_keys(doc)) for doc in docs]),
+                scores)
 
     def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
         """Write a decoded labelling (after forced decoding if ``keep_existing``)."""
@@ -545,14 +548,20 @@ class SpanTarget(Target):
             gold = np.where(drop, -1, gold)
         return gold, int(bad.sum())
 
-    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores) -> np.ndarray:
+    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores
+                     ) -> Tuple[np.ndarray, CRFScores]:
         """The tokens of existing spans; in BIO the token after a span may then
-        not continue it (its I- tag is masked out of ``scores``)."""
+        not continue it: its I- tag is masked out of a copy of ``scores``."""
         fixed = np.concatenate([self.forced(doc) for doc in docs])
+        after = np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0))
         continues = self.continuations()
-        for t in np.flatnonzero((fixed[:-1] >= 0) & (fixed[1:] < 0)):
-            scores.emissions[t + 1, continues[fixed[t]]] = -np.inf
-        return fixed
+        blocked = [(t + 1, label) for t in after for label in np.flatnonzero(continues[fixed[t]])]
+        if not blocked:
+            return fixed, scores
+        emissions = np.array(scores.emissions, copy=True)
+        rows, labels = zip(*blocked)
+        emissions[list(rows), list(labels)] = -np.inf
+        return fixed, replace(scores, emissions=emissions)
 
     def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
         # the existing spans go back as they were (forced decoding kept their

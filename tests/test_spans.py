@@ -464,7 +464,10 @@ def test_forced_decoding_keeps_the_fixed_span(scheme):
         scores = constrain(raw, tags, scheme)
         scores = CRFScores(scores.emissions.copy(), scores.transitions, scores.start, scores.end,
                            scores.pair, scores.root)
-        fixed = stub.fixed_labels(docs, scores)
+        before = scores.emissions.copy()
+        fixed, scores_fixed = stub.fixed_labels(docs, scores)
+        np.testing.assert_array_equal(scores.emissions, before)  # a copy is masked, if any
+        scores = scores_fixed
         structure = Structure.chain(lengths)
         labels, best = inference.viterbi(scores, structure, fixed)
         _, log_z = inference.marginals(scores, structure, fixed)

@@ -324,8 +324,9 @@ class CRFTagger(TrainablePipe):
             layout = self.batch_layout(docs)
             scores = self.constrain_scores(self.model.predict(docs))
         self._check_width(scores)
-        fixed = (self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
-                 if self.keep_existing else None)
+        fixed = None
+        if self.keep_existing:
+            fixed, scores = self.target.fixed_labels([doc for doc in docs if len(doc)], scores)
         if fixed is not None and not (fixed >= 0).any():
             fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
         label_ids, _ = inference.viterbi(scores, layout, fixed)
