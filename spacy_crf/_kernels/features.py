@@ -57,9 +57,13 @@ def hash_templates(values, begin, end, part_ptr, part_col, part_off, first, feat
     """
     n_tokens = values.shape[0]
     n_templates = part_ptr.shape[0] - 1
+    # each template's start of the hash is the same at every token: mixed once
+    starts = np.empty(n_templates, dtype=np.uint64)
+    for k in range(n_templates):
+        starts[k] = mix64(SEED, np.uint64(first + k))
     for t in range(n_tokens):
         for k in range(n_templates):
-            h = mix64(SEED, np.uint64(first + k))
+            h = starts[k]
             for p in range(part_ptr[k], part_ptr[k + 1]):
                 u = t + part_off[p]
                 if u >= begin[t] and u < end[t]:
