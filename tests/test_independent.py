@@ -9,7 +9,7 @@ import spacy
 from spacy.training import Example
 from thinc.api import Adam
 
-from conftest import TOY_TEXT, parse
+from conftest import toy_examples
 from finite_differences import central_difference
 from kernels.oracle import all_labellings, logsumexp
 from spacy_crf import inference
@@ -92,20 +92,12 @@ def test_nll_gradient_against_finite_differences():
     np.testing.assert_allclose(grad.emissions, numeric, atol=1e-5)
 
 
-def toy(nlp):
-    examples = []
-    for line in TOY_TEXT:
-        words, tags = parse(line)
-        examples.append(Example.from_dict(nlp.make_doc(" ".join(words)), {"tags": tags}))
-    return examples
-
-
 @pytest.mark.parametrize("loss", ["nll", "perceptron"])
 def test_the_component_trains_saves_and_loads_with_it(loss, tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"structure": BLOCK, "store_confidence": True,
                                        "loss": loss})
-    examples = toy(nlp)
+    examples = toy_examples(nlp, "tag")
     nlp.initialize(lambda: examples)
     optimizer = Adam(0.05)
     for _ in range(30):

@@ -32,7 +32,7 @@ from thinc.api import Model, Optimizer
 
 from .._kernels import sparse_update as kernels
 from .grow import grow_optimizer_state, grow_rows
-from .weight_average import AVERAGE_WEIGHTS, step_average
+from .weight_average import AVERAGE_WEIGHTS
 
 ATTR = "sparse_table"
 #: attrs key of a layer's learning-rate scale (a multiplier of the optimizer's rate)
@@ -288,11 +288,11 @@ def step_model(model: Model, sgd: Optimizer, averages: Optional[Dict] = None) ->
                 param, _ = sgd(key, node.get_param(name), node.get_grad(name),
                                lr_scale=lr_scale)
                 node.set_param(name, param)
-                own = _averages_of(node, sgd, averages) if sgd.averages is None else None
-                if own is not None:
-                    if key not in own:
-                        own[key] = np.zeros_like(param)  # as thinc's start at zero
-                    step_average(own[key], param, sgd.nr_update[key])
+                if sgd.averages is None and _averages_of(node, sgd, averages) is not None:
+                    # (the optimizer averaged its own already, where it keeps them)
+                    if key not in averages:
+                        averages[key] = np.zeros_like(param)  # as thinc's start at zero
+                    node.ops.update_averages(averages[key], param, sgd.nr_update[key])
 
 
 def sync_averages(model: Model, averages: Dict) -> None:

@@ -16,7 +16,7 @@ such a module: nothing here imports it).
 
 from .base import (BatchLayout, CRFStructure, get_structure, register_structure,  # noqa: F401
                    strategy_of, structure_names)
-from .config import StructureSpec, as_spec, block_of, spec_from_cfg  # noqa: F401
+from .config import StructureSpec, as_spec, spec_from_cfg  # noqa: F401
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
 from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401

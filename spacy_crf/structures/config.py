@@ -86,16 +86,20 @@ def _load_plugins() -> None:
     registry.structures.get_all()
 
 
+def _block(name: Any) -> Callable[..., StructureSpec]:
+    """The registered function of the structure ``name``; E012 names the
+    structures there are otherwise."""
+    if isinstance(name, str) and name not in _BLOCKS:
+        _load_plugins()
+    if not isinstance(name, str) or name not in _BLOCKS:
+        raise ValueError(Errors.E012.format(structure=name, allowed=", ".join(map(repr, _BLOCKS))))
+    return _BLOCKS[name][1]
+
+
 def as_spec(value: Union[str, StructureSpec, Any]) -> StructureSpec:
     """A ``structure`` setting as a spec: a spec as it is, a structure's name as
     its block with the default settings; E012 names the structures otherwise."""
-    if isinstance(value, StructureSpec):
-        return value
-    if isinstance(value, str) and value not in _BLOCKS:
-        _load_plugins()
-    if isinstance(value, str) and value in _BLOCKS:
-        return _BLOCKS[value][1]()
-    raise ValueError(Errors.E012.format(structure=value, allowed=", ".join(map(repr, _BLOCKS))))
+    return value if isinstance(value, StructureSpec) else _block(value)()
 
 
 #: the settings a component took beside ``structure`` before structures were
@@ -111,10 +115,11 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
     as it was). A flat setting of another structure at its old default is
     dropped; E170 for one set beside a block, or one the structure lacks."""
     given = {key: value for key, value in flat.items() if value is not None}
-    if not given:
-        return as_spec(structure)
     spec = as_spec(structure)
-    own = _BLOCKS[spec.name][1]().settings
+    if not given:
+        return spec
+    block = _block(spec.name)
+    own = block().settings
     for key, value in given.items():
         if isinstance(structure, StructureSpec):
             raise ValueError(Errors.E170.format(setting=key, value=value,
@@ -124,28 +129,12 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
             raise ValueError(Errors.E170.format(setting=key, value=value,
                                                 structure=spec.describe(),
                                                 why=f"is not one of {spec.name}'s"))
-    return _BLOCKS[spec.name][1](**{key: value for key, value in given.items() if key in own})
+    return block(**{key: value for key, value in given.items() if key in own})
 
 
 def spec_from_cfg(cfg: Dict[str, Any]) -> StructureSpec:
     """The spec a component's cfg holds (the structure's name and, beside it,
     its settings; a setting a cfg lacks takes its default), checked as the
     config block is (a saved cfg edited by hand fails as a config would)."""
-    name = cfg.get("structure")
-    if isinstance(name, str) and name not in _BLOCKS:
-        _load_plugins()
-    if not isinstance(name, str) or name not in _BLOCKS:
-        as_spec(repr(name) if not isinstance(name, str) else name)  # E012
-    func = _BLOCKS[name][1]
-    defaults = func()
-    return func(**{key: cfg.get(key, value) for key, value in defaults.settings.items()})
-
-
-def block_of(spec: StructureSpec) -> Dict[str, Any]:
-    """The config block of ``spec`` (``@structures`` and its settings)."""
-    return {"@structures": _BLOCKS[spec.name][0], **spec.settings}
-
-
-def registered_block(name: str) -> Optional[str]:
-    """The registered function name of the structure ``name``."""
-    return _BLOCKS[name][0] if name in _BLOCKS else None
+    block = _block(cfg.get("structure"))
+    return block(**{key: cfg.get(key, value) for key, value in block().settings.items()})

@@ -47,6 +47,8 @@ DEFAULT_CAP = 10
 #: the longest max_segment_length accepted: the semi-Markov CRF's cost grows with it
 #: at every token, and spans longer than this are not what it is for
 MAX_SEGMENT_LENGTH = 100
+#: cfg key of the segment length in use (the setting, or what the data gave)
+LENGTH_KEY = "segment_length"
 
 
 @register_spec("spacy-crf.SemiMarkov.v1", "semi_markov")
@@ -67,8 +69,6 @@ def semi_markov_structure(max_segment_length: int = 0) -> StructureSpec:
         raise ValueError(Errors.E166.format(value=max_segment_length, most=MAX_SEGMENT_LENGTH,
                                             cap=DEFAULT_CAP))
     return StructureSpec("semi_markov", {"max_segment_length": max_segment_length})
-#: cfg key of the segment length in use (the setting, or what the data gave)
-LENGTH_KEY = "segment_length"
 
 
 @dataclass
