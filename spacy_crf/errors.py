@@ -306,13 +306,14 @@ class Errors(metaclass=_Codes):
     E168 = ("spacy-crf.add_labels.v1: the pipeline has no crf_tagger named '{name}' (its "
             "components: {pipeline}). Set [initialize.after_init] component to the name of "
             "the crf_tagger to grow.")
+    E169 = ("python -m spacy_crf.fit --init-from {path}: cannot take its crf_tagger '{name}' "
+            "({why}). Give the directory of a trained pipeline (e.g. model-best) with a "
+            "crf_tagger of that name, or --component NAME.")
+    # E170: structures as config blocks (issue 30)
     E170 = ("{setting} = {value!r} beside structure {structure}: a structure's settings are "
             "in its config block now, e.g. [components.NAME.structure] @structures = "
             "\"spacy-crf.Chain.v1\" order = 2, or @structures = \"spacy-crf.SemiMarkov.v1\" "
             "max_segment_length = 10 (the setting {setting} {why}).")
-    E169 = ("python -m spacy_crf.fit --init-from {path}: cannot take its crf_tagger '{name}' "
-            "({why}). Give the directory of a trained pipeline (e.g. model-best) with a "
-            "crf_tagger of that name, or --component NAME.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
