@@ -154,7 +154,7 @@ def phase_crfsuite(train: Sentences, test: Sentences, templates: List[str]) -> D
 
 
 def default_templates() -> List[str]:
-    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+    from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     return list(DEFAULT_MODEL["templates"])
 

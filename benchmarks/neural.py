@@ -82,7 +82,7 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
     head = spec["head"]
     listener = {"@architectures": "spacy.Tok2VecListener.v1",
                 "width": "${components.tok2vec.model.encode.width}", "upstream": "*"}
-    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+    from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     pooled = {"@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener,
               # the factory default's features: the feature expert is the features-only row's model

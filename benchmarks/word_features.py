@@ -121,7 +121,7 @@ def phase_crf(task: str, train: Sentences, test: Sentences, model: Dict[str, Any
     from spacy.tokens import Doc
     from spacy.vectors import Vectors
 
-    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+    from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     nlp = spacy.blank("en")
     if vectors is not None:
@@ -245,7 +245,7 @@ def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
 
 def run(data_dir: Path, tasks: Sequence[str], epochs: int, batch_size: int,
         rows: Sequence[str] = (), out: Optional[Path] = None) -> Dict[str, Any]:
-    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+    from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     files = {
         "upos": (read_conllu_upos, data_dir / "ud_english_ewt/r2.9/en_ewt-ud-train.conllu",
@@ -331,7 +331,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rows", nargs="+", default=[],
                         help="run only the systems whose names hold one of these strings")
     args = parser.parse_args(argv)
-    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+    from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     CLUSTER_TEMPLATES = list(DEFAULT_MODEL["cluster_templates"])
     report = run(args.data_dir, args.tasks, args.epochs, args.batch_size, args.rows, args.out)

@@ -80,7 +80,8 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
     ``copied`` are the attributes already copied from the corpus (the fix the
     warning gives adds to them). Returns the pairs it warned about.
     """
-    from .pipeline.crf_tagger import INPUT_ANNOTATIONS, CRFTagger
+    from .pipeline.crf_tagger import CRFTagger
+    from .pipeline.inputs import INPUT_ANNOTATIONS
 
     docs = [eg.predicted for eg in examples]
     missing = {attr for attr in INPUT_ANNOTATIONS if not any(d.has_annotation(attr) for d in docs)}

@@ -8,7 +8,7 @@ import spacy
 from spacy.training import Example
 
 from spacy_crf.models.sparse_table import BOOST_UPDATES, UPDATES_DONE, boost
-from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
 
 def test_boost_decays_as_one_over_sqrt_t_to_one():

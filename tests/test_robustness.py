@@ -35,7 +35,7 @@ from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_crf import inference
-from spacy_crf.pipeline.crf_tagger import CONFIDENCE_KEY
+from spacy_crf.pipeline.extensions import CONFIDENCE_KEY
 from conftest import SPELLING_ONLY
 
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,

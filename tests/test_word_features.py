@@ -28,7 +28,7 @@ from spacy_crf.features.lexicon import Lexicon
 from spacy_crf.features.templates import FeatureTemplates
 from spacy_crf.features.vector_clusters import kmeans, unit_rows
 from spacy_crf.features.word_table import WordTable
-from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
 #: Brown paths of a tiny table (bit strings, first bit first)
 PATHS = {"the": "0010", "a": "0011", "cat": "110", "dog": "1101", "Paris": "10",

@@ -1,3 +1,4 @@
-from .crf_tagger import CRFTagger, make_crf_tagger
+from .crf_tagger import CRFTagger
+from .factory import DEFAULT_MODEL, make_crf_tagger
 
-__all__ = ["CRFTagger", "make_crf_tagger"]
+__all__ = ["CRFTagger", "DEFAULT_MODEL", "make_crf_tagger"]

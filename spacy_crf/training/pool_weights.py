@@ -49,7 +49,8 @@ from .. import inference
 from ..errors import Errors
 from ..features.doc_arrays import read_once
 from ..models.pooled_experts import WEIGHTS, pool_scores, pool_weights_node
-from ..pipeline.crf_tagger import CRFTagger, run_components_before
+from ..pipeline.crf_tagger import CRFTagger
+from ..pipeline.inputs import run_components_before
 from ..util import is_count
 
 logger = logging.getLogger("spacy_crf")

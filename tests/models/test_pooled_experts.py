@@ -264,7 +264,7 @@ def test_a_pool_trains_on_trees_and_at_order_two(config, toy):
 
 def test_the_feature_expert_defaults_to_the_factory_model():
     """Same templates, same table: what v2 adds to the factory default is the tok2vec."""
-    from spacy_crf.pipeline.crf_tagger import DEFAULT_MODEL
+    from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     nlp = spacy.blank("en")
     crf = nlp.add_pipe("crf_tagger", config={"model": {

@@ -1,0 +1,92 @@
+"""A crf_tagger's decoded batch, and how it is written onto the Docs.
+
+``CRFTagger.predict`` decodes the scores into a :class:`CRFPrediction`;
+``set_annotations`` hands it to :func:`write_prediction`, which writes labels
+through the target and the stored confidences and n-best lists into
+``doc.user_data``, where the extensions of :mod:`.extensions` read them.
+"""
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.tokens import Doc
+
+from .. import inference
+from ..models.potentials import CRFScores
+from ..structures import BatchLayout
+from ..structures.base import sequence_lengths
+from .extensions import CONFIDENCE_KEY, NBEST_KEY, SPAN_CONFIDENCE_KEY
+
+#: per sequence, its best labellings as (probability, label strings)
+NBestLists = List[List[Tuple[float, List[str]]]]
+
+
+@dataclass
+class CRFPrediction:
+    """Decoded label ids of a batch, concatenated, with per-doc lengths."""
+
+    label_ids: np.ndarray  # (N,) int64
+    doc_lengths: np.ndarray  # (D,) int64
+    confidence: Optional[np.ndarray] = None  # (N,) float32 P(predicted label)
+    # (N,) P(the predicted span starting here) and (N,) its end row; NaN / -1 elsewhere
+    span_confidence: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    n_best: Optional[NBestLists] = None  # per sequence
+
+
+def decode(pipe, scores: CRFScores, layout: BatchLayout, lengths: np.ndarray,
+           fixed: Optional[np.ndarray]) -> CRFPrediction:
+    """Viterbi labels of constrained ``scores``, with the confidences and n-best
+    lists the component's settings ask for (``store_confidence``, ``n_best``)."""
+    label_ids, _ = inference.viterbi(scores, layout, fixed)
+    confidence = spans = nbest = None
+    if pipe.cfg["store_confidence"] or pipe.cfg["n_best"]:
+        probs, log_z = inference.marginals(scores, layout, fixed)
+    if pipe.cfg["n_best"]:
+        nbest = n_best_lists(scores, layout, fixed, log_z, pipe.cfg["n_best"], pipe.labels)
+    if pipe.cfg["store_confidence"]:
+        # marginals are float32: a sure label can round a few ulps above 1
+        confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
+                             ).astype(np.float32)
+        spans = pipe.target.span_confidence(scores, layout, label_ids, fixed)
+    return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
+
+
+def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndarray],
+                 log_z: np.ndarray, n: int, label_names: Sequence[str]) -> NBestLists:
+    """Per sequence, its ``n`` best labellings as (probability, label strings)."""
+    labels, best, counts = inference.n_best(scores, layout, n, fixed)
+    names = np.asarray(list(label_names) + [None], dtype=object)[:-1]
+    out, start = [], 0
+    for s, length in enumerate(layout.lengths):
+        if length:
+            out.append([(float(np.exp(best[s, r] - log_z[s])),
+                         names[labels[r, start:start + length]].tolist())
+                        for r in range(counts[s])])
+        start += length
+    return out
+
+
+def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> None:
+    """Write the predicted labels (and confidences, n-best lists) onto ``docs``."""
+    ends = np.cumsum(prediction.doc_lengths)
+    if prediction.n_best is not None or pipe.cfg["n_best"]:
+        # every doc gets a list, [] for an empty doc (alone in its batch too, where
+        # predict skips decoding), and each entry is [probability, labels]: a
+        # list, as it comes back from nlp.pipe(n_process=2) (user data goes
+        # through msgpack, which turns tuples into lists)
+        per_doc = iter(prediction.n_best or [])
+        for doc in docs:
+            n_seqs = len(sequence_lengths([doc], pipe)) if len(doc) else 0
+            doc.user_data[NBEST_KEY] = [[[p, labels] for p, labels in next(per_doc)]
+                                        for _ in range(n_seqs)]
+    for doc, end, n in zip(docs, ends, prediction.doc_lengths):
+        if not n:
+            continue
+        pipe.target.write_prediction(doc, prediction.label_ids[end - n:end], pipe.keep_existing)
+        if prediction.confidence is not None:
+            doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
+        if prediction.span_confidence is not None:
+            probs, span_ends = prediction.span_confidence
+            doc.user_data[SPAN_CONFIDENCE_KEY] = (probs[end - n:end].tolist(),
+                                                  (span_ends[end - n:end] - (end - n)).tolist())

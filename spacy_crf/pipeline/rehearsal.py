@@ -1,0 +1,76 @@
+"""Rehearsal: training toward the labellings a copy of the model gave, against forgetting.
+
+``nlp.resume_training()`` copies each component's model as its teacher;
+``nlp.rehearse()`` then asks each to move toward what its teacher predicts on
+raw text, as spaCy's tagger rehearses toward its teacher's scores. A CRF's
+target is the teacher's Viterbi labelling of each doc (the gold annotation is
+not read), trained with the component's own loss.
+"""
+
+from typing import Callable, Dict, Iterable, Optional, Union
+
+import numpy as np
+from spacy.training import Example, validate_examples
+from thinc.api import Model, Optimizer, set_dropout_rate
+
+from .. import inference
+from .._kernels.sparse_update import scatter_rows
+from ..errors import Errors
+from ..features.doc_arrays import doc_lengths, read_once
+from ..models.sparse_table import ATTR as SPARSE_TABLE
+
+
+def rehearse(pipe, examples: Iterable[Example], *, drop: float,
+             sgd: Optional[Union[Optimizer, Callable]],
+             losses: Dict[str, float]) -> Dict[str, float]:
+    """One rehearsal step of ``pipe`` (``CRFTagger.rehearse`` documents it)."""
+    losses.setdefault(pipe.name, 0.0)
+    teacher_model = pipe._rehearsal_model
+    if teacher_model is None:
+        return losses
+    examples = list(examples)
+    validate_examples(examples, "CRFTagger.rehearse")
+    docs = [eg.predicted for eg in examples]
+    if not int(doc_lengths(docs).sum()):
+        return losses
+    pipe._require_labels()
+    set_dropout_rate(pipe.model, drop)
+    pipe._averages.show_iterate(pipe.model)
+    with read_once(docs):
+        layout = pipe.batch_layout(docs)
+        teacher = pipe.constrain_scores(teacher_model.predict(docs))
+        scores, backprop = pipe.model.begin_update(docs)
+    pipe._check_width(teacher)
+    pipe._check_width(scores)
+    gold, _ = inference.viterbi(teacher, layout, None)
+    loss, d_scores = pipe._objective(pipe.constrain_scores(scores), layout, gold)
+    backprop(d_scores)
+    if isinstance(sgd, Optimizer):
+        pipe.finish_update(sgd)
+    elif callable(sgd):
+        step_through_collector(pipe.model, sgd)
+    elif sgd is not None:
+        raise ValueError(Errors.E164.format(name=pipe.name, sgd=sgd))
+    losses[pipe.name] += loss
+    return losses
+
+
+def step_through_collector(model: Model, sgd: Callable) -> None:
+    """Hand the gradients to ``nlp.rehearse``'s collector, which steps them
+    with the pipeline's optimizer after every component has rehearsed.
+
+    The collector takes dense arrays, so each hashed table's pending rows go
+    to it as a dense gradient under a key of its own (``(id, "W:rehearse")``):
+    the optimizer state that key gets is dense, and must not meet the compact
+    row state the table's sparse steps keep under ``(id, "W")``. The gradient
+    is not left on the model, where the next sparse step would find it.
+    """
+    for node in model.walk():
+        table = node.attrs.get(SPARSE_TABLE)
+        if table is not None and table.n_rows:
+            W = node.get_param("W")
+            grad = np.zeros_like(W)
+            scatter_rows(table.rows, table.grads, table.n_rows, grad)
+            table.clear()
+            sgd((node.id, "W:rehearse"), W, grad)
+    model.finish_update(sgd)  # every other parameter, as thinc steps it
