@@ -78,6 +78,16 @@ def _example(nlp, text, tags):
     return Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))
 
 
+def _train_and_save(nlp, examples, folder):
+    """15 updates on ``examples``, then ``folder/model`` and ``folder/data.spacy``."""
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.1)
+    for _ in range(15):
+        nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(folder / "model")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(folder / "data.spacy")
+
+
 @pytest.fixture(scope="module")
 def plots(tmp_path_factory):
 
@@ -85,12 +95,7 @@ def plots(tmp_path_factory):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": SMALL_MODEL, "target": "tag"})
     examples = [_example(nlp, text, tags) for text, tags in SENTS]
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    for _ in range(15):
-        nlp.update(examples, sgd=optimizer)
-    nlp.to_disk(tmp / "model")
-    DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp / "data.spacy")
+    _train_and_save(nlp, examples, tmp)
     (tmp / "train.log").write_text(CONSOLE_LOG, encoding="utf-8")
     out = tmp / "out"
     result = subprocess.run(
@@ -263,3 +268,201 @@ def test_component_that_is_not_a_crf_tagger():
         find_component(nlp, "sentencizer")
     nlp.add_pipe("crf_tagger", name="tagger2", config={"model": SMALL_MODEL})
     assert find_component(nlp, None)[0] == "tagger2"
+
+
+# -- issue #33 (6): figures read at a glance
+
+from spacy_crf.pipeline.extensions import (SPAN_CONFIDENCE_KEY,  # noqa: E402
+                                           register_confidence_extension)
+from spacy_crf.plots import entities  # noqa: E402
+
+
+def _cell_texts(ax):
+    """(column, row) -> the Text written in that cell."""
+    return {tuple(int(round(v)) for v in t.get_position()): t for t in ax.texts}
+
+
+def test_confusion_ticks_give_row_support_and_text_contrasts_with_the_cell():
+    labels = ["NOUN", "PROPN", "X"]
+    counts = np.array([[95, 5, 0], [0, 11, 1], [1, 0, 0]])  # X: one token, wrong
+    fig = figures.confusion_figure(labels, counts)
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert ticks == ["NOUN (n=100)", "PROPN (n=12)", "X (n=1)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == labels
+    cells = _cell_texts(ax)
+    assert cells[(1, 0)].get_text() == "0.05" and cells[(1, 0)].get_color() == "black"  # pale
+    assert cells[(0, 0)].get_text() == "0.95" and cells[(0, 0)].get_color() == "white"  # dark
+    assert (2, 0) not in cells  # zero cells stay blank
+    image = ax.images[0]
+    for (j, i), text in cells.items():
+        luminance = figures.relative_luminance(image.cmap(image.norm(image.get_array()[i, j])))
+        assert text.get_color() == ("black" if luminance > 0.179 else "white"), text.get_text()
+    figures.plt.close(fig)
+
+
+def test_cell_numbers_only_where_they_fit():
+    rng = np.random.default_rng(0)
+    for n, expect_numbers in ((4, True), (80, False)):
+        matrix = rng.normal(size=(n, n)) * 10
+        fig, ax = figures.plt.subplots(figsize=(5, 5))
+        image = figures._heatmap(ax, matrix, [str(i) for i in range(n)], [str(i) for i in range(n)],
+                                 "RdBu_r", **figures._symmetric(matrix))
+        fig.tight_layout()
+        size = figures.annotate_cells(fig, ax, image, matrix, ".1f")
+        if not expect_numbers:  # colour alone: no unreadable 3-point numbers
+            assert size is None and not ax.texts
+        else:
+            assert figures.MIN_CELL_FONT <= size <= figures.MAX_CELL_FONT
+            assert len(ax.texts) == n * n
+            fig.canvas.draw()
+            cell_w = ax.get_window_extent().width / n
+            renderer = fig.canvas.get_renderer()
+            # every number fits inside its own cell: none overlap
+            assert max(t.get_window_extent(renderer).width for t in ax.texts) < cell_w
+        figures.plt.close(fig)
+
+
+def test_transition_heatmap_numbers_fit_their_cells(plots):
+    out, _, _ = plots
+    component = spacy.load(out.parent / "model").get_pipe("crf_tagger")
+    fig, matrix = figures.chain_transitions_figure(component)
+    ax = fig.axes[0]
+    assert len(ax.texts) == int(np.isfinite(matrix).sum())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    cell_w = ax.get_window_extent().width / matrix.shape[1]
+    assert all(t.get_fontsize() >= figures.MIN_CELL_FONT for t in ax.texts)
+    assert max(t.get_window_extent(renderer).width for t in ax.texts) < cell_w
+    figures.plt.close(fig)
+
+
+def test_learning_curve_plots_loss_per_step_and_one_line_per_distinct_score():
+    columns, rows = train_log.parse_train_log(CONSOLE_LOG)
+    fig = figures.learning_curve_figure(figures.learning_curve_series(columns, rows))
+    ax, ax_loss = fig.axes
+    # spaCy sums the loss over the steps since the previous row (step 0: one step)
+    np.testing.assert_allclose(ax_loss.lines[0].get_ydata(), [12.5 / 1, 3.25 / 10, 0.5 / 10])
+    assert "per step" in ax_loss.get_ylabel()
+    # CRF_ACC, TAG_ACC and 100 x SCORE are one series: one line, named as all three
+    assert [line.get_label() for line in ax.lines] == ["SCORE (main score) = CRF_ACC = TAG_ACC"]
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [40.0, 80.0, 100.0])
+    figures.plt.close(fig)
+
+
+def test_learning_curve_keeps_distinct_scores_and_a_weighted_main_score():
+    columns = ["E", "#", "LOSS TOK2VEC", "LOSS NER", "ENTS_F", "ENTS_P", "ENTS_R", "TAG_ACC",
+               "SCORE"]
+    rows = [[0, 0, 1.0, 30.0, 10.00, 20.00, 6.67, 50.00, 0.30],
+            [0, 200, 40.0, 600.0, 60.00, 62.00, 58.00, 90.00, 0.75],
+            [1, 400, 20.0, 200.0, 70.00, 71.00, 69.00, 95.00, 0.82]]
+    curve = figures.learning_curve_series(columns, rows)
+    assert curve.main[0] == "SCORE (main score, x100)"  # 0.5 ENTS_F + 0.5 TAG_ACC: not a repeat
+    np.testing.assert_allclose(curve.main[1], [30.0, 75.0, 82.0])
+    assert [label for label, _ in curve.scores] == ["ENTS_F", "ENTS_P", "ENTS_R", "TAG_ACC"]
+    np.testing.assert_allclose(curve.losses["LOSS NER"], [30.0, 3.0, 1.0])
+    # with ents_f alone weighted, SCORE repeats it to the printed precision: ENTS_F is the main line
+    rows_f = [row[:-1] + [round(row[4] / 100, 2)] for row in rows]
+    curve = figures.learning_curve_series(columns, rows_f)
+    assert curve.main[0] == "SCORE (main score) = ENTS_F"
+    np.testing.assert_allclose(curve.main[1], [10.0, 60.0, 70.0])
+    assert [label for label, _ in curve.scores] == ["ENTS_P", "ENTS_R", "TAG_ACC"]
+    # a resumed run starts a new table: its first row counts from step 0 again
+    np.testing.assert_allclose(figures.steps_per_row(np.array([0.0, 200, 400, 0, 200])),
+                               [1, 200, 200, 1, 200])
+
+
+def _ents_doc(vocab, words, iob):
+    return Doc(vocab, words=words, ents=iob)
+
+
+def _hand_made_span_docs():
+    """Two annotated docs and an unannotated one, with hand-counted outcomes."""
+    vocab = spacy.blank("en").vocab
+    w1 = ["Alice", "met", "Bob", "in", "Paris", "."]
+    w2 = ["Acme", "hired", "Carol", "on", "Tuesday"]
+    gold = [_ents_doc(vocab, w1, ["B-PER", "O", "B-PER", "O", "B-LOC", "O"]),
+            _ents_doc(vocab, w2, ["B-ORG", "O", "B-PER", "O", "O"]),
+            Doc(vocab, words=["Dan", "left"])]  # no entity annotation: skipped
+    pred = [_ents_doc(vocab, w1, ["B-PER", "O", "B-LOC", "B-LOC", "I-LOC", "O"]),
+            _ents_doc(vocab, w2, ["O", "O", "B-PER", "O", "B-PER"]),
+            _ents_doc(vocab, ["Dan", "left"], ["B-PER", "O"])]
+    return gold, pred
+
+
+def test_entity_confusion_counts_by_exact_span_matching():
+    from spacy.scorer import Scorer
+
+    gold_docs, pred_docs = _hand_made_span_docs()
+    gold = [list(d.ents) if d.has_annotation("ENT_IOB") else None for d in gold_docs]
+    pred = [list(d.ents) for d in pred_docs]
+    types, counts = entities.span_confusion(gold, pred)
+    assert types == ["LOC", "ORG", "PER"]
+    # Alice, Carol: PER -> PER; Bob: PER -> LOC; Paris vs "in Paris": a missed LOC and a
+    # spurious LOC; Acme: a missed ORG; Tuesday: a spurious PER; "Dan" is not counted
+    expected = np.array([[0, 0, 0, 1],   # LOC
+                         [0, 0, 0, 1],   # ORG
+                         [1, 0, 2, 0],   # PER
+                         [1, 0, 1, 0]])  # spurious
+    np.testing.assert_array_equal(counts, expected)
+    p, r, f = entities.span_scores(counts)
+    spacy_scores = Scorer.score_spans(
+        [Example(pd, gd) for pd, gd in zip(pred_docs[:2], gold_docs[:2])], "ents")
+    assert (p, r, f) == pytest.approx((spacy_scores["ents_p"], spacy_scores["ents_r"],
+                                       spacy_scores["ents_f"]))
+    assert p == pytest.approx(2 / 5) and r == pytest.approx(2 / 5)
+    fig = figures.span_confusion_figure(types, counts)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "LOC (n=1)", "ORG (n=1)", "PER (n=3)", "spurious (n=2)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "LOC (n=2)", "ORG (n=0)", "PER (n=3)", "missed (n=2)"]
+    assert {k: t.get_text() for k, t in _cell_texts(ax).items()} == {
+        (3, 0): "1", (3, 1): "1", (0, 2): "1", (2, 2): "2", (0, 3): "1", (2, 3): "1"}
+    figures.plt.close(fig)
+
+
+def test_span_confidence_outcomes_and_reliability_bins(tmp_path):
+    register_confidence_extension()
+    gold_docs, pred_docs = _hand_made_span_docs()
+    # stored as the component stores them: P(span) and the span end at each span start
+    stored = {0: {0: (0.9, 1), 2: (0.6, 3), 3: (0.3, 5)}, 1: {2: (0.95, 3)}}  # Tuesday: none
+    for d, spans in stored.items():
+        n = len(pred_docs[d])
+        probs, ends = [0.0] * n, [-1] * n
+        for start, (p, end) in spans.items():
+            probs[start], ends[start] = p, end
+        pred_docs[d].user_data[SPAN_CONFIDENCE_KEY] = (probs, ends)
+    gold = [list(d.ents) if d.has_annotation("ENT_IOB") else None for d in gold_docs]
+    conf, correct = entities.span_confidences(gold, [list(d.ents) for d in pred_docs])
+    np.testing.assert_allclose(conf, [0.9, 0.6, 0.3, 0.95])
+    assert correct.tolist() == [True, False, False, True]
+    mean_conf, acc, n = entities.reliability_bins(conf, correct, n_bins=2)
+    np.testing.assert_allclose(mean_conf, [0.3, (0.9 + 0.6 + 0.95) / 3])
+    np.testing.assert_allclose(acc, [0.0, 2 / 3])
+    assert n.tolist() == [1, 3]
+    ece = entities.expected_calibration_error(conf, correct, n_bins=2)
+    assert ece == pytest.approx((0.3 + 3 * abs((0.9 + 0.6 + 0.95) / 3 - 2 / 3)) / 4)
+    info = figures.plot_span_confidence(conf, correct, tmp_path / "c.png", n_bins=2)
+    assert info.startswith("4 predicted spans, 2 correct")
+    assert (tmp_path / "c.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_entity_model_gets_the_entity_views(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": SMALL_MODEL, "target": "ents"})
+    words = [["Alice", "met", "Bob", "in", "Paris", "."], ["Carol", "left", "Rome", "."]]
+    iobs = [["B-PER", "O", "B-PER", "O", "B-LOC", "O"], ["B-PER", "O", "B-LOC", "O"]]
+    examples = [Example(Doc(nlp.vocab, words=w), Doc(nlp.vocab, words=w, ents=e))
+                for w, e in zip(words, iobs)]
+    _train_and_save(nlp, examples, tmp_path)
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, *PLOTS, "--model", str(tmp_path / "model"), "--data",
+         str(tmp_path / "data.spacy"), "--out", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "2 span types, 5 gold spans" in result.stdout
+    for name in ("entities.png", "span_confidence.png"):
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC, result.stdout
+        assert f"wrote {out / name}" in result.stdout

@@ -9,11 +9,23 @@ Writes into ``--out``:
   columns = head label; each group named by its relation), the root scores as
   an extra column of the first.
 * ``confusion.png``: gold against predicted label per token on ``--data``,
-  each row normalised to sum to 1.
+  each row normalised to sum to 1 (numbers in the cells where they fit).
+  Each gold row's tick label gives its support (``PROPN (n=12)``).
+* ``entities.png`` (span targets: ``ents``, ``spans:KEY``): gold span type
+  against predicted span type by exact span boundaries, with a ``missed``
+  column (no predicted span at a gold span's boundaries) and a ``spurious``
+  row (no gold span at a predicted span's boundaries), and the exact-match
+  precision, recall and F1.
+* ``span_confidence.png`` (span targets): a reliability diagram of
+  ``span._.crf_confidence`` and its histogram for correct and wrong
+  predicted spans.
 * ``learning_curve.png``: the scores against training steps, parsed from the
   console output of ``spacy train`` or from the JSON lines of
   ``spacy.ConsoleLogger.v3``'s ``output_file``, given with ``--train-log``
-  (skipped with a note without it).
+  (skipped with a note without it). One line per distinct score (identical
+  columns share a line; the main ``SCORE`` takes the line of the component
+  score it repeats), and the loss per step: spaCy logs the loss summed over
+  the steps since the previous row, the plot divides by that number of steps.
 * ``confidence.html``: the first ``--n-docs`` docs, each token coloured by the
   CRF's confidence in its predicted label (``token._.crf_confidence``), the
   predicted label under it, the gold label on hover and errors underlined.
@@ -43,6 +55,7 @@ from ..augmenters import create_copy_attrs
 from ..errors import Errors
 from ..pipeline.crf_tagger import CRFTagger
 from .confidence_html import render_html
+from .entities import span_confidences, span_confusion
 from .train_log import find_log_file, parse_train_log
 
 
@@ -68,6 +81,25 @@ def predict(nlp, component: CRFTagger, examples: List[Example],
     gold = [target.gold_ids(eg) for eg in examples]
     pred = [target.ids_of_keys(target.reference_keys(doc)) for doc in docs]
     return docs, gold, pred
+
+
+def entity_views(figures, component: CRFTagger, examples: List[Example], docs: List,
+                 out: Path) -> List[Tuple[Path, str]]:
+    """Span targets: ``entities.png`` and, where the predicted spans carry
+    confidences, ``span_confidence.png``; the files written and their notes."""
+    target = component.target
+    gold = [target.spans_of(eg.reference) for eg in examples]
+    pred = [target.spans_of(doc) or [] for doc in docs]
+    types, counts = span_confusion(gold, pred)
+    path = out / "entities.png"
+    written = [(path, figures.plot_span_confusion(types, counts, path))]
+    conf, correct = span_confidences(gold, pred)
+    if len(conf):
+        path = out / "span_confidence.png"
+        written.append((path, figures.plot_span_confidence(conf, correct, path)))
+    else:
+        print("span_confidence.png skipped: no predicted span with a stored confidence")
+    return written
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -114,6 +146,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if n_unknown:
         info += f" ({n_unknown} tokens without a known gold label skipped)"
     written.append((path, info))
+
+    if component.target.is_span_target:
+        written.extend(entity_views(figures, component, examples, docs, args.out))
 
     if args.train_log is None:
         print("learning_curve.png skipped: no --train-log given")
