@@ -1,4 +1,4 @@
-"""The results section of README.md: rendered from the benchmarks' JSON by
+"""The results page, docs/results.md: rendered from the benchmarks' JSON by
 ``benchmarks/results.py``, and kept equal to it."""
 
 import json
@@ -14,6 +14,7 @@ import common  # noqa: E402
 import results  # noqa: E402
 
 RESULTS_DIR = ROOT / "benchmarks" / "results"
+RESULTS_PAGE = ROOT / "docs" / "results.md"
 
 
 def fake_report(benchmark="conll2000_chunking", score=0.9362):
@@ -46,24 +47,26 @@ def test_render_formats_every_column():
     assert "- one note" in text
 
 
-def test_readme_block_is_replaced_and_check_detects_drift(tmp_path):
+def test_page_block_is_replaced_and_check_detects_drift(tmp_path):
     report = write(tmp_path, "a.json", fake_report())
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "results.md"
     readme.write_text(f"# title\n\nbefore\n\n{results.BEGIN}\nstale table\n{results.END}\n\nafter\n",
                       encoding="utf8")
-    assert results.main([str(report), "--readme", str(readme)]) == 0
+    assert results.main([str(report), "--page", str(readme)]) == 0
     text = readme.read_text(encoding="utf8")
     assert "stale table" not in text
     assert "| chunks | ours | F1 93.62 |" in text
     assert text.startswith("# title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "Measured at commit 0123456, 2 CPUs" in text
+    assert results.main([str(report), "--page", str(readme), "--check"]) == 0
+    # --readme, the old name of --page, still works
     assert results.main([str(report), "--readme", str(readme), "--check"]) == 0
     # idempotent
-    assert results.main([str(report), "--readme", str(readme)]) == 0
+    assert results.main([str(report), "--page", str(readme)]) == 0
     assert readme.read_text(encoding="utf8") == text
-    # a new measurement makes the README stale, and --check says so without writing
+    # a new measurement makes the page stale, and --check says so without writing
     write(tmp_path, "a.json", fake_report(score=0.95))
-    assert results.main([str(report), "--readme", str(readme), "--check"]) == 1
+    assert results.main([str(report), "--page", str(readme), "--check"]) == 1
     assert readme.read_text(encoding="utf8") == text
 
 
@@ -87,8 +90,8 @@ def test_the_project_command_renders_every_committed_report():
 
     project = srsly.read_yaml(ROOT / "project.yml")
     script = next(c for c in project["commands"] if c["name"] == "results")["script"]
-    assert script == ["python benchmarks/results.py benchmarks/results --readme README.md"]
-    assert results.main([str(ROOT / "benchmarks" / "results"), "--readme", str(ROOT / "README.md"),
+    assert script == ["python benchmarks/results.py benchmarks/results --page docs/results.md"]
+    assert results.main([str(ROOT / "benchmarks" / "results"), "--page", str(RESULTS_PAGE),
                          "--check"]) == 0
 
 
@@ -102,12 +105,12 @@ def test_report_without_summary_names_the_file(tmp_path):
         results.load_reports([broken])
 
 
-def test_readme_without_markers_says_where_they_go(tmp_path):
+def test_page_without_markers_says_where_they_go(tmp_path):
     report = write(tmp_path, "a.json", fake_report())
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "results.md"
     readme.write_text("# no markers\n", encoding="utf8")
     with pytest.raises(SystemExit, match="no results markers"):
-        results.main([str(report), "--readme", str(readme)])
+        results.main([str(report), "--page", str(readme)])
 
 
 def committed_reports():
@@ -115,10 +118,10 @@ def committed_reports():
 
 
 @pytest.mark.skipif(not committed_reports(), reason="no benchmark results committed yet")
-def test_readme_results_equal_the_committed_benchmark_json():
-    """The acceptance check: README's tables are the benchmarks' output."""
+def test_results_page_equals_the_committed_benchmark_json():
+    """The acceptance check: docs/results.md's tables are the benchmarks' output."""
     paths = [str(p) for p in committed_reports()]
-    assert results.main([*paths, "--readme", str(ROOT / "README.md"), "--check"]) == 0
+    assert results.main([*paths, "--page", str(RESULTS_PAGE), "--check"]) == 0
 
 
 @pytest.mark.skipif(not committed_reports(), reason="no benchmark results committed yet")

@@ -3,7 +3,7 @@ and loads only what it can run (issue 29 item 6).
 
 Written from what spaCy's tests of its pipes expect of a user's view (entities
 of an entity_ruler survive the ner, an untrained ner predicts nothing, ...);
-where crf_tagger deliberately differs, the README's table says so.
+where crf_tagger deliberately differs, the table in docs/component.md says so.
 """
 
 import logging

@@ -1,6 +1,6 @@
 """project.yml: the `all` workflow needs nothing outside the repo, every
 command's inputs exist or are made by an earlier step, and the commands the
-README and the benchmarks name exist."""
+docs and the benchmarks name exist."""
 
 import re
 from pathlib import Path

@@ -1,8 +1,9 @@
-"""The README's commands run as written, in order, from a clean working folder.
+"""The documented commands run as written, in order, from a clean working folder.
 
-Every ``bash`` block from "Training from a config" on is run as one script, with
-the shipped sample standing in for the full corpora in the layout the README
-names (``DATA``): UD English EWT and Universal NER English EWT from
+Every ``bash`` block of docs/usage.md from "Training from a config" on (the
+section that was the README's until the README was cut down) is run as one
+script, with the shipped sample standing in for the full corpora in the layout
+the page names (``DATA``): UD English EWT and Universal NER English EWT from
 ``assets/ewt_sample``, a CoNLL-2000-format file derived from the sample's
 XPOS (CoNLL-2000 itself is research-only and is not shipped), and CoNLL-2003
 style ``esp.*`` files for the ``conll`` converter. The only edits: ``DATA``
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 EWT = ROOT / "assets" / "ewt_sample"
-README = ROOT / "README.md"
+USAGE = ROOT / "docs" / "usage.md"
 
 CHUNK_OF_UPOS = {"NOUN": "NP", "PROPN": "NP", "PRON": "NP", "DET": "NP", "ADJ": "NP", "NUM": "NP",
                  "VERB": "VP", "AUX": "VP", "ADP": "PP"}
@@ -32,8 +33,8 @@ CHUNK_OF_UPOS = {"NOUN": "NP", "PROPN": "NP", "PRON": "NP", "DET": "NP", "ADJ": 
 
 
 def readme_blocks():
-    """The ``bash`` blocks of the README after the heading "## Training from a config"."""
-    text = README.read_text(encoding="utf8")
+    """The ``bash`` blocks of docs/usage.md after the heading "## Training from a config"."""
+    text = USAGE.read_text(encoding="utf8")
     start = text.index("## Training from a config")
     return re.findall(r"```bash\n(.*?)```", text[start:], flags=re.S)
 
