@@ -10,6 +10,8 @@ starts, and the commands below join ``python -m spacy``'s own::
     python -m spacy crf-clusters import|induce|show ...
     python -m spacy crf-plots MODEL OUTPUT ...
     python -m spacy crf-shards CORPUS.spacy OUTPUT_DIR ...
+    python -m spacy crf-package MODEL_DIR OUTPUT_DIR [--name NAME] [--version V]
+    python -m spacy crf-debug-data CONFIG [--component NAME] [--paths.train ...]
 
 Each forwards its arguments, ``--help`` included, to the ``main`` of the
 module that ``python -m spacy_crf.NAME`` runs, so both spellings take the same
@@ -35,6 +37,11 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
     "crf-clusters": ("spacy_crf.clusters", "Import, induce or show Brown word clusters."),
     "crf-plots": ("spacy_crf.plots", "Plots and an HTML page of a trained crf_tagger."),
     "crf-shards": ("spacy_crf.shard_io", "Split a .spacy corpus into annotate's input shards."),
+    "crf-debug-data": ("spacy_crf.debug_data", "What spacy debug data says for spaCy's own "
+                                               "pipes, for each crf_tagger: labels, counts, "
+                                               "unseen labels, missing inputs."),
+    "crf-package": ("spacy_crf.package", "Wheels of a trained pipeline and of spacy-crf that "
+                                         "install together without spacy-crf on a registry."),
 }
 
 

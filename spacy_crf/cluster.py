@@ -14,7 +14,7 @@ Both users of a cluster (``spacy_crf.annotate`` and the data-parallel
   whose workers must be able to import spacy_crf and read the paths they are
   given (a shared file system).
 
-Dask is an optional dependency: ``pip install "spacy-crf[distributed]"``.
+Dask is an optional dependency: ``pip install -e ".[distributed]"`` in a checkout.
 """
 
 import logging

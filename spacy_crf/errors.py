@@ -135,7 +135,7 @@ class Errors(metaclass=_Codes):
             "spacy-crf architecture (spacy-crf.FeatureCRF.v1 or spacy-crf.NeuralCRF.v1) as "
             "the crf_tagger's model.")
     E067 = ("python -m spacy_crf.plots draws its figures with matplotlib, which is not "
-            "installed: pip install \"spacy-crf[plots]\" (or pip install matplotlib).")
+            "installed: pip install matplotlib (or, in a spacy-crf checkout, pip install -e \".[plots]\").")
     E068 = ("Component '{name}' is not a crf_tagger (the pipeline has {pipes}): pass "
             "--component the name of a crf_tagger, or leave it out to take the first.")
     E069 = ("The pipeline has no crf_tagger (it has {pipes}): the plots show a crf_tagger's "
@@ -167,7 +167,7 @@ class Errors(metaclass=_Codes):
     E100 = ("Cannot start or join the Dask cluster ({why}). Without --address a local "
             "cluster of --n-workers processes is started; with it, ADDR is a running "
             "scheduler's address (tcp://HOST:8786). Install the engine with "
-            "pip install \"spacy-crf[distributed]\".")
+            "pip install \"dask[distributed]\" pyarrow (or, in a spacy-crf checkout, pip install -e \".[distributed]\").")
     E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
             "apart from INPUT.")
     E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure "
@@ -314,6 +314,31 @@ class Errors(metaclass=_Codes):
             "in its config block now, e.g. [components.NAME.structure] @structures = "
             "\"spacy-crf.Chain.v1\" order = 2, or @structures = \"spacy-crf.SemiMarkov.v1\" "
             "max_segment_length = 10 (the setting {setting} {why}).")
+    # E171-E178: packaging a trained pipeline for deployment (issue 33 item 3)
+    E171 = ("python -m spacy crf-package: the pipeline directory {path} {why}. Give the "
+            "directory of a trained pipeline as nlp.to_disk() or spacy train writes it "
+            "(e.g. training/model-best), with its meta.json and config.cfg.")
+    E172 = ("python -m spacy crf-package needs the 'build' package: spacy package --build "
+            "wheel and the spacy-crf wheel are built with python -m build. Install it: pip "
+            "install build (or, in a checkout of spacy-crf, pip install -e \".[package]\").")
+    E173 = ("python -m spacy crf-package cannot write to the output directory {path} "
+            "({why}). Give a directory you can write to (it is created if missing).")
+    E174 = ("python -m spacy crf-package builds the spacy-crf wheel from a source tree, "
+            "but {why}. Pass --source DIR, a checkout of spacy-crf (the directory with its "
+            "pyproject.toml), or install spacy-crf editable from a checkout (pip install -e "
+            "DIR).")
+    E175 = ("python -m spacy crf-package: {path} already exists (a package of this pipeline "
+            "name and version). Delete it, pass --force to replace it, or give another "
+            "--version or --name.")
+    E176 = ("python -m spacy crf-package: the pipeline name {name!r} is not a valid Python "
+            "module name, so spacy.load could not import its package. Use ASCII letters, "
+            "digits and underscores, e.g. --name {suggest}.")
+    E177 = ("python -m spacy crf-package: {step} failed ({why}); its messages are above. "
+            "Fix what they name and run the command again.")
+    E178 = ("python -m spacy crf-package: the pipeline package requires {requirement}, "
+            "which the spacy-crf wheel just built ({wheel}) does not satisfy, so pip could "
+            "not install the two together. Package the pipeline with the spacy-crf version "
+            "it was trained with, or edit \"requirements\" in the pipeline's meta.json.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

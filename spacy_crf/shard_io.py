@@ -7,7 +7,7 @@ is. Output shards are written whole to a hidden temporary file beside their
 final name and renamed into place: a reader (or a restarted run) sees either
 the finished shard or nothing, never part of one.
 
-Parquet needs pyarrow (``pip install "spacy-crf[distributed]"``); JSON lines
+Parquet needs pyarrow (``pip install -e ".[distributed]"`` in a checkout); JSON lines
 need nothing beyond srsly.
 """
 

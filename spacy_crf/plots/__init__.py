@@ -39,7 +39,7 @@ Writes into ``--out``:
 ``python -m spacy_crf.evaluate`` does (e.g. ``TAG`` for CoNLL-2000 chunking,
 ``HEAD DEP`` for tree models).
 
-The figures need matplotlib: ``pip install "spacy-crf[plots]"``. Reading the
+The figures need matplotlib: ``pip install matplotlib`` (``pip install -e ".[plots]"`` in a checkout). Reading the
 training log (``train_log``) and the HTML view (``confidence_html``) do not.
 """
 

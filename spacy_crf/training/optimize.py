@@ -142,7 +142,7 @@ def _lbfgsb(fun: Function, x0: np.ndarray, max_iterations: int, rule: StoppingRu
     try:  # optional: our own L-BFGS is the default and needs no scipy
         from scipy.optimize import minimize as scipy_minimize
     except ImportError as err:
-        raise ImportError("optimizer='scipy' needs scipy: pip install 'spacy-crf[scipy]' "
+        raise ImportError("optimizer='scipy' needs scipy: pip install scipy "
                           "(or use the default optimizer='lbfgs')") from err
     last = {"f": None, "g": None}
     n_iterations = 0
