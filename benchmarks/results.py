@@ -110,6 +110,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.page is None:
         print(block)
         return 0
+    if not args.page.exists() and not args.check:
+        # a page of one's own (the project's untracked metrics/results.md):
+        # a heading and the markers, filled below
+        args.page.parent.mkdir(parents=True, exist_ok=True)
+        args.page.write_text(f"# Results\n\n{BEGIN}\n{END}\n", encoding="utf8")
     text = args.page.read_text(encoding="utf8")
     updated = replace_block(text, block)
     if args.check:

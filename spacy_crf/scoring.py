@@ -1,25 +1,28 @@
 """Scores for the ``spacy train`` table and ``nlp.evaluate``.
 
-``crf_score`` is the one main score of every component, whatever its target,
-and the factory's default score weight (so a config made by ``spacy init
-fill-config`` picks model-best by it):
+Each component's main score is keyed by what it sets, as spaCy's own pipes
+key theirs (the tagger's ``tag_acc``, ``ner``'s ``ents_f``), so two
+``crf_tagger`` components with different targets never share one; it is the
+factory's default score weight, so a config made by ``spacy init fill-config``
+picks model-best by it (:func:`main_score_key`):
 
 * ``tag``, ``pos``, ``dep``: token accuracy (``tag_acc``, ``pos_acc``, ``dep_acc``);
 * ``ents``: entity F1 (``ents_f``);
 * ``spans:KEY``: span F1 (``spans_KEY_f``);
-* ``_.NAME``: chunk F1 (``NAME_f``) where the gold labels are IOB tags (``B-X``,
-  ``I-X``, ``O``; CoNLL-2000 chunkers are judged by it), else token accuracy
-  (``NAME_acc``).
+* ``_.NAME``: ``NAME_score``, the chunk F1 (``NAME_f``) where the gold labels are
+  IOB tags (``B-X``, ``I-X``, ``O``; CoNLL-2000 chunkers are judged by it), else
+  the token accuracy (``NAME_acc``).
 
-The target's own keys are reported beside it: ``crf_acc`` is the token
-accuracy of the target's labels (for ``ents``, of the IOB tags; ``None`` for
-``spans:KEY``), with ``tag_acc``, ``pos_acc``, ``dep_acc`` or ``NAME_acc``;
-``ents`` gets spaCy's NER scores (``ents_p``, ``ents_r``, ``ents_f``,
-``ents_per_type``) and ``spans:KEY`` its span scores (``spans_KEY_p/_r/_f``).
-For ``_.NAME`` targets with IOB labels, chunk precision, recall and F1 follow,
-counted as conlleval does (``NAME_p``, ``NAME_r``, ``NAME_f``,
-``NAME_per_type``), over character offsets so that they hold across
-tokenisations.
+``crf_score`` repeats the main score, and ``crf_acc`` is the token accuracy
+of the target's labels (for ``ents``, of the IOB tags; ``None`` for
+``spans:KEY``): names configs written before main scores were keyed by target
+still weigh (they are the same for every target, so in a pipeline of two
+components the later one's overwrite the earlier's). ``ents`` gets spaCy's NER
+scores (``ents_p``, ``ents_r``, ``ents_f``, ``ents_per_type``) and
+``spans:KEY`` its span scores (``spans_KEY_p/_r/_f``). For ``_.NAME`` targets
+with IOB labels, chunk precision, recall and F1 follow, counted as conlleval
+does (``NAME_p``, ``NAME_r``, ``NAME_f``, ``NAME_per_type``), over character
+offsets so that they hold across tokenisations.
 """
 
 import re
@@ -37,22 +40,38 @@ from .util import same_tokens
 
 _IOB = re.compile(r"^(?:O|[BI]-.+)$")
 
-#: the key of the main score; the factory's default_score_weights use it
+#: the main score under the one name every target shares (configs written
+#: before main scores were keyed by target weigh it)
 MAIN_SCORE = "crf_score"
 
 
-def default_score_weights(target: str) -> Dict[str, Optional[float]]:
-    """The score weights of a component with this target: all on ``crf_score``,
-    with the scores worth seeing beside it in the ``spacy train`` table at 0."""
-    weights: Dict[str, Optional[float]] = {MAIN_SCORE: 1.0}
+def main_score_key(target: str) -> str:
+    """The key of a component's main score, named after its target as spaCy's
+    own pipes name theirs: ``tag_acc``, ``pos_acc``, ``dep_acc``, ``ents_f``,
+    ``spans_KEY_f``, or ``NAME_score`` for a ``_.NAME`` target (chunk F1 for
+    IOB labels, else token accuracy: which, the labels tell only later)."""
     if target == "ents":
-        weights.update({"ents_p": 0.0, "ents_r": 0.0, "crf_acc": 0.0})
+        return "ents_f"
+    if target.startswith("spans:"):
+        return f"spans_{target[len('spans:'):]}_f"
+    if target.startswith("_."):
+        return f"{make_target(target).score_attr}_score"
+    return f"{make_target(target).score_attr}_acc"
+
+
+def default_score_weights(target: str) -> Dict[str, Optional[float]]:
+    """The score weights of a component with this target: all on its main
+    score (:func:`main_score_key`), with the scores worth seeing beside it in
+    the ``spacy train`` table at 0, all keyed by the target."""
+    weights: Dict[str, Optional[float]] = {main_score_key(target): 1.0}
+    if target == "ents":
+        weights.update({"ents_p": 0.0, "ents_r": 0.0})
     elif target.startswith("spans:"):
         key = target[len("spans:"):]
         weights.update({f"spans_{key}_p": 0.0, f"spans_{key}_r": 0.0})
     elif target.startswith("_."):
         # token accuracy beside the chunk F1 (the same number for non-IOB labels)
-        weights["crf_acc"] = 0.0
+        weights[f"{make_target(target).score_attr}_acc"] = 0.0
     return weights
 
 
@@ -76,9 +95,10 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
     Returns
     -------
     dict
-        ``crf_score`` (the main score: F1 for spans, entities and IOB chunks,
-        else token accuracy), ``crf_acc`` and the target's own keys (see the
-        module docstring). A score is ``None`` where the examples have nothing
+        The main score under its target's key (:func:`main_score_key`: F1
+        for spans, entities and IOB chunks, else token accuracy) and as
+        ``crf_score``, ``crf_acc`` and the target's own keys (see the module
+        docstring). A score is ``None`` where the examples have nothing
         to score (e.g. no gold or predicted entity at all).
     """
     examples = list(examples)
@@ -105,6 +125,7 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
         results.update(chunks)
         if chunks:
             results[MAIN_SCORE] = chunks[f"{tgt.score_attr}_f"]
+        results[main_score_key(target)] = results[MAIN_SCORE]
     return results
 
 

@@ -90,7 +90,7 @@ def test_the_project_command_renders_every_committed_report():
 
     project = srsly.read_yaml(ROOT / "project.yml")
     script = next(c for c in project["commands"] if c["name"] == "results")["script"]
-    assert script == ["python benchmarks/results.py benchmarks/results --page docs/results.md"]
+    assert script == ["python benchmarks/results.py ${vars.results_dir} --page ${vars.results_page}"]
     assert results.main([str(ROOT / "benchmarks" / "results"), "--page", str(RESULTS_PAGE),
                          "--check"]) == 0
 
@@ -154,3 +154,24 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
         assert summarize(report) == report["summary"], path.name
         checked += 1
     assert checked
+
+
+def test_benchmark_runs_write_untracked_files_unless_asked(tmp_path):
+    """The project's benchmark commands write under metrics/ (git-ignored) and
+    render a page of their own there; the committed results change only with
+    --vars.results_dir benchmarks/results --vars.results_page docs/results.md."""
+    import srsly
+
+    project = srsly.read_yaml(ROOT / "project.yml")
+    assert project["vars"]["results_dir"] == "metrics/benchmarks"
+    assert project["vars"]["results_page"] == "metrics/results.md"
+    assert "/metrics/" in (ROOT / ".gitignore").read_text(encoding="utf8").split()
+    outs = [line for command in project["commands"] if command["name"].startswith("benchmark-")
+            for line in command["script"] if "--out " in line]
+    assert outs and all("--out ${vars.results_dir}/" in line for line in outs)
+    # a page that does not exist yet is made, with the markers
+    page = tmp_path / "metrics" / "results.md"
+    assert results.main([str(ROOT / "benchmarks" / "results" / "conll2000.json"),
+                         "--page", str(page)]) == 0
+    text = page.read_text(encoding="utf8")
+    assert results.BEGIN in text and results.END in text and "CoNLL-2000" in text

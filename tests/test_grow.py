@@ -357,7 +357,7 @@ component = "crf_tagger"
     pipe = grown.get_pipe("crf_tagger")
     assert "NUM" in pipe.labels and pipe.cfg["unseen_labels"] == []
     meta = json.loads((tmp_path / "out" / "model-last" / "meta.json").read_text())
-    assert meta["performance"]["crf_score"] > 0.5
+    assert meta["performance"]["pos_acc"] > 0.5
 
 
 def test_a_load_takes_the_saved_unseen_labels_and_checks_them(tmp_path):

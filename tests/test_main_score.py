@@ -1,5 +1,7 @@
-"""One main score per target (``crf_score``): the scorer, the default weights, and
-``spacy init fill-config`` + ``spacy train`` picking model-best by it."""
+"""One main score per component, keyed by its target (``pos_acc``, ``ents_f``,
+...; ``crf_score`` repeats it): the scorer, the default weights, two components
+in one pipeline, and ``spacy init fill-config`` + ``spacy train`` picking
+model-best by it."""
 
 import json
 
@@ -12,7 +14,7 @@ from spacy.training import Corpus, Example
 from conftest import run_python
 
 from spacy_crf import set_doc_labels
-from spacy_crf.scoring import MAIN_SCORE, default_score_weights, score_crf
+from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 
 # ------------------------------------------------------------------ the scorer
 
@@ -43,12 +45,13 @@ def test_iob_extension_targets_main_score_is_chunk_f1():
     scores = score_crf([_tagged(nlp, list("abcdef"), gold, pred, "chunk")], target="_.chunk")
     assert scores["chunk_acc"] == pytest.approx(5 / 6)
     assert scores["chunk_f"] == pytest.approx(0.5)
-    assert scores[MAIN_SCORE] == scores["chunk_f"]
+    assert scores[MAIN_SCORE] == scores["chunk_f"] == scores["chunk_score"]
     assert scores["crf_acc"] == scores["chunk_acc"]
     # labels that are not IOB tags: token accuracy
     other = _tagged(nlp, list("abc"), ["x", "y", "x"], ["x", "y", "y"], "chunk")
     scores = score_crf([other], target="_.chunk")
     assert "chunk_f" not in scores and scores[MAIN_SCORE] == pytest.approx(2 / 3)
+    assert scores["chunk_score"] == scores["chunk_acc"] == scores[MAIN_SCORE]
 
 
 def _with_spans(nlp, words, gold, pred, key=None):
@@ -81,8 +84,9 @@ def test_span_targets_main_score_is_span_f1(key):
 @pytest.mark.parametrize("target", ["tag", "pos", "dep", "ents", "spans:sc", "_.chunk"])
 def test_default_weights_put_everything_on_the_main_score(target):
     weights = default_score_weights(target)
-    assert weights[MAIN_SCORE] == 1.0
-    assert all(v == 0.0 for k, v in weights.items() if k != MAIN_SCORE)
+    main = main_score_key(target)
+    assert weights[main] == 1.0 and MAIN_SCORE not in weights
+    assert all(v == 0.0 for k, v in weights.items() if k != main)
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": target})
     assert nlp.config["training"]["score_weights"] == weights
@@ -91,7 +95,35 @@ def test_default_weights_put_everything_on_the_main_score(target):
 
 def test_factory_default_weight_is_the_main_score():
     meta = spacy.language.Language.get_factory_meta("crf_tagger")
-    assert meta.default_score_weights == {MAIN_SCORE: 1.0}
+    assert meta.default_score_weights == {"tag_acc": 1.0}  # the default target's
+
+
+@pytest.mark.parametrize("target, key", [("tag", "tag_acc"), ("pos", "pos_acc"),
+                                         ("dep", "dep_acc"), ("ents", "ents_f"),
+                                         ("spans:sc", "spans_sc_f"), ("_.chunk", "chunk_score")])
+def test_main_score_is_keyed_by_the_target(target, key):
+    assert main_score_key(target) == key
+
+
+def test_two_components_keep_their_own_main_scores():
+    """A pos tagger and an entity recogniser in one pipeline: each weighs its own
+    main score in the config (half each, as spaCy combines them), and
+    nlp.evaluate reports both."""
+    nlp = spacy.blank("en")
+    words = ["Alice", "met", "Bob", "in", "Paris", "."]
+    pos = ["PROPN", "VERB", "PROPN", "ADP", "PROPN", "PUNCT"]
+    ents = ["B-PER", "O", "B-PER", "O", "B-LOC", "O"]
+    nlp.add_pipe("crf_tagger", name="tagger", config={"target": "pos"})
+    nlp.add_pipe("crf_tagger", name="ner", config={"target": "ents"})
+    weights = nlp.config["training"]["score_weights"]
+    assert weights["pos_acc"] == weights["ents_f"] == 0.5
+    reference = Doc(nlp.vocab, words=words, pos=pos, ents=ents)
+    examples = [Example(Doc(nlp.vocab, words=words), reference)]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    scores = nlp.evaluate(examples)
+    assert scores["pos_acc"] == 1.0 and scores["ents_f"] == 1.0
 
 
 # ------------------------------------------- fill-config + spacy train, end to end
@@ -195,21 +227,17 @@ def test_model_best_is_picked_by_the_f1(filled_run):
     records = [json.loads(line) for line in
                (filled_run["work"] / "train_log.jsonl").read_text(encoding="utf8").splitlines()]
     assert len(records) >= 5
-    # every evaluation's score (the one model-best is chosen by) is crf_score alone
+    # every evaluation's score (the one model-best is chosen by) is the F1 alone,
+    # with precision and recall beside it
     for record in records:
-        assert record["score"] == pytest.approx(record["scores"][MAIN_SCORE] / 100)
-    if target == "ents":
-        # ... and not the token accuracy of the IOB tags (the old default), shown beside it
-        assert any(r["scores"]["crf_acc"] != pytest.approx(r["scores"][MAIN_SCORE])
-                   for r in records)
+        assert record["score"] == pytest.approx(record["scores"][f_key] / 100)
+        assert set(record["scores"]) == {f_key, f_key[:-1] + "p", f_key[:-1] + "r"}
     best = max(record["score"] for record in records)
     assert best > 0.2
     perf = srsly.read_json(out / "model-best" / "meta.json")["performance"]
-    assert perf[MAIN_SCORE] == pytest.approx(best)
-    # and crf_score is the F1, re-computed from the saved model
+    assert perf[f_key] == pytest.approx(best)
+    # and it is the F1, re-computed from the saved model (crf_score repeats it)
     nlp = spacy.load(out / "model-best")
     scores = nlp.evaluate(list(Corpus(str(filled_run["work"] / "dev.spacy"))(nlp)))
     assert scores[MAIN_SCORE] == pytest.approx(scores[f_key])
-    assert scores[MAIN_SCORE] == pytest.approx(perf[MAIN_SCORE], abs=1e-6)
-    if target == "ents":
-        assert {"ents_p", "ents_r", "crf_acc"} <= set(perf)
+    assert scores[f_key] == pytest.approx(perf[f_key], abs=1e-6)

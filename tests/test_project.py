@@ -43,7 +43,7 @@ def test_every_benchmark_has_a_workflow_and_writes_the_results_json():
     results = COMMANDS["results"]
     for name in ("conll2000", "ewt_upos", "uner", "ewt_tree", "scaling"):
         command = COMMANDS[f"benchmark-{name.replace('_', '-')}"]
-        out = f"benchmarks/results/{name}.json"
+        out = f"${{vars.results_dir}}/{name}.json"
         assert out in command["outputs"] and out in results["deps"]
         assert any(f"benchmark-{name.replace('_', '-')}" in steps
                    for workflow, steps in PROJECT["workflows"].items() if workflow != "benchmarks")

@@ -14,7 +14,7 @@ from spacy.tokens import Doc
 from thinc.api import Config, Model
 
 from ..models.potentials import CRFScores
-from ..scoring import MAIN_SCORE, default_score_weights
+from ..scoring import default_score_weights
 from ..structures import StructureSpec
 from ..structures.config import migrate_flat_settings
 from .crf_tagger import CRFTagger
@@ -26,7 +26,7 @@ DEFAULT_MODEL_CONFIG = """
 n_buckets = 1048576
 templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-2..2]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "SUFFIX3[-1]", "SUFFIX3[1]", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM", "ORTH"]
 tree_templates = ["head:NORM", "head:SUFFIX", "DEP", "head:DEP", "DEP|head:DEP", "HEAD_DIST", "N_CHILDREN", "LCHILD_DEP", "RCHILD_DEP"]
-cluster_templates = ["CLUSTER[-1..1]", "CLUSTER4[-1..1]", "CLUSTER6[-1..1]"]
+cluster_templates = ["CLUSTER[-1..1]", "CLUSTER6[-1..1]", "CLUSTER[-1]|CLUSTER[0]", "CLUSTER[0]|CLUSTER[1]"]
 boost_updates = 300
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
@@ -50,7 +50,8 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
         "loss": "nll",
         "scorer": {"@scorers": "spacy-crf.crf_scorer.v1"},
     },
-    default_score_weights={MAIN_SCORE: 1.0},
+    # the default target's; each component declares its own target's (declare_pipe_meta)
+    default_score_weights=default_score_weights("tag"),
 )
 def make_crf_tagger(
     nlp: Language,

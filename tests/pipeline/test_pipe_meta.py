@@ -7,7 +7,6 @@ import pytest
 import spacy
 from spacy.language import Language
 
-from spacy_crf.scoring import MAIN_SCORE
 
 SMALL_MODEL = {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM[-1..1]"],
                "n_buckets": 1024}
@@ -58,7 +57,7 @@ def test_the_factory_meta_is_left_alone():
     _add(nlp, "ner", "ents")
     after = Language.get_factory_meta("crf_tagger")
     assert after is before and "token.pos" in after.assigns and "doc.spans" in after.assigns
-    assert after.default_score_weights == {MAIN_SCORE: 1.0}
+    assert after.default_score_weights == {"tag_acc": 1.0}
     assert nlp.get_pipe_meta("ner") is not after
     assert nlp.get_pipe_meta("ner").factory == "crf_tagger"
 
@@ -78,8 +77,8 @@ def test_rename_replace_remove_and_other_factories_under_the_same_name():
 
 
 @pytest.mark.parametrize("target, weights", [
-    ("pos", {MAIN_SCORE: 1.0}),
-    ("ents", {MAIN_SCORE: 1.0, "ents_p": 0.0, "ents_r": 0.0, "crf_acc": 0.0}),
+    ("pos", {"pos_acc": 1.0}),
+    ("ents", {"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0}),
 ])
 def test_config_and_load_keep_the_components_meta(tmp_path, target, weights):
     nlp = spacy.blank("en")
