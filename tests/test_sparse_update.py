@@ -261,7 +261,9 @@ def _pipeline(n_buckets=64):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": {
         "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "SUFFIX2"],
-        "n_buckets": n_buckets}})
+        # spelling only: the paths are compared to float32 rounding (atol 1e-6),
+        # which the factory's cluster features, with their larger weights here, exceed
+        "n_buckets": n_buckets, "cluster_templates": None}})
     return nlp
 
 
