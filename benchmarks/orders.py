@@ -51,6 +51,8 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
     import numpy as np
 
     from spacy_crf import inference
+
+    from spacy_crf.structures import ChainLayout
     from spacy_crf.models.potentials import CRFScores
     from spacy_crf.structures.input_chain import InputChainLayout
     from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
@@ -65,7 +67,7 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
     pairs = all_pairs(L)
     keep = rng.random(len(pairs)) < 0.3
     keep[:L] = True  # every start pair, so every sequence has labellings
-    layouts = {"order 1": (inference.Structure.chain(lengths), scores),
+    layouts = {"order 1": (ChainLayout(lengths), scores),
                "order 2, all pairs": (SecondOrderLayout(lengths, pairs), scores),
                "order 2, 30% of pairs": (SecondOrderLayout(lengths, pairs[keep]), scores)}
     if L <= 23:  # (N, L, L) token transitions: 85 MB at 23 labels, 400 MB at 50

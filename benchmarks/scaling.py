@@ -160,6 +160,7 @@ def _timed(runs: int, fn, min_share: float = 0.9, retries: int = 2) -> Dict[str,
 def time_kernels(n_tokens: int, doc_length: int, n_labels: int, runs: int) -> Dict[str, Any]:
     """inference.viterbi / inference.marginals alone on random CRFScores."""
     from spacy_crf import inference
+    from spacy_crf.structures import ChainLayout
     from spacy_crf.models.potentials import CRFScores
 
     rng = np.random.default_rng(SEED + n_labels)
@@ -172,8 +173,8 @@ def time_kernels(n_tokens: int, doc_length: int, n_labels: int, runs: int) -> Di
                        rng.standard_normal(L).astype(np.float32),
                        rng.standard_normal((1, L, L)).astype(np.float32),
                        rng.standard_normal(L).astype(np.float32))
-    structure = inference.Structure.chain(np.full(n_docs, doc_length, dtype=np.int64))
-    small = inference.Structure.chain(np.full(2, doc_length, dtype=np.int64))
+    structure = ChainLayout(np.full(n_docs, doc_length, dtype=np.int64))
+    small = ChainLayout(np.full(2, doc_length, dtype=np.int64))
     small_scores = CRFScores(scores.emissions[: 2 * doc_length], *[getattr(scores, k) for k in
                              ("transitions", "start", "end", "pair", "root")])
     out = {"tokens": N, "labels": L}

@@ -125,6 +125,8 @@ def time_kernels(runs: int, seed: int = 0) -> List[Dict[str, Any]]:
     import numpy as np
 
     from spacy_crf import inference, schemes
+
+    from spacy_crf.structures import ChainLayout
     from spacy_crf.models.potentials import CRFScores
     from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
 
@@ -136,7 +138,7 @@ def time_kernels(runs: int, seed: int = 0) -> List[Dict[str, Any]]:
     lengths = np.full(n_seqs, KERNEL_SENTENCE, dtype=np.int64)
     base = CRFScores(rng.standard_normal((N, L)), rng.standard_normal((L, L)),
                      rng.standard_normal(L), rng.standard_normal(L), np.zeros((1, L, L)), np.zeros(L))
-    cases = [("chain", inference.Structure.chain(lengths), base)]
+    cases = [("chain", ChainLayout(lengths), base)]
     for D in KERNEL_LENGTHS:
         scores = CRFScores(*(getattr(base, n) for n in ("emissions", "transitions", "start", "end",
                                                         "pair", "root")),

@@ -123,8 +123,8 @@ class Errors(metaclass=_Codes):
             "check the labels given to initialize(labels=...) or add_label().")
     E062 = "Labels must be strings, got {label!r}: pass the label's text, e.g. add_label(\"NOUN\")."
     E063 = ("The sequence lengths sum to {n_tokens} tokens but there are {n_rows} rows of "
-            "emission scores: the Structure and the CRFScores come from different batches. "
-            "Build both from the same docs (e.g. Structure.chain(batch_sequence_lengths(docs)) "
+            "emission scores: the batch layout and the CRFScores come from different batches. "
+            "Build both from the same docs (e.g. ChainLayout(batch_sequence_lengths(docs)) "
             "beside model.predict(docs)).")
     E064 = ("Relation groups of a tree must lie in [0, {n_groups}) (the model's n_relations), "
             "got {low}..{high}. Build them from the component's relations (cfg[\"relations\"]), "

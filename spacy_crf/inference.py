@@ -12,23 +12,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from .models.potentials import CRFScores
-from .structures import BatchLayout, ChainLayout, TreeLayout
-
-
-class Structure:
-    """Constructors of batch layouts, kept under their historical names."""
-
-    @staticmethod
-    def chain(lengths: np.ndarray) -> ChainLayout:
-        """Chains of the given lengths."""
-        return ChainLayout(lengths)
-
-    @staticmethod
-    def forest(lengths: np.ndarray, heads: np.ndarray, order: np.ndarray,
-               relations: Optional[np.ndarray] = None) -> TreeLayout:
-        """Forests: absolute ``heads`` (-1 at roots), a children-first ``order``,
-        and each edge's relation group (0 if not given)."""
-        return TreeLayout(lengths, heads, order, relations)
+from .structures import BatchLayout
 
 
 def viterbi(scores: CRFScores, layout: BatchLayout,

@@ -15,6 +15,7 @@ from spacy_crf import inference, schemes
 from spacy_crf.errors import Errors, Warnings
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.models.potentials import potentials_of
+from spacy_crf.structures import ChainLayout, TreeLayout
 
 PACKAGE = Path(__file__).resolve().parents[1] / "spacy_crf"
 NUMBERED = ["pipeline/crf_tagger.py", "inference.py", "schemes.py"]
@@ -94,15 +95,15 @@ def test_inference_errors():
     scores = _scores(5)
     with pytest.raises(ValueError, match=r"^\[E063\] The sequence lengths sum to 4 tokens but "
                                          r"there are 5 rows"):
-        inference.viterbi(scores, inference.Structure.chain(np.array([2, 2])))
-    forest = inference.Structure.forest(np.array([5]), np.array([-1, 0, 0, 1, 1]),
+        inference.viterbi(scores, ChainLayout(np.array([2, 2])))
+    forest = TreeLayout(np.array([5]), np.array([-1, 0, 0, 1, 1]),
                                         np.array([4, 3, 2, 1, 0]), np.array([0, 1, 0, 2, 0]))
     with pytest.raises(ValueError, match=r"^\[E064\] Relation groups .* \[0, 1\).* got 0\.\.2"):
         inference.viterbi(scores, forest)
     with pytest.raises(ValueError, match=r"^\[E065\] .* k = 2 with a tree"):
         inference.n_best(_scores(5, n_groups=3), forest, 2)
     with pytest.raises(ValueError, match=r"^\[E065\] .* k = 0 with a chain"):
-        inference.n_best(scores, inference.Structure.chain(np.array([5])), 0)
+        inference.n_best(scores, ChainLayout(np.array([5])), 0)
 
 
 def test_model_without_potentials_layer():

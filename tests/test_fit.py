@@ -27,7 +27,7 @@ from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
 from spacy_crf._kernels.tree import check_forest
 from spacy_crf.fit import fit
-from spacy_crf.inference import Structure
+from spacy_crf.structures import ChainLayout, TreeLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.training.objective import FeaturizedShard, ParameterLayout, ShardedObjective
 from spacy_crf.training.optimize import StoppingRule, minimize
@@ -47,7 +47,7 @@ def random_chain_shard(rng, lengths, L=3, n_rows=6, K=2, partial=False):
     gold = rng.integers(0, L, size=N).astype(np.int64)
     if partial:
         gold[rng.random(N) < 0.3] = -1
-    return FeaturizedShard(layout, rows, gold, Structure.chain(np.asarray(lengths)))
+    return FeaturizedShard(layout, rows, gold, ChainLayout(np.asarray(lengths)))
 
 
 def random_tree_shard(rng, lengths, L=3, R=2, n_rows=6, K=2, partial=False):
@@ -67,7 +67,7 @@ def random_tree_shard(rng, lengths, L=3, R=2, n_rows=6, K=2, partial=False):
     if partial:
         gold[rng.random(N) < 0.3] = -1
     return FeaturizedShard(layout, rows, gold,
-                           Structure.forest(np.asarray(lengths), heads, order, rel))
+                           TreeLayout(np.asarray(lengths), heads, order, rel))
 
 
 def emissions_of(shard, params):
@@ -154,9 +154,9 @@ def test_two_shards_on_two_threads_equal_one_shard():
     cut = 3  # sequences [0, 3) and [3, 5)
     n_first = sum(lengths[:cut])
     parts = [FeaturizedShard(whole.layout, whole.rows[:n_first], whole.gold[:n_first],
-                             Structure.chain(np.asarray(lengths[:cut]))),
+                             ChainLayout(np.asarray(lengths[:cut]))),
              FeaturizedShard(whole.layout, whole.rows[n_first:], whole.gold[n_first:],
-                             Structure.chain(np.asarray(lengths[cut:])))]
+                             ChainLayout(np.asarray(lengths[cut:])))]
     theta = rng.normal(size=whole.layout.size)
     one = ShardedObjective([whole], c2=0.1, n_threads=1)
     two = ShardedObjective(parts, c2=0.1, n_threads=2)

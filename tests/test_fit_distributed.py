@@ -12,7 +12,7 @@ pytest.importorskip("distributed")
 
 from spacy_crf.cluster import dask_client, worker_pids  # noqa: E402
 from spacy_crf.fit import fit  # noqa: E402
-from spacy_crf.inference import Structure  # noqa: E402
+from spacy_crf.structures import ChainLayout  # noqa: E402
 from spacy_crf.training.distributed import DaskObjective  # noqa: E402
 from spacy_crf.training.objective import FeaturizedShard, ShardedObjective  # noqa: E402
 
@@ -22,9 +22,9 @@ from test_fit import ROOT, overrides, random_chain_shard, sample_corpus  # noqa:
 def split(whole: FeaturizedShard, lengths, cut: int):
     n_first = sum(lengths[:cut])
     return [FeaturizedShard(whole.layout, whole.rows[:n_first], whole.gold[:n_first],
-                            Structure.chain(np.asarray(lengths[:cut]))),
+                            ChainLayout(np.asarray(lengths[:cut]))),
             FeaturizedShard(whole.layout, whole.rows[n_first:], whole.gold[n_first:],
-                            Structure.chain(np.asarray(lengths[cut:])))]
+                            ChainLayout(np.asarray(lengths[cut:])))]
 
 
 def test_the_objective_on_workers_equals_threads_and_survives_a_lost_worker():
@@ -76,7 +76,7 @@ def test_a_shard_of_read_only_buffers_is_copied_on_purpose():
     shard = random_chain_shard(rng, lengths, partial=True)
     theta = rng.normal(size=shard.layout.size)
     expected = FeaturizedShard(shard.layout, shard.rows.copy(), shard.gold.copy(),
-                               Structure.chain(np.asarray(lengths))).loss_and_gradient(theta)
+                               ChainLayout(np.asarray(lengths))).loss_and_gradient(theta)
     for array in (shard.rows, shard.gold, shard.structure.lengths, theta):
         array.setflags(write=False)
     loss, gradient = shard_loss_and_gradient(shard, theta)

@@ -17,7 +17,7 @@ from finite_differences import assert_counts_are_path_score_gradient, central_di
 from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.structures import get_structure
+from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
 from conftest import chain
 
@@ -97,7 +97,7 @@ def test_nll_matches_brute_force_and_its_gradient_finite_differences(seed):
 def test_zero_token_transitions_are_the_plain_chain(seed):
     scores, layout, rng = problem(seed)
     scores.token_transitions[...] = 0.0
-    chain_layout = inference.Structure.chain(layout.lengths)
+    chain_layout = ChainLayout(layout.lengths)
     fixed = np.where(rng.random(layout.n_tokens) < 0.3, 1, -1)
     for got, want in zip(inference.marginals(scores, layout, fixed),
                          inference.marginals(scores, chain_layout, fixed)):

@@ -20,13 +20,13 @@ import srsly
 from thinc.api import SGD, Adam
 
 from spacy_crf import inference, losses
-from spacy_crf._kernels import chain, tree
-from spacy_crf.inference import Structure
+from spacy_crf._kernels import tree
+from spacy_crf.structures import ChainLayout, TreeLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.pipeline.crf_tagger import CRFTagger
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kernels"))
-from oracle import all_labellings  # noqa: E402
+from oracle import all_labellings, labelling_score, path_score  # noqa: E402
 from test_tree_kernels import random_problem as random_forest_problem  # noqa: E402
 from conftest import convert_ewt_sample, run_python  # noqa: E402
 
@@ -52,7 +52,7 @@ def chain_problem(rng, L, ninf_frac=0.0):
         start[1:][rng.random(L - 1) < ninf_frac] = NEG_INF
         end[1:][rng.random(L - 1) < ninf_frac] = NEG_INF
     scores = CRFScores(rng.normal(size=(N, L)), T, start, end, np.zeros((1, L, L)), np.zeros(L))
-    return scores, Structure.chain(lengths)
+    return scores, ChainLayout(lengths)
 
 
 def tree_problem(rng, L, R=2):
@@ -61,7 +61,7 @@ def tree_problem(rng, L, R=2):
     assert tree.check_forest(p["heads"], p["lengths"], order) == 0
     relations = np.where(p["heads"] < 0, 0, p["rel"])
     scores = CRFScores(p["e"], np.zeros((L, L)), np.zeros(L), np.zeros(L), p["pair"], p["root"])
-    return scores, Structure.forest(p["lengths"], p["heads"], order, relations)
+    return scores, TreeLayout(p["lengths"], p["heads"], order, relations)
 
 
 def problem(kind, seed, L=3, ninf_frac=0.0):
@@ -185,10 +185,10 @@ def test_labelling_counts_match_loops_and_path_score(kind, seed):
     expected = {name: np.zeros(np.shape(getattr(scores, name))) for name in PARAMS}
     path = np.zeros(structure.lengths.shape[0])
     if (structure.structure_name == "tree"):
-        tree.labelling_score(scores.emissions, structure.lengths, structure.heads, scores.pair,
+        labelling_score(scores.emissions, structure.lengths, structure.heads, scores.pair,
                              structure.relations, scores.root, labels, path)
     else:
-        chain.path_score(scores.emissions, structure.lengths, scores.transitions, scores.start,
+        path_score(scores.emissions, structure.lengths, scores.transitions, scores.start,
                          scores.end, labels, path)
     offset = 0
     for s, n in enumerate(structure.lengths):

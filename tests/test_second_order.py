@@ -18,7 +18,7 @@ from finite_differences import assert_counts_are_path_score_gradient, central_di
 from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.structures import get_structure
+from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
 from conftest import chain
 
@@ -391,7 +391,7 @@ def test_span_probabilities_without_triples_are_the_first_order_chains(seed):
     blocked = rng.random((L, L)) < 0.3
     got, _ = get_structure("chain_order2").span_log_probabilities(
         scores, layout, labels, starts, ends, blocked)
-    chain_layout = inference.Structure.chain(layout.lengths)
+    chain_layout = ChainLayout(layout.lengths)
     expected, _ = get_structure("chain").span_log_probabilities(
         scores, chain_layout, labels, starts, ends, blocked)
     np.testing.assert_allclose(got, expected, atol=1e-8)

@@ -18,7 +18,7 @@ from finite_differences import assert_counts_are_path_score_gradient, central_di
 from kernels.oracle import logsumexp
 from spacy_crf import inference, schemes
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.structures import get_structure
+from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
 from conftest import semi_markov
 
@@ -204,7 +204,7 @@ def test_zero_segment_scores_give_the_constrained_chain(scheme):
     chain_scores = CRFScores(scores.emissions, np.where(allowed, scores.transitions, -np.inf),
                              np.where(first, scores.start, -np.inf),
                              np.where(last, scores.end, -np.inf), scores.pair, scores.root)
-    chain = inference.Structure.chain(layout.lengths)
+    chain = ChainLayout(layout.lengths)
     probs, log_z = inference.marginals(scores, layout)
     chain_probs, chain_z = inference.marginals(chain_scores, chain)
     np.testing.assert_allclose(log_z, chain_z, rtol=1e-10)

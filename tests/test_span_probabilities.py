@@ -14,7 +14,7 @@ import spacy
 from spacy.tokens import Doc
 
 from spacy_crf import inference, schemes
-from spacy_crf.inference import Structure
+from spacy_crf.structures import ChainLayout
 from spacy_crf.models.potentials import CRFScores
 from test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
                         ner_examples, path_scores, random_scores, read_spans, train, universe)
@@ -65,7 +65,7 @@ def cases(scheme, seed, n_cases):
 def test_span_probabilities_match_brute_force_with_forced_labels(scheme):
     checked = zeros = 0
     for rng, types, tags, lengths, raw, scores, fixed, sampled in cases(scheme, 11, 70):
-        structure = Structure.chain(lengths)
+        structure = ChainLayout(lengths)
         stub = span_target(tags, scheme)
         viterbi_ids, best = inference.viterbi(scores, structure, fixed)
         # where nothing agrees with `fixed`, Viterbi's labels need not be well formed
@@ -105,7 +105,7 @@ def test_spans_must_lie_inside_their_sequence():
     scores = constrain(random_scores(np.random.default_rng(0), len(tags), 4), tags, "BIO")
     labels = np.array([0, 1, 2, 0])
     with pytest.raises(ValueError, match=r"\[E050\]"):
-        inference.span_log_probabilities(scores, Structure.chain(np.array([2, 2])), labels,
+        inference.span_log_probabilities(scores, ChainLayout(np.array([2, 2])), labels,
                                          np.array([1]), np.array([3]), schemes.continuations(tags, "BIO"))
 
 
@@ -185,7 +185,7 @@ def test_100k_tokens_with_dense_entities(toy_ner, scheme):
     # the same spans through the log-space pass
     pipe = nlp.get_pipe("crf_tagger")
     scores = pipe.target.constrain(pipe.model.predict([doc]))
-    structure = Structure.chain(np.array([len(doc)]))
+    structure = ChainLayout(np.array([len(doc)]))
     labels, _ = inference.viterbi(scores, structure)
     starts = np.array([e.start for e in ents])
     ends = np.array([e.end for e in ents])

@@ -28,7 +28,7 @@ from thinc.api import Adam
 
 from kernels.oracle import logsumexp
 from spacy_crf import inference, schemes
-from spacy_crf.inference import Structure
+from spacy_crf.structures import ChainLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.targets import SpanTarget, make_target
 from conftest import TOY_NER
@@ -305,7 +305,7 @@ def test_log_z_and_marginals_match_brute_force_over_well_formed_sequences():
         scale = float(rng.choice([0.3, 1.0, 5.0, 80.0]))
         raw = random_scores(rng, len(tags), int(lengths.sum()), scale)
         scores = constrain(raw, tags, scheme)
-        structure = Structure.chain(lengths)
+        structure = ChainLayout(lengths)
         probs, log_z = inference.marginals(scores, structure)
         offsets = np.cumsum(lengths) - lengths
         for s, (o, n) in enumerate(zip(offsets, lengths)):
@@ -357,7 +357,7 @@ def test_viterbi_is_always_well_formed(scheme):
         else:
             raw = random_scores(rng, len(tags), N, float(rng.choice([0.1, 1.0, 30.0, 1e4])), dtype)
         scores = constrain(raw, tags, scheme)
-        labels, best = inference.viterbi(scores, Structure.chain(lengths))
+        labels, best = inference.viterbi(scores, ChainLayout(lengths))
         assert np.isfinite(best).all()
         for o, n in zip(np.cumsum(lengths) - lengths, lengths):
             seq = [tags[i] for i in labels[o:o + n]]
@@ -370,7 +370,7 @@ def test_viterbi_is_the_best_well_formed_sequence():
     for rng, scheme, types, lengths in case_stream(4, 80):
         tags = schemes.tag_set(types, scheme)
         raw = random_scores(rng, len(tags), int(lengths.sum()), float(rng.choice([1.0, 50.0])))
-        labels, best = inference.viterbi(constrain(raw, tags, scheme), Structure.chain(lengths))
+        labels, best = inference.viterbi(constrain(raw, tags, scheme), ChainLayout(lengths))
         for s, (o, n) in enumerate(zip(np.cumsum(lengths) - lengths, lengths)):
             _, seqs, wf, _ = universe(scheme, types, int(n))
             sc = path_scores(seqs[wf], raw.emissions[o:o + n], raw)
@@ -405,7 +405,7 @@ def test_span_probabilities_match_brute_force(scheme):
         N = int(lengths.sum())
         raw = random_scores(rng, len(tags), N, float(rng.choice([0.5, 1.0, 3.0])))
         scores = constrain(raw, tags, scheme)
-        structure = Structure.chain(lengths)
+        structure = ChainLayout(lengths)
         viterbi_ids, _ = inference.viterbi(scores, structure)
         sampled = []
         for n in lengths:
@@ -468,7 +468,7 @@ def test_forced_decoding_keeps_the_fixed_span(scheme):
         fixed, scores_fixed = stub.fixed_labels(docs, scores)
         np.testing.assert_array_equal(scores.emissions, before)  # a copy is masked, if any
         scores = scores_fixed
-        structure = Structure.chain(lengths)
+        structure = ChainLayout(lengths)
         labels, best = inference.viterbi(scores, structure, fixed)
         _, log_z = inference.marginals(scores, structure, fixed)
         for s, (o, n) in enumerate(zip(np.cumsum(lengths) - lengths, lengths)):
@@ -519,7 +519,7 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
         masked = CRFScores(zero.emissions, np.where(allowed_t, 0.0, -np.inf),
                            np.where(allowed_s, 0.0, -np.inf), np.where(allowed_e, 0.0, -np.inf),
                            zero.pair, zero.root)
-        structure = Structure.chain(lengths)
+        structure = ChainLayout(lengths)
         got, n_bad = stub.repair_gold(masked, gold.copy(), structure)
         # the pairwise rule's tags are all gone
         assert np.all(got[expected < 0] < 0)
@@ -544,7 +544,7 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
                        np.where(allowed_s, 0.0, -np.inf), np.where(allowed_e, 0.0, -np.inf),
                        np.zeros((1, L, L)), np.zeros(L))
     got, n_bad = span_target(tags, "BILUO").repair_gold(masked, gold,
-                                                         Structure.chain(np.asarray([3])))
+                                                         ChainLayout(np.asarray([3])))
     assert got.tolist() == [-1, -1, -1] and n_bad == 2
 
 

@@ -365,26 +365,6 @@ def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
 
 
 @njit(cache=True)
-def path_score(emissions, lengths, transitions, start, end, labels, scores):
-    """Fill ``scores[s]`` with the score of the labelling ``labels`` of sequence ``s``:
-
-    start(y_0) + sum_t e(t, y_t) + sum_{t>0} T(y_{t-1}, y_t) + end(y_{n-1}).
-    """
-    o = ZERO
-    for s in range(lengths.shape[0]):
-        n = lengths[s]
-        total = 0.0
-        if n > 0:
-            total = start[labels[o]] + end[labels[o + n - 1]]
-            for t in range(n):
-                total += emissions[o + t, labels[o + t]]
-                if t > 0:
-                    total += transitions[labels[o + t - 1], labels[o + t]]
-        scores[s] = total
-        o += n
-
-
-@njit(cache=True)
 def viterbi(emissions, lengths, transitions, start, end, fixed, labels, scores):
     """MAP labelling of every sequence, honouring ``fixed``: :func:`_inside` in ``MAX``
 

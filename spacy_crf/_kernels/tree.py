@@ -719,34 +719,6 @@ def max_product(emissions, lengths, heads, order, pair_scores, rel, root, fixed,
         o += n
 
 
-@njit(cache=True)
-def labelling_score(emissions, lengths, heads, pair_scores, rel, root, labels, scores):
-    """Fill ``scores[s]`` with the score of the labelling ``labels`` of segment ``s``.
-
-    sum_t e(t, y_t) + sum_{t not root} S[rel[t], y_t, y_{heads[t]}] + sum_{t root} root(y_t)
-
-    Parameters
-    ----------
-    emissions, lengths, heads, pair_scores, rel, root
-        As for :func:`sum_product`.
-    labels : (N,) int64
-    scores : (S,) float64
-    """
-    o = ZERO
-    # scores[s] = sum over the tokens t of segment s of their local and edge scores
-    for s in range(lengths.shape[0]):
-        n = lengths[s]
-        total = 0.0
-        for t in range(o, o + n):
-            y = labels[t]
-            total += _local(emissions, heads, root, t, y)
-            h = heads[t]
-            if h >= 0:
-                total += pair_scores[rel[t], y, labels[h]]
-        scores[s] = total
-        o += n
-
-
 # --------------------------------------------------------------------------- likelihood
 
 

@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from spacy_crf._kernels.chain import NEG_INF, path_score, viterbi
+from spacy_crf._kernels.chain import NEG_INF, viterbi
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,6 +35,33 @@ def run_viterbi(e, lengths, T, s, en, fixed=None):
     scores = np.full(len(lengths), 123.0)
     viterbi(e, lengths, T, s, en, free(N) if fixed is None else fixed, labels, scores)
     return labels, scores
+
+
+def path_score(emissions, lengths, transitions, start, end, labels, scores):
+    """Fill ``scores[s]`` with the score of the labelling ``labels`` of chain ``s``:
+    start(y_0) + sum_t e(t, y_t) + sum_{t>0} T(y_{t-1}, y_t) + end(y_{n-1})."""
+    o = 0
+    for s, n in enumerate(lengths):
+        total = 0.0
+        if n > 0:
+            ys = labels[o:o + n]
+            total = start[ys[0]] + end[ys[-1]] + sum(emissions[o + t, ys[t]] for t in range(n))
+            total += sum(transitions[ys[t - 1], ys[t]] for t in range(1, n))
+        scores[s] = total
+        o += n
+
+
+def labelling_score(emissions, lengths, heads, pair_scores, rel, root, labels, scores):
+    """Fill ``scores[s]`` with the score of the labelling ``labels`` of forest ``s``:
+    sum_t e(t, y_t) + sum_{t not root} S[rel[t], y_t, y_{heads[t]}] + sum_{t root} root(y_t)."""
+    o = 0
+    for s, n in enumerate(lengths):
+        total = 0.0
+        for t in range(o, o + n):
+            y, h = labels[t], heads[t]
+            total += emissions[t, y] + (root[y] if h < 0 else pair_scores[rel[t], y, labels[h]])
+        scores[s] = total
+        o += n
 
 
 def run_path_score(e, lengths, T, s, en, labels):

@@ -3,7 +3,7 @@
 The oracle is brute-force enumeration of every labelling of small chains
 (lengths 0..6, 1..5 labels), sorted by score and, among exact ties, by the
 documented rule (the lower label at the last position where two labellings
-differ comes first). ``chain.viterbi``, ``chain.path_score`` and
+differ comes first). ``chain.viterbi``, the oracle's ``path_score`` and
 ``chain.forward_backward`` serve as references for the 1-best, the scores of
 the returned labellings and log Z.
 """
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spacy_crf._kernels.chain import forward_backward, path_score, viterbi
+from spacy_crf._kernels.chain import forward_backward
 from spacy_crf._kernels.kbest import kbest_viterbi
 from oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
 

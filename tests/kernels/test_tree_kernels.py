@@ -17,13 +17,12 @@ from hypothesis import strategies as st
 from spacy_crf._kernels import chain
 from spacy_crf._kernels.tree import (
     check_forest,
-    labelling_score,
     max_product,
     nll_gradient,
     sum_product,
 )
 from finite_differences import central_difference
-from oracle import all_labellings, free, logsumexp
+from oracle import all_labellings, free, labelling_score, logsumexp
 
 NEG_INF = -np.inf
 FORCE_LOG = pytest.mark.parametrize("force_log", [False, True], ids=["scaled", "log"])
