@@ -1,0 +1,51 @@
+"""WordTable.lookup: the open-addressing slots against a dict, on keys that
+collide in their low bits (long probe runs), symbol-sized keys, absent words,
+several columns, an empty table, and a pickled copy."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+from spacy_crf.features.word_table import MISSING, WordTable
+
+
+def _reference(keys, values, words):
+    table = {int(k): row for k, row in zip(keys, np.asarray(values).reshape(len(keys), -1))}
+    n_cols = np.asarray(values).reshape(len(keys), -1).shape[1] if len(keys) else 1
+    return np.asarray([table.get(int(w), [MISSING] * n_cols) for w in words],
+                      dtype=np.uint64).reshape(len(words), n_cols)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n_cols", [1, 3])
+def test_lookup_equals_a_dict(seed, n_cols):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    random_keys = rng.integers(0, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    # keys equal in their low 20 bits all start at one slot: the probes walk on
+    colliding = (np.arange(1, 200, dtype=np.uint64) << np.uint64(20)) + np.uint64(7)
+    symbols = np.arange(2, 60, dtype=np.uint64)  # spaCy's symbol ids are small integers
+    keys = np.unique(np.concatenate([random_keys, colliding, symbols]))
+    values = rng.integers(1, 2**40, size=(len(keys), n_cols))
+    table = WordTable(keys, values if n_cols > 1 else values[:, 0])
+    absent = rng.integers(0, 2**63, size=500, dtype=np.uint64) * np.uint64(2)  # even: not keys
+    words = rng.permutation(np.concatenate([keys, keys[: len(keys) // 2], absent,
+                                            colliding + np.uint64(1 << 40)]))
+    got = table.lookup(words)
+    np.testing.assert_array_equal(got, _reference(keys, values, words))
+    assert got.dtype == np.uint64 and got.shape == (len(words), n_cols)
+    # at most half the slots are used, so an absent word's probe run ends soon
+    assert len(table.slots) >= 2 * len(keys)
+    # a pickled copy (nlp.pipe(n_process=...)) rebuilds its slots and agrees
+    copy = pickle.loads(pickle.dumps(table))
+    assert copy._slots is None
+    np.testing.assert_array_equal(copy.lookup(words), got)
+
+
+def test_empty_table_and_empty_batch():
+    empty = WordTable(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64))
+    np.testing.assert_array_equal(empty.lookup(np.asarray([1, 2, 3], dtype=np.uint64)),
+                                  np.full((3, 1), MISSING, dtype=np.uint64))
+    table = WordTable(np.asarray([5, 9], dtype=np.uint64), np.asarray([1, 2]))
+    assert table.lookup(np.zeros(0, dtype=np.uint64)).shape == (0, 1)
