@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional
 
 import srsly
+from wasabi import msg
 
 from .features.brown_clusters import (lookups_data_table, path_value, read_cluster_file,
                                       read_paths, write_json_table)
@@ -115,7 +116,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if args.min_count < 0:
                 parser.error("--min-count must be at least 0")
             n = import_paths(args.paths, args.output, args.min_count)
-            print(f"wrote the clusters of {n:,} words to {args.output}")
+            msg.good(f"wrote the clusters of {n:,} words to {args.output}")
             return 0
         if args.command == "induce":
             if not args.text.exists():
@@ -130,8 +131,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 parser.error(f"spaCy has no language '{args.lang}'")
             start = time.perf_counter()
             n = induce_file(args.text, args.output, args.clusters, args.min_count, args.lang)
-            print(f"wrote {args.clusters} Brown clusters of {n:,} words to {args.output} "
-                  f"({time.perf_counter() - start:.1f} s)")
+            msg.good(f"wrote {args.clusters} Brown clusters of {n:,} words to {args.output} "
+                     f"({time.perf_counter() - start:.1f} s)")
             return 0
         if args.table.startswith("lookups:"):
             table = lookups_data_table(args.table.split(":", 1)[1])

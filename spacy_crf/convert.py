@@ -41,6 +41,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.training.converters import conll_ner_to_docs
 from spacy.vocab import Vocab
+from wasabi import msg
 
 from ._kernels.tree import check_forest
 from .errors import Errors
@@ -360,13 +361,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                     if "[E090]" in str(err) else "")
             parser.error(f"{args.input}: {err}{hint}")
         if conllu is not None:
-            print(f"Joined {args.input.name} to {args.conllu.name} on {report['join']}")
+            msg.info(f"Joined {args.input.name} to {args.conllu.name} on {report['join']}")
     if args.limit:
         docs = docs[: args.limit]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     DocBin(docs=docs, store_user_data=True).to_disk(args.output)
     n_tokens = sum(len(doc) for doc in docs)
-    print(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {args.output}")
+    msg.good(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {args.output}")
     return 0
 
 
@@ -393,9 +394,9 @@ def _main_conll(parser: argparse.ArgumentParser, paths: List[Path], pos_as_tag: 
         target = out_dir / f"{path.name}.spacy"
         DocBin(docs=docs).to_disk(target)
         n_tokens = sum(len(doc) for doc in docs)
-        print(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {target}; dropped "
-              f"{counts['documents']} -DOCSTART- line(s); repaired {counts['repaired']} I- "
-              f"tag(s) that started an entity (IOB1 or stray) to B-")
+        msg.good(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {target}; dropped "
+                 f"{counts['documents']} -DOCSTART- line(s); repaired {counts['repaired']} I- "
+                 f"tag(s) that started an entity (IOB1 or stray) to B-")
     return 0
 
 

@@ -23,6 +23,7 @@ import spacy
 import srsly
 from spacy.language import Language
 from spacy.training import Corpus, Example
+from wasabi import msg
 
 from .augmenters import create_copy_attrs
 from .errors import Warnings
@@ -116,16 +117,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     copy = args.copy
     if copy is None:
         copy = training_copy(nlp) or []
-        print(f"Copying {copy or 'nothing'} from the corpus, as the model's training config did "
-              f"(--copy overrides)")
+        msg.info(f"Copying {copy or 'nothing'} from the corpus, as the model's training config "
+                 f"did (--copy overrides)")
     scores = evaluate(nlp, args.data, copy)
-    for key, value in scores.items():
-        if isinstance(value, float):
-            print(f"{key:<16} {value:.4f}" if key != "speed" else f"{key:<16} {value:.0f}")
+    rows = [(key, f"{value:.4f}" if key != "speed" else f"{value:.0f}")
+            for key, value in scores.items() if isinstance(value, float)]
+    if rows:  # the key column 16 wide (or the longest key's), the values after one space
+        widths = (max(16, *(len(key) for key, _ in rows)), max(len(value) for _, value in rows))
+        msg.table(rows, title="Results", widths=widths, spacing=1)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         srsly.write_json(args.output, scores)
-        print(f"Saved scores to {args.output}")
+        msg.good(f"Saved scores to {args.output}")
     return 0
 
 

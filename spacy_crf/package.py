@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
+from wasabi import msg
+
 from .errors import Errors
 
 #: the file of install instructions written in OUT_DIR
@@ -267,6 +269,8 @@ def plan(model_dir: Path, out_dir: Path, name: Optional[str] = None,
 
 def _run(step: str, command: List[str], cwd: Optional[Path] = None) -> None:
     """Run a build step, its output to ours; E177 if it fails."""
+    msg.info(step)
+    # the command unwrapped (wasabi wraps at 80 columns), to copy and paste
     print(f"$ {shlex.join(command)}", flush=True)
     done = subprocess.run(command, cwd=None if cwd is None else str(cwd))
     if done.returncode != 0:
@@ -416,7 +420,8 @@ def package_pipeline(model_dir: Path, out_dir: Path, name: Optional[str] = None,
                                 checked.version)
     path = checked.out_dir / INSTALL_FILE
     path.write_text(text, encoding="utf8")
-    print(f"\n{text}\n(written to {path})")
+    print(f"\n{text}")  # as written: wasabi's msg.text would reflow its indented commands
+    msg.good(f"Install instructions written to {path}")
     return path
 
 

@@ -157,6 +157,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     import spacy
     from spacy.tokens import DocBin
+    from wasabi import msg
 
     parser = argparse.ArgumentParser(prog="python -m spacy_crf.shard_io", description=main.__doc__)
     parser.add_argument("corpus", type=Path, help="a .spacy file")
@@ -173,7 +174,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     suffix = {v: k for k, v in FORMATS.items()}[args.format]
     for k in range(args.n_shards):
         write_rows(args.output / f"{args.corpus.stem}-{k:03d}{suffix}", rows[k * size:(k + 1) * size])
-    print(f"{len(rows)} documents in {args.n_shards} shard(s) in {args.output}")
+    msg.good(f"{len(rows)} documents in {args.n_shards} shard(s) in {args.output}")
     return 0
 
 

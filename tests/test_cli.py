@@ -42,3 +42,30 @@ def test_a_subcommand_is_the_module_cli_with_its_options_and_exit_codes(tmp_path
     assert written == sorted(p.name for p in (tmp_path / "direct").iterdir()) and len(written) == 2
     for name in written:
         assert (tmp_path / "via_spacy" / name).read_text() == (tmp_path / "direct" / name).read_text()
+
+
+def test_a_command_reports_success_with_wasabi_as_spacy_commands_do(tmp_path):
+    """wasabi's "✔" line also when stdout is a pipe (colors off by ANSI_COLORS_DISABLED or
+    WASABI_LOG_FRIENDLY, the icon off by WASABI_NO_PRETTY); errors stay on stderr."""
+    import os
+
+    nlp = spacy.blank("en")
+    DocBin(docs=[Doc(nlp.vocab, words=["a", "b"]) for _ in range(3)]).to_disk(tmp_path / "c.spacy")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("WASABI_NO_PRETTY", "WASABI_LOG_FRIENDLY")}
+
+    def shards(out, *args, **extra):
+        return subprocess.run([sys.executable, "-m", "spacy", "crf-shards", "c.spacy", out,
+                               "--n-shards", "2", *args], capture_output=True, text=True,
+                              cwd=str(tmp_path), timeout=300, env={**env, **extra})
+
+    plain = shards("plain", ANSI_COLORS_DISABLED="1")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines() == ["✔ 3 documents in 2 shard(s) in plain"]
+    colored = shards("colored")
+    assert colored.returncode == 0 and "✔ 3 documents in 2 shard(s) in colored" in colored.stdout
+    bare = shards("bare", WASABI_NO_PRETTY="1")
+    assert bare.stdout.splitlines() == ["3 documents in 2 shard(s) in bare"]
+    failed = shards("bad", "--n-shards", "0")  # a usage error: argparse's, exit code 2
+    assert failed.returncode == 2 and failed.stdout == ""
+    assert "--n-shards must be >= 1, not 0" in failed.stderr
