@@ -104,7 +104,8 @@ def plots(tmp_path_factory):
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    return out, result.stdout, [eg.reference for eg in examples]
+    # wasabi wraps its messages at 80 columns: compare the text with its whitespace joined
+    return out, " ".join(result.stdout.split()), [eg.reference for eg in examples]
 
 
 @pytest.mark.parametrize("name", ["transitions.png", "confusion.png", "learning_curve.png"])
@@ -148,7 +149,7 @@ def test_learning_curve_skipped_without_log(plots, tmp_path):
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert "learning_curve.png skipped" in result.stdout
+    assert "learning_curve.png skipped: no --train-log given" in " ".join(result.stdout.split())
     assert not (tmp_path / "learning_curve.png").exists()
     assert (tmp_path / "confidence.html").exists()
 
@@ -203,7 +204,8 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     L = len(component.labels)
-    assert f"pair matrices (tree), 3 relation groups of {L}x{L} + root" in result.stdout
+    stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns
+    assert f"pair matrices (tree), 3 relation groups of {L}x{L} + root" in stdout
     assert (tmp_path / "out" / "transitions.png").read_bytes()[:8] == PNG_MAGIC
 
 
@@ -422,17 +424,23 @@ def test_entity_confusion_counts_by_exact_span_matching():
     figures.plt.close(fig)
 
 
-def test_span_confidence_outcomes_and_reliability_bins(tmp_path):
-    register_confidence_extension()
-    gold_docs, pred_docs = _hand_made_span_docs()
-    # stored as the component stores them: P(span) and the span end at each span start
-    stored = {0: {0: (0.9, 1), 2: (0.6, 3), 3: (0.3, 5)}, 1: {2: (0.95, 3)}}  # Tuesday: none
+def _store_span_confidences(pred_docs, stored):
+    """``stored[doc][start] = (P(span), end)``, written as the component stores them:
+    P(span) and the span's end at each span start."""
     for d, spans in stored.items():
         n = len(pred_docs[d])
         probs, ends = [0.0] * n, [-1] * n
         for start, (p, end) in spans.items():
             probs[start], ends[start] = p, end
         pred_docs[d].user_data[SPAN_CONFIDENCE_KEY] = (probs, ends)
+
+
+def test_span_confidence_outcomes_and_reliability_bins(tmp_path):
+    register_confidence_extension()
+    gold_docs, pred_docs = _hand_made_span_docs()
+    # stored as the component stores them: P(span) and the span end at each span start
+    stored = {0: {0: (0.9, 1), 2: (0.6, 3), 3: (0.3, 5)}, 1: {2: (0.95, 3)}}  # Tuesday: none
+    _store_span_confidences(pred_docs, stored)
     gold = [list(d.ents) if d.has_annotation("ENT_IOB") else None for d in gold_docs]
     conf, correct = entities.span_confidences(gold, [list(d.ents) for d in pred_docs])
     np.testing.assert_allclose(conf, [0.9, 0.6, 0.3, 0.95])
@@ -462,7 +470,79 @@ def test_entity_model_gets_the_entity_views(tmp_path):
          str(tmp_path / "data.spacy"), "--out", str(out)],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "2 span types, 5 gold spans" in result.stdout
+    stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns
+    assert "2 span types, 5 gold spans" in stdout
     for name in ("entities.png", "span_confidence.png"):
-        assert (out / name).read_bytes()[:8] == PNG_MAGIC, result.stdout
-        assert f"wrote {out / name}" in result.stdout
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC, stdout
+        assert f"wrote {out / name}" in stdout
+
+
+# -- issue #33 (6): the entity view of confidence.html
+
+from spacy_crf.plots.confidence_html import render_html  # noqa: E402
+
+
+def _entity_page(gold_docs, pred_docs):
+    register_confidence_extension()
+    gold = [list(d.ents) if d.has_annotation("ENT_IOB") else None for d in gold_docs]
+    pred = [list(d.ents) for d in pred_docs]
+    ids = [np.zeros(len(d), dtype=np.int64) for d in pred_docs]
+    return render_html(pred_docs, ids, ids, ["O"], "ents <view>", gold_spans=gold,
+                       pred_spans=pred)
+
+
+def _ent_boxes(page):
+    """(class, words, label text) of each span box of the page, in order."""
+    return re.findall(r'<span class="(ent[^"]*)"[^>]*>([^<]*)<span class="el">([^<]*)</span>',
+                      page.split("</div>", 1)[1])  # after the legend
+
+
+def test_entity_view_marks_wrong_and_missed_spans():
+    register_confidence_extension()
+    gold_docs, pred_docs = _hand_made_span_docs()
+    stored = {0: {0: (0.9, 1), 2: (0.6, 3), 3: (0.3, 5)}, 1: {2: (0.954, 3)}, 2: {0: (0.5, 1)}}
+    _store_span_confidences(pred_docs, stored)
+    page = _entity_page(gold_docs, pred_docs)
+    boxes = _ent_boxes(page)
+    # doc 0: Alice correct; Bob wrong label (gold PER, missed); "in Paris" a boundary
+    # error (gold "Paris" missed); doc 1: Acme missed, Carol correct, Tuesday spurious
+    # (no stored confidence); doc 2: unannotated, nothing marked
+    assert boxes == [
+        ("ent", "Alice", "PER 90%"),
+        ("ent wrong", "Bob", "LOC 60%"), ("ent missed", "Bob", "PER (missed)"),
+        ("ent wrong", "in Paris", "LOC 30%"), ("ent missed", "Paris", "LOC (missed)"),
+        ("ent missed", "Acme", "ORG (missed)"), ("ent", "Carol", "PER 95%"),
+        ("ent wrong", "Tuesday", "PER n/a"),
+        ("ent", "Dan", "PER 50%"),
+    ]
+    # the wrong spans name the gold span there, the missed ones what was predicted
+    assert "wrong, gold here: PER \u201cBob\u201d" in page
+    assert "wrong, gold here: LOC \u201cParis\u201d" in page
+    assert "wrong, gold here: no gold span" in page
+    assert "missed gold span ORG \u201cAcme\u201d; predicted here: nothing" in page
+    assert "gold unknown" in page and "no gold span annotation" in page
+    assert "3 predicted, 3 gold, 2 wrong, 2 missed" in page
+    # coloured by the span's confidence
+    from spacy_crf.plots.confidence_html import confidence_colour
+    assert f'style="background:{confidence_colour(0.6)}" title="predicted LOC' in page
+    assert "<script" not in page and "http" not in page
+
+
+def test_entity_view_escapes_text_and_labels():
+    vocab = spacy.blank("en").vocab
+    words = ["<b>", "&", "x>y", "ok"]
+    gold = Doc(vocab, words=words, ents=["B-A<&>", "O", "B-Q\"", "O"])
+    pred = Doc(vocab, words=words, ents=["B-A<&>", "O", "O", "B-Q\""])
+    page = _entity_page([gold], [pred])
+    assert "<b>" not in page and "A<&>" not in page and "x>y" not in page
+    assert "&lt;b&gt;" in page and "A&lt;&amp;&gt;" in page and "x&gt;y" in page
+    assert 'title="ents &lt;view&gt;"' not in page and "<title>ents &lt;view&gt;</title>" in page
+    assert ("ent missed", "x&gt;y", "Q&quot; (missed)") in _ent_boxes(page)
+
+
+def test_token_view_alone_without_spans():
+    vocab = spacy.blank("en").vocab
+    doc = Doc(vocab, words=["a", "b"])
+    ids = [np.zeros(2, dtype=np.int64)]
+    page = render_html([doc], ids, ids, ["X"], "t")
+    assert 'class="ents"' not in page and 'class="ent' not in page

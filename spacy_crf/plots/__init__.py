@@ -28,8 +28,10 @@ Writes into ``--out``:
   the steps since the previous row, the plot divides by that number of steps.
 * ``confidence.html``: the first ``--n-docs`` docs, each token coloured by the
   CRF's confidence in its predicted label (``token._.crf_confidence``), the
-  predicted label under it, the gold label on hover and errors underlined.
-  Self-contained: no external assets.
+  predicted label under it, the gold label on hover and errors underlined;
+  for span targets also each doc's predicted spans with their label and
+  ``span._.crf_confidence``, wrong ones marked and missed gold spans drawn
+  beside them. Self-contained: no external assets.
 
     python -m spacy_crf.plots --model training/model-best --data corpus/dev.spacy \\
         --train-log training/train.log --out plots/
@@ -50,6 +52,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 import spacy
 from spacy.training import Corpus, Example
+from wasabi import msg
 
 from ..augmenters import create_copy_attrs
 from ..errors import Errors
@@ -98,7 +101,7 @@ def entity_views(figures, component: CRFTagger, examples: List[Example], docs: L
         path = out / "span_confidence.png"
         written.append((path, figures.plot_span_confidence(conf, correct, path)))
     else:
-        print("span_confidence.png skipped: no predicted span with a stored confidence")
+        msg.warn("span_confidence.png skipped: no predicted span with a stored confidence")
     return written
 
 
@@ -151,13 +154,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         written.extend(entity_views(figures, component, examples, docs, args.out))
 
     if args.train_log is None:
-        print("learning_curve.png skipped: no --train-log given")
+        msg.warn("learning_curve.png skipped: no --train-log given")
     else:
         log = find_log_file(args.train_log)
         columns, rows = parse_train_log(log.read_text(errors="replace")) if log else ([], [])
         if not rows or "#" not in columns:
-            print(f"learning_curve.png skipped: no `spacy train` score table found in {args.train_log}"
-                  " (save the console output of spacy train, e.g. `spacy train ... | tee train.log`)")
+            msg.warn(f"learning_curve.png skipped: no `spacy train` score table found in "
+                     f"{args.train_log} (save the console output of spacy train, e.g. "
+                     "`spacy train ... | tee train.log`)")
         else:
             path = args.out / "learning_curve.png"
             written.append((path, figures.plot_learning_curve(columns, rows, path) + f", from {log}"))
@@ -165,11 +169,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     n = min(args.n_docs, len(docs))
     path = args.out / "confidence.html"
     title = f"{name} ({component.cfg['target']}, {component.cfg['structure']}) on {args.data.name}"
-    path.write_text(render_html(docs[:n], gold[:n], pred[:n], labels, title), encoding="utf-8")
+    spans = {}
+    if component.target.is_span_target:  # the entity view: predicted and gold spans
+        spans = {"gold_spans": [component.target.spans_of(eg.reference) for eg in examples[:n]],
+                 "pred_spans": [component.target.spans_of(doc) or [] for doc in docs[:n]]}
+    path.write_text(render_html(docs[:n], gold[:n], pred[:n], labels, title, **spans),
+                    encoding="utf-8")
     written.append((path, f"{n} docs"))
 
-    print(f"model {args.model}, component '{name}', {len(labels)} labels, {len(examples)} docs")
+    msg.info(f"model {args.model}, component '{name}', {len(labels)} labels, {len(examples)} docs")
     for path, info in written:
-        print(f"wrote {path}: {info}")
+        msg.good(f"wrote {path}: {info}")
     return 0
 
