@@ -42,6 +42,7 @@ from wasabi import Printer
 
 from .pipeline.inputs import INPUT_ANNOTATIONS
 from .targets import SpanGroupTarget, Target, make_target
+from .training.config import check_corpora, load_pipeline, training_corpora
 from .util import same_tokens
 
 #: labels with fewer training examples than this get a warning (as spaCy's "low data labels")
@@ -222,25 +223,21 @@ def load_training(config_path: Path, overrides: Dict[str, Any]
     except Exception as err:  # confection's syntax errors carry the fix in their text
         raise UsageError(f"cannot read config {config_path}: {err}") from None
     try:
-        nlp = util.load_model_from_config(cfg, auto_fill=True)
+        nlp = load_pipeline(cfg)
     except ConfigValidationError as err:
         raise UsageError(f"invalid config {config_path}:\n{err}") from None
     except ValueError as err:  # a component's settings (spacy-crf's E0xx, spaCy's E0xx)
         raise PipelineError(str(err)) from None
-    config = nlp.config.interpolate()
-    training = config.get("training", {})
-    dot_names = [training.get("train_corpus", "corpora.train"),
-                 training.get("dev_corpus", "corpora.dev")]
     try:
-        train, dev = util.resolve_dot_names(config, dot_names)
+        training, train, dev = training_corpora(nlp)
     except (ConfigValidationError, ValueError) as err:  # ValueError: spaCy's E913, a null path
         raise UsageError(f"cannot read the corpora of {config_path} (set them with "
                          f"--paths.train and --paths.dev):\n{err}") from None
-    for split, reader in (("train", train), ("dev", dev)):
-        path = getattr(reader, "path", None)
-        if path is not None and not Path(path).exists():
-            raise UsageError(f"{split} corpus not found: {path} (set it with --paths.{split})")
-    return nlp, train, dev, list(training.get("annotating_components") or [])
+    try:
+        check_corpora(train=train, dev=dev)
+    except ValueError as err:  # E037, which names the --paths option
+        raise UsageError(str(err)) from None
+    return nlp, train, dev, list(training["annotating_components"] or [])
 
 
 def crf_components(nlp: Language, name: Optional[str]) -> List[Tuple[str, Any]]:

@@ -36,17 +36,16 @@ import numpy as np
 import spacy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
-from spacy.schemas import ConfigSchemaTraining
 from spacy.training import Example
 from spacy.training.loop import (create_before_to_disk_callback, create_evaluation_callback,
                                  update_meta)
-from spacy.util import load_config, load_model_from_config, registry, resolve_dot_names
-from thinc.api import fix_random_seed
+from spacy.util import load_config
 
 from .errors import Errors
 from .models.experts import is_two_experts
 from .models.segment_scores import is_wrapped
 from .pipeline.crf_tagger import CRFTagger
+from .training.config import check_corpora, load_pipeline, training_corpora
 from .training.corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
                               read_corpus, read_weights, release_memory, write_weights)
 from .training.distributed import DaskObjective
@@ -153,8 +152,9 @@ def fit(
                      else os.cpu_count() or 1)
     begin = time.perf_counter()
     config = load_config(config_path, overrides=overrides or {}, interpolate=False)
-    nlp, T, train_corpus, dev_corpus = _load(config)
-    _check_corpora(train=train_corpus, dev=dev_corpus)
+    nlp = load_pipeline(config)
+    T, train_corpus, dev_corpus = training_corpora(nlp)
+    check_corpora(train=train_corpus, dev=dev_corpus)
     pipe = _component(nlp, component, T)
     if init_from is not None:
         pipe = _component(_source(nlp, pipe.name, Path(init_from)), pipe.name, T)
@@ -287,27 +287,6 @@ def _engine(n_workers: Optional[int], address: Optional[str]) -> Iterator[Any]:
 
     with dask_client(n_workers=n_workers or 2, address=address) as client:
         yield client
-
-
-def _load(config) -> Tuple[Language, Dict[str, Any], Callable, Callable]:
-    """The pipeline, the resolved [training] section and the corpus readers (as init_nlp)."""
-    interpolated = config.interpolate()
-    if interpolated["training"].get("seed") is not None:
-        fix_random_seed(interpolated["training"]["seed"])
-    nlp = load_model_from_config(config, auto_fill=True)
-    config = nlp.config.interpolate()
-    T = registry.resolve(config["training"], schema=ConfigSchemaTraining)
-    train_corpus, dev_corpus = resolve_dot_names(config, [T["train_corpus"], T["dev_corpus"]])
-    return nlp, T, train_corpus, dev_corpus
-
-
-def _check_corpora(**corpora: Callable) -> None:
-    """E037 for a corpus reader whose path does not exist (spaCy would raise a
-    bare FileNotFoundError from deep inside its reader)."""
-    for split, corpus in corpora.items():
-        path = getattr(corpus, "path", None)
-        if path is not None and not Path(path).exists():
-            raise ValueError(Errors.E037.format(split=split, path=path))
 
 
 def _check_dev(dev_corpus: Callable, nlp: Language) -> None:
