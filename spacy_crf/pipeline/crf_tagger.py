@@ -208,14 +208,10 @@ class CRFTagger(TrainablePipe):
             losses = {}
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
-        validate_examples(examples, "CRFTagger.update")
-        docs = [eg.predicted for eg in examples]
-        if not int(doc_lengths(docs).sum()):
+        docs = self._training_docs(examples, "CRFTagger.update", drop)
+        if docs is None:
             return losses
-        self._require_labels()
         self.check_inputs(docs)
-        set_dropout_rate(self.model, drop)
-        self._averages.show_iterate(self.model)
         with read_once(docs):
             layout = self.batch_layout(docs)  # a missing parse fails here, before any work
             scores, backprop = self.model.begin_update(docs)
@@ -225,6 +221,21 @@ class CRFTagger(TrainablePipe):
             self.finish_update(sgd)
         losses[self.name] += loss
         return losses
+
+    def _training_docs(self, examples: List[Example], caller: str,
+                       drop: float) -> Optional[List[Doc]]:
+        """The predicted docs of a training step's examples (``update``,
+        ``rehearse``), the model set to train on them: its dropout, and the
+        weights it trains rather than their average. None for a batch without
+        a token; E007 before ``initialize``."""
+        validate_examples(examples, caller)
+        docs = [eg.predicted for eg in examples]
+        if not int(doc_lengths(docs).sum()):
+            return None
+        self._require_labels()
+        set_dropout_rate(self.model, drop)
+        self._averages.show_iterate(self.model)
+        return docs
 
     def get_loss(self, examples: Iterable[Example], scores: CRFScores):
         """Summed loss of the gold labels (the configured objective, by default the

@@ -10,13 +10,13 @@ not read), trained with the component's own loss.
 from typing import Callable, Dict, Iterable, Optional, Union
 
 import numpy as np
-from spacy.training import Example, validate_examples
-from thinc.api import Model, Optimizer, set_dropout_rate
+from spacy.training import Example
+from thinc.api import Model, Optimizer
 
 from .. import inference
 from .._kernels.sparse_update import scatter_rows
 from ..errors import Errors
-from ..features.doc_arrays import doc_lengths, read_once
+from ..features.doc_arrays import read_once
 from ..models.sparse_table import ATTR as SPARSE_TABLE
 
 
@@ -29,13 +29,9 @@ def rehearse(pipe, examples: Iterable[Example], *, drop: float,
     if teacher_model is None:
         return losses
     examples = list(examples)
-    validate_examples(examples, "CRFTagger.rehearse")
-    docs = [eg.predicted for eg in examples]
-    if not int(doc_lengths(docs).sum()):
+    docs = pipe._training_docs(examples, "CRFTagger.rehearse", drop)
+    if docs is None:
         return losses
-    pipe._require_labels()
-    set_dropout_rate(pipe.model, drop)
-    pipe._averages.show_iterate(pipe.model)
     with read_once(docs):
         layout = pipe.batch_layout(docs)
         teacher = pipe.constrain_scores(teacher_model.predict(docs))
