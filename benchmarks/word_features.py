@@ -170,6 +170,8 @@ def reliability(task: str, docs: List[Any], test: Sentences) -> Dict[str, Any]:
     import numpy as np
     from spacy.training import biluo_tags_to_spans, iob_to_biluo
 
+    from spacy_crf.plots.entities import expected_calibration_error, reliability_bins
+
     conf, right = [], []
     for doc, (words, tags) in zip(docs, test):
         if task == "upos":
@@ -181,17 +183,12 @@ def reliability(task: str, docs: List[Any], test: Sentences) -> Dict[str, Any]:
             for ent in doc.ents:
                 conf.append(ent._.crf_confidence)
                 right.append((ent.start, ent.end, ent.label_) in gold)
-    conf_a, right_a = np.asarray(conf, dtype=float), np.asarray(right, dtype=float)
-    which = np.minimum((conf_a * BINS).astype(int), BINS - 1)
-    rows, ece = [], 0.0
-    for b in range(BINS):
-        mask = which == b
-        if not mask.any():
-            continue
-        gap = abs(right_a[mask].mean() - conf_a[mask].mean())
-        ece += gap * mask.sum() / len(conf_a)
-        rows.append({"bin": f"{b / BINS:.1f}-{(b + 1) / BINS:.1f}", "n": int(mask.sum()),
-                     "confidence": float(conf_a[mask].mean()), "accuracy": float(right_a[mask].mean())})
+    conf_a, right_a = np.asarray(conf, dtype=float), np.asarray(right, dtype=bool)
+    mean_conf, accuracy, counts = reliability_bins(conf_a, right_a, BINS)
+    ece = expected_calibration_error(conf_a, right_a, BINS)
+    rows = [{"bin": f"{b / BINS:.1f}-{(b + 1) / BINS:.1f}", "n": int(counts[b]),
+             "confidence": float(mean_conf[b]), "accuracy": float(accuracy[b])}
+            for b in range(BINS) if counts[b]]
     return {"ece_points": 100 * ece, "n": len(conf_a), "bins": rows}
 
 
