@@ -10,14 +10,18 @@ system:
    epochs over shuffled batches of 32 sentences. On CoNLL-2000 the factory's
    templates read words only, not the corpus's POS column: what a new user
    gets.
-2. **tuned config**: ``spacy train`` of the shipped config.
-3. **fit, L-BFGS**: ``python -m spacy_crf.fit`` of the same config, c2 = 1,
+2. **factory defaults, filled config**: what a spaCy user runs without
+   tuning: a config naming only ``{"factory": "crf_tagger", "target": ...}``
+   (and the corpora), completed by ``spacy init fill-config`` and trained as
+   filled by ``spacy train``.
+3. **tuned config**: ``spacy train`` of the shipped config.
+4. **fit, L-BFGS**: ``python -m spacy_crf.fit`` of the same config, c2 = 1,
    100 iterations (CRFsuite's defaults).
-4. **fit, OWL-QN**: c1 = 0.1, c2 = 0.01 (sklearn-crfsuite's tutorial values), 100 iterations.
-5. **perceptron** and 6. **hinge**: the tuned config with ``loss`` set and
+5. **fit, OWL-QN**: c1 = 0.1, c2 = 0.01 (sklearn-crfsuite's tutorial values), 100 iterations.
+6. **perceptron** and 7. **hinge**: the tuned config with ``loss`` set and
    the optimizer of ``configs/ewt_upos_perceptron.cfg`` /
    ``configs/ewt_upos_hinge.cfg``, through ``spacy train``.
-7. **sklearn-crfsuite**, L-BFGS, 100 iterations: CoNLL-2000 with CRFsuite's
+8. **sklearn-crfsuite**, L-BFGS, 100 iterations: CoNLL-2000 with CRFsuite's
    chunking template and c2 = 1 (as ``benchmarks/conll2000.py``); the others
    over the tuned config's templates with c1 = 0.1, c2 = 0.01.
 
@@ -238,6 +242,49 @@ def loss_config(task: str, loss: str, workdir: Path) -> Path:
     return path
 
 
+#: a config that names the component and its target only, as a new user writes
+#: it before ``spacy init fill-config`` completes it
+FACTORY_CONFIG = """
+[paths]
+train = null
+dev = null
+
+[nlp]
+lang = "en"
+pipeline = ["crf_tagger"]
+
+[components]
+
+[components.crf_tagger]
+factory = "crf_tagger"
+target = "{target}"
+
+[corpora]
+
+[corpora.train]
+@readers = "spacy.Corpus.v1"
+path = ${{paths.train}}
+
+[corpora.dev]
+@readers = "spacy.Corpus.v1"
+path = ${{paths.dev}}
+
+[training]
+
+[initialize]
+"""
+
+
+def filled_config(task: str, workdir: Path) -> Path:
+    """``spacy init fill-config`` of :data:`FACTORY_CONFIG` for the task's target."""
+    base = workdir / f"{task}_factory_base.cfg"
+    base.write_text(FACTORY_CONFIG.format(target=TASKS[task]["target"]), encoding="utf8")
+    filled = workdir / f"{task}_factory_filled.cfg"
+    timed_process([sys.executable, "-m", "spacy", "init", "fill-config", str(base), str(filled)],
+                  workdir / f"{task}_factory_fill.log")
+    return filled
+
+
 def run_task(task: str, data_dir: Path, workdir: Path, limit: int, epochs: int,
              max_iterations: int, uner_train: str = UNER_TRAIN) -> Dict[str, Any]:
     sents = read_task(task, data_dir, limit, uner_train)
@@ -251,6 +298,12 @@ def run_task(task: str, data_dir: Path, workdir: Path, limit: int, epochs: int,
     fit_cmd = [python, "-m", "spacy_crf.fit"]
     its = ["--max-iterations", str(max_iterations)]
     commands: Dict[str, Tuple[List[str], Path]] = {
+        "factory defaults, spacy train (filled config)": (
+            spacy_train + [str(filled_config(task, workdir)), "--output",
+                           str(workdir / f"{task}_factory")] + paths + every
+            # the filled config's 20,000 steps (patience 1,600) are for whole corpora
+            + (["--training.max_steps", "300"] if limit else []),
+            workdir / f"{task}_factory"),
         "tuned config, spacy train": (spacy_train + [str(config), "--output",
                                                      str(workdir / f"{task}_train")] + paths + every,
                                       workdir / f"{task}_train"),

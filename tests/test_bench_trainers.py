@@ -37,7 +37,8 @@ def upos_run(tmp_path_factory):
 def test_every_trainer_gives_a_scored_row(upos_run):
     trainers, result = upos_run
     systems = result["systems"]
-    assert set(systems) == {"factory defaults, nlp.update loop", "tuned config, spacy train",
+    assert set(systems) == {"factory defaults, nlp.update loop",
+                            "factory defaults, spacy train (filled config)", "tuned config, spacy train",
                             "fit, L-BFGS (c2 = 1)", "fit, OWL-QN (c1 = 0.1, c2 = 0.01)",
                             "perceptron, spacy train", "hinge, spacy train", "sklearn-crfsuite"}
     for name, row in systems.items():
@@ -69,9 +70,10 @@ def test_summary_lists_every_row(upos_run):
     trainers, result = upos_run
     report = {"command": "python benchmarks/trainers.py --quick", "tasks": {"upos": result}}
     summary = trainers.trainers_summary(report)
-    assert len(summary["rows"]) == 7
+    assert len(summary["rows"]) == 8
     text = trainers.render_summary(summary)
     assert "fit, OWL-QN" in text and "sklearn-crfsuite" in text
+    assert "factory defaults, spacy train (filled config)" in text
 
 
 FIT_LOG = """Fitting 'crf_tagger' (chain, 22 labels) on 10 sequences ...; ready in 2.6 s
