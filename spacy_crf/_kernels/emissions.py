@@ -9,6 +9,11 @@ construction, and a dropped feature (row -1) is skipped by both.
 import numpy as np
 from numba import njit
 
+from .prefetch import prefetch_row
+
+#: how many tokens ahead ``gather_sum`` asks for rows (1-16 measured alike on EWT)
+PREFETCH_AHEAD = 2
+
 
 @njit(cache=True)
 def feature_rows(features, n_buckets, unsigned, rows):
@@ -36,10 +41,16 @@ def gather_sum(weights, bias, rows, scale, out):
     """out[t, :] = bias + sum_{k: rows[t, k] >= 0} scale * weights[rows[t, k], :].
 
     ``scale`` has the dtype of ``weights``: at 1 the sum is bit-identical to
-    an unscaled one.
+    an unscaled one. While token ``t`` is summed, the rows of token
+    ``t + PREFETCH_AHEAD`` are prefetched (``prefetch.py``).
     """
     n_labels = weights.shape[1]
-    for t in range(rows.shape[0]):
+    n_tokens = rows.shape[0]
+    for t in range(min(PREFETCH_AHEAD, n_tokens)):
+        _prefetch_rows(weights, rows, t)
+    for t in range(n_tokens):
+        if t + PREFETCH_AHEAD < n_tokens:
+            _prefetch_rows(weights, rows, t + PREFETCH_AHEAD)
         for j in range(n_labels):
             out[t, j] = bias[j]
         for k in range(rows.shape[1]):
@@ -48,3 +59,10 @@ def gather_sum(weights, bias, rows, scale, out):
                 continue  # a dropped feature
             for j in range(n_labels):
                 out[t, j] += scale * weights[r, j]
+
+
+@njit(cache=True, inline="always")
+def _prefetch_rows(weights, rows, t):
+    for k in range(rows.shape[1]):
+        if rows[t, k] >= 0:
+            prefetch_row(weights, rows[t, k])

@@ -117,12 +117,17 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
         keys.append("LOWER")
     if templates.lexicon_attrs:
         keys += [k for k in lexicon.key_attrs(templates.lexicon_attrs) if k not in keys]
-    n_attrs = len(templates.attr_ids)
-    values = attribute_matrix(docs, list(templates.attr_ids) + [IDS[k] for k in keys])
+    attr_ids = list(templates.attr_ids)
+    n_attrs = len(attr_ids)
+    # a key the templates read already (ORTH for the cluster table when "ORTH"
+    # is a template) comes from their column, not from a second read
+    extra = [IDS[k] for k in keys if IDS[k] not in attr_ids]
+    values = attribute_matrix(docs, attr_ids + extra)
     if not keys:
         return values
-    key_columns: Dict[str, np.ndarray] = {k: np.ascontiguousarray(values[:, n_attrs + i])
-                                          for i, k in enumerate(keys)}
+    columns = attr_ids + extra
+    key_columns: Dict[str, np.ndarray] = {k: np.ascontiguousarray(values[:, columns.index(IDS[k])])
+                                          for k in keys}
     blocks = [values[:, :n_attrs]]
     if templates.uses_affixes:
         blocks.append(affix_columns(key_columns["LOWER"], docs[0].vocab.strings)

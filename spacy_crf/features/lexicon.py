@@ -95,7 +95,10 @@ class Lexicon:
         keys : dict
             ``{"ORTH": (N,) uint64, "LOWER": ...}``: the hashes the tables look up.
         """
-        n_tokens = sum(len(doc) for doc in docs)
+        # the key arrays have one row a token; summing the docs' lengths in
+        # Python costs as much as the lookup itself
+        n_tokens = (next(iter(keys.values())).shape[0] if keys
+                    else sum(len(doc) for doc in docs))
         out = np.zeros((n_tokens, len(attrs)), dtype=np.uint64)
         looked_up: Dict[int, np.ndarray] = {}
         for j, attr in enumerate(attrs):

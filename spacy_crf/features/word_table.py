@@ -3,7 +3,7 @@
 Brown clusters and the clusters of a pipeline's vectors are both a value (or a
 few) per word type. The table keeps its keys (spaCy string hashes of the words)
 sorted, as they are saved; a batch's tokens are looked up in one numba pass
-over an open-addressing table of slots built from them on the first lookup
+over an open-addressing table of entries built from them on the first lookup
 (``_kernels/word_lookup.py``), with no Python step per token.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence
 import numpy as np
 from spacy.strings import get_string_id
 
-from .._kernels.word_lookup import EMPTY, build_slots, lookup_values
+from .._kernels.word_lookup import EMPTY_KEY, build_entries, lookup_values
 
 #: the value of a word the table does not hold (spaCy's ``Token.cluster`` gives 0 too)
 MISSING = 0
@@ -24,7 +24,8 @@ class WordTable:
     Parameters
     ----------
     keys : array-like of uint64
-        The words' hashes (``nlp.vocab.strings[word]``), unique.
+        The words' hashes (``nlp.vocab.strings[word]``), unique. Key 0, the
+        empty string's, is left out: no token has it.
     values : array-like of int
         ``(len(keys), n_columns)`` (or ``(len(keys),)`` for one column), each
         value at least 0 and below 2**63.
@@ -45,6 +46,8 @@ class WordTable:
             raise ValueError("a word table holds integers of at least 0")
         if key_attr not in ("ORTH", "LOWER"):
             raise ValueError(f"a word table is keyed by ORTH or LOWER, not {key_attr!r}")
+        kept = keys != EMPTY_KEY
+        keys, values = keys[kept], values[kept]
         order = np.argsort(keys, kind="stable")
         keys = keys[order]
         if keys.shape[0] > 1 and np.any(keys[1:] == keys[:-1]):
@@ -52,7 +55,7 @@ class WordTable:
         self.keys = np.ascontiguousarray(keys)
         self.values = np.ascontiguousarray(values[order].astype(np.uint64))
         self.key_attr = key_attr
-        self._slots: Optional[np.ndarray] = None  # built on the first lookup, not saved
+        self._entries: Optional[np.ndarray] = None  # built on the first lookup, not saved
 
     @property
     def n_columns(self) -> int:
@@ -67,23 +70,23 @@ class WordTable:
         out = np.empty((words.shape[0], self.n_columns), dtype=np.uint64)
         # one or two probes a token where a binary search over the 190k
         # English cluster words took 80-90 ns (EWT test)
-        lookup_values(self.slots, self.keys, self.values, words, np.uint64(MISSING), out)
+        lookup_values(self.entries, words, np.uint64(MISSING), out)
         return out
 
     @property
-    def slots(self) -> np.ndarray:
-        """The open-addressing table of the keys: a power of two at least twice
-        their number, so that a lookup probes one or two slots."""
-        if self._slots is None:
-            n_slots = 1 << max(4, int(2 * max(len(self), 1) - 1).bit_length())
-            slots = np.full(n_slots, EMPTY, dtype=np.int32)
-            build_slots(self.keys, slots)
-            self._slots = slots
-        return self._slots
+    def entries(self) -> np.ndarray:
+        """The open-addressing table of keys and values: a power of two at
+        least twice their number, so that a lookup probes one or two entries."""
+        if self._entries is None:
+            n_entries = 1 << max(4, int(2 * max(len(self), 1) - 1).bit_length())
+            entries = np.zeros((n_entries, 1 + self.n_columns), dtype=np.uint64)
+            build_entries(self.keys, self.values, entries)
+            self._entries = entries
+        return self._entries
 
     def __getstate__(self) -> Dict[str, Any]:
-        # the slots are rebuilt where the table is used (a worker of nlp.pipe(n_process=...))
-        return {**self.__dict__, "_slots": None}
+        # the entries are rebuilt where the table is used (a worker of nlp.pipe(n_process=...))
+        return {**self.__dict__, "_entries": None}
 
     def to_dict(self) -> Dict[str, Any]:
         """Arrays and settings, for msgpack."""

@@ -35,12 +35,21 @@ def test_lookup_equals_a_dict(seed, n_cols):
     got = table.lookup(words)
     np.testing.assert_array_equal(got, _reference(keys, values, words))
     assert got.dtype == np.uint64 and got.shape == (len(words), n_cols)
-    # at most half the slots are used, so an absent word's probe run ends soon
-    assert len(table.slots) >= 2 * len(keys)
-    # a pickled copy (nlp.pipe(n_process=...)) rebuilds its slots and agrees
+    # at most half the entries are used, so an absent word's probe run ends soon
+    assert len(table.entries) >= 2 * len(keys)
+    # a pickled copy (nlp.pipe(n_process=...)) rebuilds its entries and agrees
     copy = pickle.loads(pickle.dumps(table))
-    assert copy._slots is None
+    assert copy._entries is None
     np.testing.assert_array_equal(copy.lookup(words), got)
+
+
+def test_key_zero_is_the_empty_string_and_never_found():
+    # 0 marks an empty entry: a table given key 0 (spaCy's id of "") leaves it
+    # out, and looking up 0 finds nothing, with or without it
+    table = WordTable(np.asarray([0, 4, 16], dtype=np.uint64), np.asarray([7, 8, 9]))
+    assert len(table) == 2
+    np.testing.assert_array_equal(table.lookup(np.asarray([0, 4, 16, 32], dtype=np.uint64)),
+                                  [[MISSING], [8], [9], [MISSING]])
 
 
 def test_empty_table_and_empty_batch():
