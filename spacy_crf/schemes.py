@@ -9,7 +9,7 @@ ill-formed span, in training or at prediction.
 Everything here works on arrays: a tag is a (prefix code, type index) pair.
 """
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -115,14 +115,35 @@ def spans_to_codes(n_tokens: int, starts: np.ndarray, ends: np.ndarray,
     return codes
 
 
-def codes_to_spans(prefix: np.ndarray, scheme: str) -> Tuple[np.ndarray, np.ndarray]:
-    """Starts and ends ``[start, end)`` of the spans of a well-formed tag sequence."""
+def codes_to_spans(prefix: np.ndarray, scheme: str,
+                   sequence_ends: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Starts and ends ``[start, end)`` of the spans of well-formed tag sequences.
+
+    ``sequence_ends`` (one past each sequence's last row) splits a batch's
+    concatenated tags: a BIO ``I-`` at the start of a sequence does not
+    continue a span of the one before.
+
+    Raises
+    ------
+    ValueError
+        Where the tags are not well-formed (a span opened and not closed, or
+        an ``I-`` that opens one).
+    """
     if scheme == "BILUO":
         starts = np.flatnonzero((prefix == BEGIN) | (prefix == UNIT))
         ends = np.flatnonzero((prefix == LAST) | (prefix == UNIT)) + 1
-        return starts, ends
-    starts = np.flatnonzero(prefix == BEGIN)
-    in_span = (prefix == BEGIN) | (prefix == INSIDE)
-    follows = np.append(prefix[1:] == INSIDE, False)
-    ends = np.flatnonzero(in_span & ~follows) + 1
+    else:
+        starts = np.flatnonzero(prefix == BEGIN)
+        in_span = (prefix == BEGIN) | (prefix == INSIDE)
+        follows = np.append(prefix[1:] == INSIDE, False)
+        if sequence_ends is not None and len(sequence_ends):
+            follows[np.asarray(sequence_ends, dtype=np.int64) - 1] = False
+        ends = np.flatnonzero(in_span & ~follows) + 1
+    if starts.shape != ends.shape or np.any(starts >= ends) or np.any(starts[1:] < ends[:-1]):
+        raise ValueError(f"tags that are not well-formed {scheme}")
+    if sequence_ends is not None and len(starts):
+        bounds = np.asarray(sequence_ends, dtype=np.int64)
+        if np.any(np.searchsorted(bounds, starts, side="right")
+                  != np.searchsorted(bounds, ends - 1, side="right")):
+            raise ValueError("a span across sequences")
     return starts, ends

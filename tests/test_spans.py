@@ -227,6 +227,60 @@ def test_spans_to_codes_round_trip_random(scheme):
     assert n_spans > 1000
 
 
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_a_batch_of_sequences_reads_as_each_sequence_alone(scheme):
+    """codes_to_spans over concatenated well-formed sequences (a batch) with
+    their ends gives each one's spans, shifted: none crosses a boundary (in
+    BIO an I- opening the next sequence would, were the ends not given)."""
+    rng = np.random.default_rng(1)
+    tags, seqs, wf, _ = universe(scheme, ("X", "Y"), 3)
+    prefix, kind, names = schemes.parse_tags(tags)
+    good = seqs[wf]
+    for _ in range(300):
+        rows = [good[i] for i in rng.integers(0, len(good), size=int(rng.integers(1, 5)))]
+        codes = np.concatenate([prefix[row] for row in rows])
+        ends = np.cumsum([len(row) for row in rows])
+        starts, stops = schemes.codes_to_spans(codes, scheme, ends)
+        expected = []
+        for offset, row in zip(ends - 3, rows):
+            a, b = schemes.codes_to_spans(prefix[row], scheme)
+            expected += list(zip((a + offset).tolist(), (b + offset).tolist()))
+        assert list(zip(starts.tolist(), stops.tolist())) == expected
+
+
+@pytest.mark.parametrize("scheme, tags, ends", [
+    ("BILUO", ["B-X", "O"], None),            # opened, never closed
+    ("BILUO", ["O", "L-X"], None),            # closed, never opened
+    ("BIO", ["O", "I-X"], None),              # an I- that opens a span
+    ("BIO", ["B-X", "I-X", "I-X"], [2, 3]),   # ... the second sequence's first tag
+    ("BILUO", ["B-X", "L-X", "B-X", "L-X"], [1, 4]),  # a span across sequences
+])
+def test_tags_that_are_not_well_formed_are_an_error_not_wrong_spans(scheme, tags, ends):
+    prefix, _, _ = schemes.parse_tags(tags)
+    with pytest.raises(ValueError, match="well-formed|across"):
+        schemes.codes_to_spans(prefix, scheme, None if ends is None else np.asarray(ends))
+
+
+@pytest.mark.parametrize("keep_existing", [False, True])
+def test_a_batch_is_written_as_each_doc_would_be(keep_existing):
+    """write_batch over docs of several lengths (one empty, one with an entity
+    already on it) writes each doc's spans; kept entities stay as they were."""
+    nlp = spacy.blank("en")
+    target = make_target("ents", "BILUO")
+    labels = target.order_labels(schemes.tag_set(["X", "Y"], "BILUO"))
+    target.set_labels(labels, nlp.vocab)
+    words = [["a", "b", "c"], [], ["d", "e", "f", "g"], ["h", "i"]]
+    docs = [Doc(nlp.vocab, words=w) for w in words]
+    docs[3].ents = [Span(docs[3], 0, 1, label="Y")]
+    tags = [["B-X", "L-X", "O"], [], ["U-Y", "O", "B-X", "L-X"], ["O", "U-X"]]
+    ids = np.asarray([labels.index(t) for row in tags for t in row], dtype=np.int64)
+    target.write_batch(docs, ids, np.asarray([len(w) for w in words]), keep_existing)
+    got = [[(e.start, e.end, e.label_) for e in doc.ents] for doc in docs]
+    assert got[:3] == [[(0, 2, "X")], [], [(0, 1, "Y"), (2, 4, "X")]]
+    assert got[3] == ([(0, 1, "Y"), (1, 2, "X")] if keep_existing else [(1, 2, "X")])
+    assert [t.ent_iob_ for t in docs[0]] == ["B", "I", "O"]
+
+
 def test_scheme_names_and_bad_tags_are_clear_errors():
     with pytest.raises(ValueError, match=r"\[E060\] Unknown scheme 'IOB'"):
         schemes.check_scheme("IOB")

@@ -80,10 +80,13 @@ def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> No
             n_seqs = len(sequence_lengths([doc], pipe)) if len(doc) else 0
             doc.user_data[NBEST_KEY] = [[[p, labels] for p, labels in next(per_doc)]
                                         for _ in range(n_seqs)]
+    pipe.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths,
+                            pipe.keep_existing)
+    if prediction.confidence is None and prediction.span_confidence is None:
+        return
     for doc, end, n in zip(docs, ends, prediction.doc_lengths):
         if not n:
             continue
-        pipe.target.write_prediction(doc, prediction.label_ids[end - n:end], pipe.keep_existing)
         if prediction.confidence is not None:
             doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
         if prediction.span_confidence is not None:
