@@ -142,7 +142,8 @@ class Errors(metaclass=_Codes):
             "labels and weights; pass --model a pipeline trained with one.")
 
     E094 = ("order = {order} does not exist for structure = '{structure}': its orders are "
-            "{available} (order = 1, the default, scores label pairs; 2 label triples too).")
+            "{available} (order = 1 scores label pairs; 2 label triples too; null, the default, "
+            "is 2 for span targets and 1 for the others).")
     E095 = ("The component's label pairs (cfg[\"label_pairs\"]) name labels outside its "
             "{n_labels} labels: the saved cfg and model do not belong together. Retrain, or "
             "load the model directory as it was saved.")
@@ -171,8 +172,9 @@ class Errors(metaclass=_Codes):
     E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
             "apart from INPUT.")
     E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure "
-            "{structure}. Use a first-order chain (the default structure, "
-            "spacy-crf.Chain.v1 with order = 1) with it, or a FeatureCRF / NeuralCRF model.")
+            "{structure}. Use a first-order chain (spacy-crf.Chain.v1 with order = 1, or the "
+            "default order = null, which picks 1 for such a model) with it, or a FeatureCRF / "
+            "NeuralCRF model.")
     E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
             "count), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
@@ -271,7 +273,8 @@ class Errors(metaclass=_Codes):
     E147 = ("'{name}' has {n} labels, too many for order = 2: its label-pair states grow "
             "with the cube of the label count ({triples} label triples, about 60 bytes "
             "each), and order = 2 takes at most 2**22 triples, which is 160 labels. Use "
-            "order = 1 (its memory grows with the square), or fewer labels.")
+            "order = 1 (its memory grows with the square; order = null, the default, is 2 "
+            "for span targets), or fewer labels.")
     # E160-E179: the pipe contract (issue 35) and loading (issue 29 item 6)
     E160 = ("'{name}'.initialize() needs get_examples: a function that returns an iterable "
             "of Example objects, as nlp.initialize(lambda: examples) passes it; got {obj}. "
@@ -339,6 +342,10 @@ class Errors(metaclass=_Codes):
             "which the spacy-crf wheel just built ({wheel}) does not satisfy, so pip could "
             "not install the two together. Package the pipeline with the spacy-crf version "
             "it was trained with, or edit \"requirements\" in the pipeline's meta.json.")
+    # E179: reading spans from decoded tags
+    E179 = ("Span tags that are not well-formed {scheme} ({why}) were to be written as "
+            "spans. Decoding obeys the scheme, so this is a bug in spacy-crf: please report "
+            "it with the model's config.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -140,10 +140,11 @@ def codes_to_spans(prefix: np.ndarray, scheme: str,
             follows[np.asarray(sequence_ends, dtype=np.int64) - 1] = False
         ends = np.flatnonzero(in_span & ~follows) + 1
     if starts.shape != ends.shape or np.any(starts >= ends) or np.any(starts[1:] < ends[:-1]):
-        raise ValueError(f"tags that are not well-formed {scheme}")
+        raise ValueError(Errors.E179.format(scheme=scheme, why="a span opened and not "
+                                            "closed, or closed and not opened"))
     if sequence_ends is not None and len(starts):
         bounds = np.asarray(sequence_ends, dtype=np.int64)
         if np.any(np.searchsorted(bounds, starts, side="right")
                   != np.searchsorted(bounds, ends - 1, side="right")):
-            raise ValueError("a span across sequences")
+            raise ValueError(Errors.E179.format(scheme=scheme, why="a span across sequences"))
     return starts, ends

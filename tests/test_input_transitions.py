@@ -192,7 +192,8 @@ def test_margin_losses_train_with_transition_templates(loss):
     ({"structure": "semi_markov", "target": "ents"}, "E105"),
     ({"structure": chain(3)}, "E094"),
     ({"n_best": 2}, "E019"),
-    ({"target": "ents", "store_confidence": True}, "E096"),
+    # (order 1: the default order for ents, 2, computes them with transition templates)
+    ({"target": "ents", "store_confidence": True, "structure": chain(1)}, "E096"),
 ])
 def test_combinations_that_do_not_exist_are_named(config, code):
     with pytest.raises(ValueError, match=code):

@@ -395,3 +395,40 @@ def test_span_probabilities_without_triples_are_the_first_order_chains(seed):
     expected, _ = get_structure("chain").span_log_probabilities(
         scores, chain_layout, labels, starts, ends, blocked)
     np.testing.assert_allclose(got, expected, atol=1e-8)
+
+
+def test_ents_default_to_order_2_over_every_pair_the_scheme_allows():
+    """``order = null`` (the default) is 2 for ``ents``; its kept pairs are every
+    pair the scheme allows, so a corpus that shows few of them (here one
+    entity, the rest unannotated) still decodes every doc, and forced
+    decoding keeps an entity of a pairing training never saw."""
+    from spacy.tokens import Span
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    assert pipe.cfg["order"] == 2 and nlp.config["components"]["crf_tagger"]["structure"] == {
+        "@structures": "spacy-crf.Chain.v1", "order": None}
+    reference = Doc(nlp.vocab, words=["Ann", "met", "Bob"], ents=["B-PER", "", ""])
+    eg = Example(Doc(nlp.vocab, words=["Ann", "met", "Bob"]), reference)
+    nlp.initialize(lambda: [eg])
+    allowed, start, _ = pipe.target.constraints()
+    kept = {tuple(p) for p in pipe.cfg["label_pairs"]}
+    assert {(a, b) for a, b in zip(*np.nonzero(allowed))} <= kept
+    assert {(-1, b) for b in np.flatnonzero(start)} <= kept
+    for words in (["Bob"], ["Ann", "Ann", "Ann", "met"], ["met"] * 7):
+        doc = nlp(Doc(nlp.vocab, words=words))
+        assert all(t.ent_iob_ in ("B", "I", "O") for t in doc)
+    doc = Doc(nlp.vocab, words=["Ann", "Bob", "met"])
+    doc.ents = [Span(doc, 0, 1, label="PER"), Span(doc, 1, 2, label="PER")]  # U-PER U-PER
+    assert [(e.start, e.end) for e in nlp(doc).ents] == [(0, 1), (1, 2)]
+
+
+def test_a_token_target_keeps_order_1_by_default_and_an_explicit_order_stays():
+    nlp = spacy.blank("en")
+    assert nlp.add_pipe("crf_tagger", config={"target": "pos"}).cfg["order"] == 1
+    explicit = nlp.add_pipe("crf_tagger", name="ner", config={
+        "target": "ents", "structure": {"@structures": "spacy-crf.Chain.v1", "order": 1}})
+    assert explicit.cfg["order"] == 1
+    hmm = nlp.add_pipe("crf_tagger", name="hmm", config={
+        "target": "ents", "model": {"@architectures": "spacy-crf.HMM.v1"}})
+    assert hmm.cfg["order"] == 1  # the HMM scores first-order chains only

@@ -15,7 +15,6 @@ from spacy.tokens import Doc
 
 from spacy_crf import inference, schemes
 from spacy_crf.structures import ChainLayout
-from spacy_crf.models.potentials import CRFScores
 from test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
                         ner_examples, path_scores, random_scores, read_spans, train, universe)
 
@@ -185,7 +184,8 @@ def test_100k_tokens_with_dense_entities(toy_ner, scheme):
     # the same spans through the log-space pass
     pipe = nlp.get_pipe("crf_tagger")
     scores = pipe.target.constrain(pipe.model.predict([doc]))
-    structure = ChainLayout(np.array([len(doc)]))
+    structure = pipe.batch_layout([doc])  # a second-order chain: the default for ents
+    assert pipe.cfg["order"] == 2
     labels, _ = inference.viterbi(scores, structure)
     starts = np.array([e.start for e in ents])
     ends = np.array([e.end for e in ents])

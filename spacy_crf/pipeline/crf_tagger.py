@@ -48,7 +48,7 @@ from .inputs import (check_dep_target, input_attrs, upstream_annotated, warn_mis
 from .lexicon_setup import set_up_lexicon
 from .prediction import CRFPrediction, decode, write_prediction
 from .rehearsal import rehearse
-from .settings import check_settings
+from .settings import check_settings, resolve_structure
 
 
 class CRFTagger(TrainablePipe):
@@ -73,7 +73,8 @@ class CRFTagger(TrainablePipe):
         loss: str = "nll",
         scorer: Optional[Callable] = score_crf,
     ) -> None:
-        spec = as_spec(structure)  # E012 for a name that is no structure's
+        # E012 for a name that is no structure's; settings left null chosen for this component
+        spec = resolve_structure(as_spec(structure), model, target, scheme)
         crf_structure, self.target = check_settings(
             model, name, target=target, structure=spec, sequence=sequence, scheme=scheme,
             keep_existing=keep_existing, store_confidence=store_confidence, n_best=n_best,

@@ -41,7 +41,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
     default_config={
         "model": DEFAULT_MODEL,
         "target": "tag",
-        "structure": {"@structures": "spacy-crf.Chain.v1", "order": 1},
+        "structure": {"@structures": "spacy-crf.Chain.v1", "order": None},
         "sequence": "doc",
         "scheme": "BILUO",
         "keep_existing": None,
@@ -81,8 +81,9 @@ def make_crf_tagger(
     structure : StructureSpec or str
         The graph the labels interact over, a config block of the
         ``structures`` registry with its own settings
-        (``spacy_crf.structures``): ``spacy-crf.Chain.v1`` (``order`` 1 or 2:
-        a linear-chain CRF per doc, per sentence with ``sequence =
+        (``spacy_crf.structures``): ``spacy-crf.Chain.v1`` (``order`` 1 or 2,
+        by default ``null``: 2 for span targets, 1 for the others; a
+        linear-chain CRF per doc, per sentence with ``sequence =
         "sentence"``), ``spacy-crf.Tree.v1`` (a CRF over each doc's
         dependency parse), ``spacy-crf.ChainTree.v1`` (both, as experts),
         ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``). A structure's

@@ -23,6 +23,21 @@ SETTINGS = ("target", "structure", "sequence", "scheme", "keep_existing", "store
             "n_best", "loss")
 
 
+def resolve_structure(spec: StructureSpec, model: Optional[Model], target: str,
+                      scheme: str) -> StructureSpec:
+    """``spec`` with the settings its config left null chosen for the component
+    (``StructureSpec.for_component``): from its target and the structures its
+    model scores. A bad target or scheme is left to :func:`check_settings`."""
+    if spec.by_component is None:
+        return spec
+    try:
+        is_span_target = make_target(target, scheme).is_span_target
+    except ValueError:
+        return spec
+    return spec.for_component(is_span_target,
+                              model.attrs.get(STRUCTURES) if model is not None else None)
+
+
 def check_settings(model: Optional[Model], name: str, *, target: str, structure: StructureSpec,
                    sequence: str, scheme: str, keep_existing: Optional[bool],
                    store_confidence: bool, n_best: int, loss: str) -> Tuple[CRFStructure, Target]:

@@ -7,7 +7,7 @@ likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_marginals.py``
 """
 
 from dataclasses import dataclass
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,20 +25,34 @@ ORDERS = {1: "chain", 2: "chain_order2"}
 
 
 @register_spec("spacy-crf.Chain.v1", "chain")
-def chain_structure(order: int = 1) -> StructureSpec:
+def chain_structure(order: Optional[int] = None) -> StructureSpec:
     """A linear-chain CRF over each sequence (``sequence``: a doc or a sentence).
 
     Parameters
     ----------
-    order : int
+    order : int, optional
         ``1``: label pairs are scored (``structures/chain.py``); ``2``: label
         triples too, over the label pairs seen in training
-        (``structures/second_order.py``).
+        (``structures/second_order.py``). ``null`` (the default): 2 for a
+        span target (``ents``, ``spans:KEY``) whose model scores order 2, 1
+        otherwise. A span scheme allows few label pairs, so the triples over
+        them cost little: on UNER English, +0.55 test F1 over 7 plain-loop
+        runs and +1.17 through ``spacy train`` (filled config), for 19%
+        slower decoding; on EWT UPOS, whose 17 tags follow one another
+        freely, +0.15 for 4 times the training time.
     """
+    if order is None:
+        return StructureSpec("chain", {"order": None}, key=ORDERS[1], by_component=_order_for)
     if not is_count(order) or order not in ORDERS:
         raise ValueError(Errors.E094.format(order=order, structure="chain",
                                             available=", ".join(map(str, ORDERS))))
     return StructureSpec("chain", {"order": order}, key=ORDERS[order])
+
+
+def _order_for(is_span_target: bool, scorable: Optional[Sequence[str]]) -> StructureSpec:
+    """``order = null`` chosen for a component (see :func:`chain_structure`)."""
+    second = is_span_target and (scorable is None or ORDERS[2] in scorable)
+    return chain_structure(2 if second else 1)
 
 
 @dataclass

@@ -18,7 +18,7 @@ components saved before the blocks existed did, so both load alike
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import catalogue
 from spacy.util import registry
@@ -49,10 +49,23 @@ class StructureSpec:
     name: str
     settings: Dict[str, Any] = field(default_factory=dict)
     key: str = ""
+    #: for a block whose config leaves a setting null, to be chosen by the
+    #: component: ``(is_span_target, scorable structures or None) -> spec``
+    #: (see :meth:`for_component`)
+    by_component: Optional[Callable[[bool, Optional[Sequence[str]]], "StructureSpec"]] = field(
+        default=None, compare=False)
 
     @property
     def strategy_key(self) -> str:
         return self.key or self.name
+
+    def for_component(self, is_span_target: bool,
+                      scorable: Optional[Sequence[str]] = None) -> "StructureSpec":
+        """The spec with the settings its config left null chosen for a
+        component: whether its target is a span target, and which structures
+        its model scores (None: every one). A spec without such settings is
+        returned as it is."""
+        return self if self.by_component is None else self.by_component(is_span_target, scorable)
 
     def cfg(self) -> Dict[str, Any]:
         """The entries the component's cfg keeps: the name and the settings."""
@@ -137,4 +150,6 @@ def spec_from_cfg(cfg: Dict[str, Any]) -> StructureSpec:
     its settings; a setting a cfg lacks takes its default), checked as the
     config block is (a saved cfg edited by hand fails as a config would)."""
     block = _block(cfg.get("structure"))
-    return block(**{key: cfg.get(key, value) for key, value in block().settings.items()})
+    # a setting a cfg lacks was saved before it existed: its default then
+    return block(**{key: cfg.get(key, FLAT_SETTINGS.get(key, value))
+                     for key, value in block().settings.items()})

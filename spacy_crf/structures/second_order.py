@@ -99,6 +99,15 @@ def seen_pairs(gold: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.unique(np.stack([prev[keep], gold[keep]], axis=1), axis=0)
 
 
+def allowed_pairs(transitions: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """(P, 2) ``(previous, label)`` pairs of allowed moves: ``(-1, b)`` for every
+    allowed first label ``b`` and ``(a, b)`` where ``transitions[a, b]``."""
+    first = np.flatnonzero(start)
+    prev, label = np.nonzero(transitions)
+    return np.concatenate([np.stack([np.full_like(first, -1), first], axis=1),
+                           np.stack([prev, label], axis=1)]).astype(np.int64)
+
+
 class _Expanded:
     """The first-order chain over the kept pairs of a layout, for given scores: pair
     emissions, and the edges between joining pairs (``_kernels/second_order.py``)."""
@@ -258,6 +267,14 @@ class SecondOrderChain(CRFStructure):
                 lengths.append(sequence_lengths([eg.predicted], pipe))
         pairs = (seen_pairs(np.concatenate(gold), np.concatenate(lengths)) if gold
                  else np.zeros((0, 2), dtype=np.int64))
+        if pipe.target.is_span_target:
+            # every pair the scheme allows, seen or not: any well-formed tagging
+            # is then a path, whatever a partly annotated corpus showed (the gold
+            # of later updates, entities kept by forced decoding); pairs the
+            # scheme forbids are the ones worth pruning
+            allowed, allowed_start, _ = pipe.target.constraints()
+            pairs = np.unique(np.concatenate([pairs, allowed_pairs(allowed, allowed_start)]),
+                              axis=0)
         return {"relations": [], PAIRS_KEY: pairs.tolist()}
 
     def grow_cfg(self, pipe, n_old: int, n_new: int) -> Dict[str, Any]:
