@@ -187,17 +187,15 @@ class Target:
         return (np.concatenate([self.ids_of_keys(self.reference_keys(doc)) for doc in docs]),
                 scores)
 
-    def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
-        """Write a decoded labelling (after forced decoding if ``keep_existing``)."""
-        self.write(doc, ids)
-
     def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
                     keep_existing: bool) -> None:
-        """Write a batch's decoded labels (``label_ids`` concatenated over ``docs``)."""
+        """Write a batch's decoded labels (``label_ids`` concatenated over ``docs``;
+        decoded with the existing labels kept if ``keep_existing``, so every
+        label is written as it is)."""
         ends = np.cumsum(doc_lengths)
         for doc, end, n in zip(docs, ends, doc_lengths):
             if n:
-                self.write_prediction(doc, label_ids[end - n:end], keep_existing)
+                self.write(doc, label_ids[end - n:end])
 
     def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
                         fixed: Optional[np.ndarray]) -> Optional[Tuple[np.ndarray, np.ndarray]]:
@@ -480,9 +478,6 @@ class SpanTarget(Target):
             if len(doc):
                 self.write_spans(doc, spans, keep_existing)
 
-    def write_prediction(self, doc: Doc, ids: np.ndarray, keep_existing: bool) -> None:
-        self.write_batch([doc], ids, np.asarray([len(doc)], dtype=np.int64), keep_existing)
-
     def write_spans(self, doc: Doc, predicted: List[Span], keep_existing: bool) -> None:
         """Write a doc's predicted spans; with ``keep_existing``, the existing
         spans go back as they were (forced decoding kept their tokens, as O
@@ -497,7 +492,7 @@ class SpanTarget(Target):
         """Label ids fixed by spans already on a predicted doc (-1 elsewhere).
 
         Spans of a type the CRF does not know fix their tokens to ``O``:
-        ``write_prediction`` puts every existing span back as it was.
+        ``write_spans`` puts every existing span back as it was.
         """
         spans = self.spans_of(doc)
         fixed = np.full(len(doc), -1, dtype=np.int64)
