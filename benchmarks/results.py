@@ -77,6 +77,10 @@ def provenance(report: Dict[str, Any]) -> str:
     if again:
         line += (f" Decode speeds measured again on the same models at commit "
                  f"{again.get('commit', '')[:7]} (`--decode-only`).")
+    # a task run again on its own (``--tasks``), its rows put in place of the first run's
+    for task, rerun in report.get("task_reruns", {}).items():
+        commit = rerun.get("environment", {}).get("git", {}).get("commit", "")[:7]
+        line += f" The {task} rows are from a run of that task alone at commit {commit} ({rerun['why']})."
     return line
 
 

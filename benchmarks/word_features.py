@@ -246,18 +246,24 @@ def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
 
 # -- the run -----------------------------------------------------------------------
 
+#: the UD English EWT releases in ../shared/data: r2.9 (the one Universal NER is
+#: aligned with, the default) and v2.16 (the directory's top level)
+EWT_RELEASES = {"r2.9": Path("ud_english_ewt/r2.9"), "v2.16": Path("ud_english_ewt")}
+
 def run(data_dir: Path, tasks: Sequence[str], epochs: int, batch_size: int,
-        rows: Sequence[str] = (), out: Optional[Path] = None, seeds: int = 1) -> Dict[str, Any]:
+        rows: Sequence[str] = (), out: Optional[Path] = None, seeds: int = 1,
+        ewt: str = "r2.9") -> Dict[str, Any]:
     from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     files = {
-        "upos": (read_conllu_upos, data_dir / "ud_english_ewt/r2.9/en_ewt-ud-train.conllu",
-                 data_dir / "ud_english_ewt/r2.9/en_ewt-ud-test.conllu"),
+        "upos": (read_conllu_upos, data_dir / EWT_RELEASES[ewt] / "en_ewt-ud-train.conllu",
+                 data_dir / EWT_RELEASES[ewt] / "en_ewt-ud-test.conllu"),
         "ner": (read_iob2, data_dir / "uner_english_ewt/en_ewt-ud-train.v0-normalized.iob2",
                 data_dir / "uner_english_ewt/en_ewt-ud-test.iob2"),
     }
     templates = list(DEFAULT_MODEL["templates"])
-    report: Dict[str, Any] = {"epochs": epochs, "batch_size": batch_size, "templates": templates,
+    report: Dict[str, Any] = {"epochs": epochs, "batch_size": batch_size, "ewt": ewt,
+                              "templates": templates,
                               "cluster_templates": CLUSTER_TEMPLATES, "tasks": {}}
     text = [w for w, _ in read_conllu_upos(files["upos"][1])]
     text += [[c[0] for c in s] for s in read_columns(data_dir / "conll2000" / "train.txt")]
@@ -344,12 +350,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--seeds", type=int, default=1,
                         help="train the clustered defaults on the whole corpus with this many "
                              "shuffle seeds (0, 1, ...; 1: seed 0 only)")
+    parser.add_argument("--ewt", choices=sorted(EWT_RELEASES), default="r2.9",
+                        help="the UD English EWT release of the UPOS rows")
     args = parser.parse_args(argv)
     from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     CLUSTER_TEMPLATES = list(DEFAULT_MODEL["cluster_templates"])
     report = run(args.data_dir, args.tasks, args.epochs, args.batch_size, args.rows, args.out,
-                 args.seeds)
+                 args.seeds, args.ewt)
     print_report(report)
     return 0
 
