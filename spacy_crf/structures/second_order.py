@@ -207,9 +207,11 @@ class _Expanded:
         return table
 
     def token_marginals(self, pair_marginals: np.ndarray) -> np.ndarray:
-        out = np.zeros((pair_marginals.shape[0], self.L))
-        np.add.at(out.T, self.label, pair_marginals.T)
-        return out
+        # the sum over the pairs ending in each label, as one product with the
+        # pairs' one-hot labels (np.add.at took 8% of decoding with confidences)
+        one_hot = np.zeros((self.label.shape[0], self.L))
+        one_hot[np.arange(self.label.shape[0]), self.label] = 1.0
+        return pair_marginals @ one_hot
 
     def gradient(self, marginals, edges, starts, ends) -> Dict[str, np.ndarray]:
         """Expected counts of every parameter from pair marginals and counts."""
