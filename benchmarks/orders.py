@@ -51,9 +51,8 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
     import numpy as np
 
     from spacy_crf import inference
-
-    from spacy_crf.structures import ChainLayout
     from spacy_crf.models.potentials import CRFScores
+    from spacy_crf.structures import ChainLayout
     from spacy_crf.structures.input_chain import InputChainLayout
     from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
 

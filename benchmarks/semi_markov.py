@@ -125,9 +125,8 @@ def time_kernels(runs: int, seed: int = 0) -> List[Dict[str, Any]]:
     import numpy as np
 
     from spacy_crf import inference, schemes
-
-    from spacy_crf.structures import ChainLayout
     from spacy_crf.models.potentials import CRFScores
+    from spacy_crf.structures import ChainLayout
     from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
 
     tags = schemes.tag_set(["LOC", "ORG", "PER"], "BILUO")

@@ -250,6 +250,7 @@ def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
 #: aligned with, the default) and v2.16 (the directory's top level)
 EWT_RELEASES = {"r2.9": Path("ud_english_ewt/r2.9"), "v2.16": Path("ud_english_ewt")}
 
+
 def run(data_dir: Path, tasks: Sequence[str], epochs: int, batch_size: int,
         rows: Sequence[str] = (), out: Optional[Path] = None, seeds: int = 1,
         ewt: str = "r2.9") -> Dict[str, Any]:

@@ -595,7 +595,6 @@ class SpanTarget(Target):
         emissions[list(rows), list(labels)] = -np.inf
         return fixed, replace(scores, emissions=emissions)
 
-
     def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
                         fixed: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
         return span_probabilities(scores, layout, label_ids, self._parsed[0], self.scheme,

@@ -186,10 +186,10 @@ def test_labelling_counts_match_loops_and_path_score(kind, seed):
     path = np.zeros(structure.lengths.shape[0])
     if (structure.structure_name == "tree"):
         labelling_score(scores.emissions, structure.lengths, structure.heads, scores.pair,
-                             structure.relations, scores.root, labels, path)
+                        structure.relations, scores.root, labels, path)
     else:
         path_score(scores.emissions, structure.lengths, scores.transitions, scores.start,
-                         scores.end, labels, path)
+                   scores.end, labels, path)
     offset = 0
     for s, n in enumerate(structure.lengths):
         counts = loop_counts(scores, structure, labels, np.arange(offset, offset + n))

@@ -37,6 +37,7 @@ from thinc.api import Adam
 from spacy_crf import inference
 from spacy_crf.pipeline.extensions import CONFIDENCE_KEY
 from conftest import SPELLING_ONLY
+from test_second_order import moves_through_kept_pairs
 
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -167,8 +168,7 @@ def kept_pairs_only(pipe, lengths: np.ndarray, labels: np.ndarray) -> np.ndarray
     kept = {tuple(pair) for pair in pairs}
     start = 0
     for s, n in enumerate(lengths):
-        y = [-1] + labels[start:start + int(n)].tolist()
-        out[s] = all((a, b) in kept for a, b in zip(y[:-1], y[1:]))
+        out[s] = moves_through_kept_pairs(labels[start:start + int(n)].tolist(), kept)
         start += int(n)
     return out
 

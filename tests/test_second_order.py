@@ -43,11 +43,17 @@ def problem(seed, L=3, prune=False):
     return scores, SecondOrderLayout(lengths, pairs), rng
 
 
+def moves_through_kept_pairs(ys, kept) -> bool:
+    """Whether every move of the labelling ``ys`` (START first, as -1) is a
+    pair of ``kept``, a set of ``(previous, label)`` tuples."""
+    return all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(len(ys)))
+
+
 def labellings(n, L, pairs):
     """Every labelling of ``n`` tokens whose pairs (START first) are all kept."""
     kept = {tuple(p) for p in pairs.tolist()}
     for ys in itertools.product(range(L), repeat=n):
-        if all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(n)):
+        if moves_through_kept_pairs(ys, kept):
             yield ys
 
 

@@ -121,11 +121,10 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
     n_attrs = len(attr_ids)
     # a key the templates read already (ORTH for the cluster table when "ORTH"
     # is a template) comes from their column, not from a second read
-    extra = [IDS[k] for k in keys if IDS[k] not in attr_ids]
-    values = attribute_matrix(docs, attr_ids + extra)
+    columns = attr_ids + [IDS[k] for k in keys if IDS[k] not in attr_ids]
+    values = attribute_matrix(docs, columns)
     if not keys:
         return values
-    columns = attr_ids + extra
     key_columns: Dict[str, np.ndarray] = {k: np.ascontiguousarray(values[:, columns.index(IDS[k])])
                                           for k in keys}
     blocks = [values[:, :n_attrs]]

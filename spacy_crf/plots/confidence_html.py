@@ -103,7 +103,6 @@ def render_html(docs, gold: List[np.ndarray], pred: List[np.ndarray],
     return "\n".join(parts)
 
 
-
 def _pct(conf: Optional[float]) -> str:
     return "n/a" if conf is None or not np.isfinite(conf) else f"{int(round(100 * float(conf)))}%"
 
@@ -149,7 +148,6 @@ def render_entities(doc, gold_spans: Optional[SpanList], pred_spans: SpanList) -
         b = (sp.start_char, sp.end_char)
         if pred_by.get(b) != sp.label_:
             items.append((b[0], b[1], "missed", sp))
-    items.sort(key=lambda it: (it[2] == "missed", it[0], it[1]))
 
     def overlapping(spans: SpanList, a: int, b: int) -> List[Span]:
         return [s for s in spans if s.start_char < b and a < s.end_char]

@@ -34,10 +34,9 @@ def chain_structure(order: Optional[int] = None) -> StructureSpec:
         ``1``: label pairs are scored (``structures/chain.py``); ``2``: label
         triples too, over the label pairs seen in training, or for a span
         target every pair its scheme allows (``structures/second_order.py``).
-        ``null`` (the default): 2 for a
-        span target (``ents``, ``spans:KEY``) whose model scores order 2, 1
-        otherwise. A span scheme allows few label pairs, so the triples over
-        them cost little: on UNER English, +0.55 test F1 over 7 plain-loop
+        ``null`` (the default): 2 for a span target (``ents``, ``spans:KEY``)
+        whose model scores order 2, 1 otherwise. A span scheme allows few
+        label pairs, so the triples over them cost little: on UNER English, +0.55 test F1 over 7 plain-loop
         runs and +1.17 through ``spacy train`` (filled config), for 19%
         slower decoding; on EWT UPOS, whose 17 tags follow one another
         freely, +0.15 for 4 times the training time.

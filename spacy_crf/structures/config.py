@@ -50,22 +50,14 @@ class StructureSpec:
     settings: Dict[str, Any] = field(default_factory=dict)
     key: str = ""
     #: for a block whose config leaves a setting null, to be chosen by the
-    #: component: ``(is_span_target, scorable structures or None) -> spec``
-    #: (see :meth:`for_component`)
+    #: component: ``(is_span_target, scorable structures or None) -> spec``,
+    #: the spec with those settings chosen (``pipeline.settings.resolve_structure``)
     by_component: Optional[Callable[[bool, Optional[Sequence[str]]], "StructureSpec"]] = field(
         default=None, compare=False)
 
     @property
     def strategy_key(self) -> str:
         return self.key or self.name
-
-    def for_component(self, is_span_target: bool,
-                      scorable: Optional[Sequence[str]] = None) -> "StructureSpec":
-        """The spec with the settings its config left null chosen for a
-        component: whether its target is a span target, and which structures
-        its model scores (None: every one). A spec without such settings is
-        returned as it is."""
-        return self if self.by_component is None else self.by_component(is_span_target, scorable)
 
     def cfg(self) -> Dict[str, Any]:
         """The entries the component's cfg keeps: the name and the settings."""
