@@ -28,7 +28,7 @@ from .primitives import (FALSE, LOG, MAX, NEG_INF, SCALED, UNDERFLOW_GUARD, ZERO
 
 
 @njit(cache=True)
-def _scaled_potentials(transitions, start, end):
+def scaled_potentials(transitions, start, end):
     """The label-interaction factors of the scaled pass, computed once per batch.
 
     Returns ``(exp_t, exp_t_by_next, exp_s, exp_e, shifts)``: ``exp(transitions -
@@ -203,12 +203,12 @@ def _outside(emissions, o, n, transitions, end, scaled, fixed, mode, beta, ex, s
 
 
 @njit(cache=True)
-def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
-                     marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
-                     alpha, beta, ex, scale):
+def sequence_scaled(emissions, o, n, scaled, fixed, weight,
+                    marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                    alpha, beta, ex, scale):
     """Scaled forward-backward for the sequence at rows ``o:o+n``.
 
-    ``scaled`` is the batch's ``_scaled_potentials``. Adds ``weight * P(y_t = j)``
+    ``scaled`` is the batch's ``scaled_potentials``. Adds ``weight * P(y_t = j)``
     into ``marginals``, the expected transition, start and end counts into
     ``edge_sum``, ``start_sum``, ``end_sum`` and, if ``want_each``,
     ``P(y_{t-1}=i, y_t=j)`` into ``edge_each[o+t]``.
@@ -266,10 +266,10 @@ def _sequence_scaled(emissions, o, n, scaled, fixed, weight,
 
 
 @njit(cache=True)
-def _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
-                  marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
-                  alpha, beta):
-    """Log-space forward-backward: the fallback of ``_sequence_scaled``, same contract.
+def sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
+                 marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                 alpha, beta):
+    """Log-space forward-backward: the fallback of ``sequence_scaled``, same contract.
 
     Returns log Z (``-inf`` when no labelling is allowed; nothing is written then).
     """
@@ -307,17 +307,17 @@ def _sequence(emissions, o, n, transitions, start, end, scaled, fixed, weight, m
               force_log):
     """Forward-backward of one sequence: scaled first, log space where that fails.
 
-    ``scaled`` is ``_scaled_potentials(transitions, start, end)`` of the batch.
+    ``scaled`` is ``scaled_potentials(transitions, start, end)`` of the batch.
     """
     if not force_log:
-        log_z = _sequence_scaled(emissions, o, n, scaled, fixed, weight,
-                                 marginals, edge_sum, start_sum, end_sum, edge_each,
-                                 want_each, alpha, beta, ex, scale)
+        log_z = sequence_scaled(emissions, o, n, scaled, fixed, weight,
+                                marginals, edge_sum, start_sum, end_sum, edge_each,
+                                want_each, alpha, beta, ex, scale)
         if log_z == log_z:
             return log_z
-    return _sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
-                         marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
-                         alpha, beta)
+    return sequence_log(emissions, o, n, transitions, start, end, fixed, weight,
+                        marginals, edge_sum, start_sum, end_sum, edge_each, want_each,
+                        alpha, beta)
 
 
 @njit(cache=True)
@@ -351,7 +351,7 @@ def forward_backward(emissions, lengths, transitions, start, end, fixed, log_z,
     stays zero). ``log_z[s]`` is ``-inf`` where ``fixed`` allows no labelling.
     """
     alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
-    scaled = _scaled_potentials(transitions, start, end)
+    scaled = scaled_potentials(transitions, start, end)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -416,7 +416,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
     """
     alpha, beta, ex, scale = _workspace(lengths, emissions.shape[1])
     # both passes of every sequence share the batch's exponentiated interactions
-    scaled = _scaled_potentials(transitions, start, end)
+    scaled = scaled_potentials(transitions, start, end)
     free = np.full(emissions.shape[0], -1, dtype=np.int64)
     dummy = np.zeros((1, 1, 1))
     o = ZERO

@@ -31,7 +31,7 @@ from .primitives import NEG_INF, ZERO, allowed
 
 
 @njit(cache=True)
-def _merge_top_k(prev, prev_cnt, add, k, heads, out_val, out_label, out_rank):
+def merge_top_k(prev, prev_cnt, add, k, heads, out_val, out_label, out_rank):
     """The ``k`` best of ``prev[i, r] + add[i]`` over ``i`` and ``r < prev_cnt[i]``.
 
     ``prev[i, :prev_cnt[i]]`` must be sorted descending. Writes the selected
@@ -136,8 +136,8 @@ def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels,
                     continue
                 for i in range(L):
                     add[i] = transitions[i, j]
-                m = _merge_top_k(delta[t - 1], cnt[t - 1], add, k, heads,
-                                 delta[t, j], back_label[t, j], back_rank[t, j])
+                m = merge_top_k(delta[t - 1], cnt[t - 1], add, k, heads,
+                                delta[t, j], back_label[t, j], back_rank[t, j])
                 # delta[t, j, r] += e(t, j); sorted, so stop at the first -inf
                 c = 0
                 while c < m:
@@ -149,8 +149,8 @@ def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels,
                 cnt[t, j] = c
         for j in range(L):
             add[j] = end[j]
-        found = _merge_top_k(delta[n - 1], cnt[n - 1], add, k, heads,
-                             fin_val, fin_label, fin_rank)
+        found = merge_top_k(delta[n - 1], cnt[n - 1], add, k, heads,
+                            fin_val, fin_label, fin_rank)
         counts[s] = found
         # labels[r, o+n-1] = fin_label[r]; (j, q) <- back[t, j, q] down to t = 0
         for r in range(found):

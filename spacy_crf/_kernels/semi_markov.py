@@ -29,7 +29,7 @@ space: a token costs ``D * K`` segment terms plus ``L**2`` for entering a tag.
 import numpy as np
 from numba import njit
 
-from .kbest import _merge_top_k
+from .kbest import merge_top_k
 from .primitives import FALSE, NEG_INF, TRUE, ZERO, logaddexp
 
 
@@ -358,8 +358,8 @@ def _kbest(emissions, lengths, transitions, start, end, seg, unit, begin, inside
                         enter_r[0, f, 0] = 0
                         enter_n[0, f] = 1
                     continue
-                enter_n[i, f] = _merge_top_k(alpha[i], alpha_n[i], transitions[:, f], k, heads,
-                                             enter[i, f], enter_y[i, f], enter_r[i, f])
+                enter_n[i, f] = merge_top_k(alpha[i], alpha_n[i], transitions[:, f], k, heads,
+                                            enter[i, f], enter_y[i, f], enter_r[i, f])
             for t in range(K):
                 for d in range(1, min(D, n - i) + 1):
                     sc = inner[i, t, d - 1]
@@ -371,7 +371,7 @@ def _kbest(emissions, lengths, transitions, start, end, seg, unit, begin, inside
                                                     back_k[i + d, l], back_r[i + d, l],
                                                     alpha_n[i + d, l], k, enter[i, f, r] + sc,
                                                     d, t, r)
-        found = _merge_top_k(alpha[n], alpha_n[n], end, k, heads, final, final_l, final_r)
+        found = merge_top_k(alpha[n], alpha_n[n], end, k, heads, final, final_l, final_r)
         counts[s] = found
         for q in range(found):
             scores[s, q] = final[q]
@@ -391,7 +391,7 @@ def k_best(emissions, lengths, transitions, start, end, seg, unit, begin, inside
     """The ``k`` best segmentations of every sequence, as tags: ``labels`` (k, N),
     ``scores`` (S, k) descending (``-inf`` past ``counts``), ``counts`` (S,).
     Each cell keeps its ``k`` best prefixes; entering a tag merges the sorted
-    lists of the previous segment's last tags (``kbest._merge_top_k``)."""
+    lists of the previous segment's last tags (``kbest.merge_top_k``)."""
     n = max(int(lengths.max()) if lengths.shape[0] else 0, 1)
     _kbest(emissions, lengths, transitions, start, end, seg, unit, begin, inside, last, maxlen,
            k, labels, scores, counts, np.empty((n, unit.shape[0], seg.shape[1])))

@@ -25,7 +25,7 @@ unlikely span underflows nowhere; sequences that scaling cannot represent take
 import numpy as np
 from numba import njit
 
-from .chain import _scaled_potentials, _sequence_log, _sequence_scaled, max_length
+from .chain import max_length, scaled_potentials, sequence_log, sequence_scaled
 from .primitives import FALSE, NEG_INF, ZERO, allowed, logaddexp
 
 
@@ -107,9 +107,9 @@ def span_marginals(emissions, lengths, transitions, start, end, fixed, labels, s
     start_sum = np.zeros(L)
     end_sum = np.zeros(L)
     no_edges = np.zeros((1, 1, 1))
-    scaled_potentials = _scaled_potentials(transitions, start, end)
-    exp_t = scaled_potentials[0]
-    t_shift = scaled_potentials[4][0]  # NaN where scaling cannot serve: every sequence goes to logs
+    factors = scaled_potentials(transitions, start, end)
+    exp_t = factors[0]
+    t_shift = factors[4][0]  # NaN where scaling cannot serve: every sequence goes to logs
     has_blocked = blocked_rows(blocked_after)
     # per sequence: one forward-backward (scaled, or in logs where scaling fails),
     # then each of its spans from alpha at its start, beta at its end and the
@@ -126,12 +126,12 @@ def span_marginals(emissions, lengths, transitions, start, end, fixed, labels, s
         ys = labels[o:o + n]
         scaled = False
         if not force_log:
-            z = _sequence_scaled(em, ZERO, n, scaled_potentials, fx, 1.0, marginals, edge_sum,
-                                 start_sum, end_sum, no_edges, FALSE, alpha, beta, ex, scale)
+            z = sequence_scaled(em, ZERO, n, factors, fx, 1.0, marginals, edge_sum,
+                                start_sum, end_sum, no_edges, FALSE, alpha, beta, ex, scale)
             scaled = z == z
         if not scaled:
-            z = _sequence_log(em, ZERO, n, transitions, start, end, fx, 1.0, marginals, edge_sum,
-                              start_sum, end_sum, no_edges, FALSE, alpha, beta)
+            z = sequence_log(em, ZERO, n, transitions, start, end, fx, 1.0, marginals, edge_sum,
+                             start_sum, end_sum, no_edges, FALSE, alpha, beta)
         log_z[s] = z
         while k < starts.shape[0] and starts[k] < o + n:
             a = starts[k] - o
