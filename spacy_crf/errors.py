@@ -346,6 +346,12 @@ class Errors(metaclass=_Codes):
     E179 = ("Span tags that are not well-formed {scheme} ({why}) were to be written as "
             "spans. Decoding obeys the scheme, so this is a bug in spacy-crf: please report "
             "it with the model's config.")
+    # E180: a semi-Markov model run outside its component
+    E180 = ("A semi-Markov CRF model was run on Docs without the longest segment to score: "
+            "its component tells it (the batch layout it builds from its cfg's "
+            "segment_length). Run the component (nlp(text), nlp.pipe, pipe.predict), or give "
+            "the model's segment layer its length first: "
+            "model.get_ref or walk to 'crf_with_segment_scores', then set_dim('nD', D).")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -42,8 +42,6 @@ from spacy.training.loop import (create_before_to_disk_callback, create_evaluati
 from spacy.util import load_config
 
 from .errors import Errors
-from .models.experts import is_two_experts
-from .models.segment_scores import is_wrapped
 from .pipeline.crf_tagger import CRFTagger
 from .training.config import check_corpora, load_pipeline, training_corpora
 from .training.corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
@@ -305,14 +303,11 @@ def _check_output(output_dir: Path) -> None:
         raise ValueError(Errors.E143.format(path=output_dir))
 
 
-def _not_fittable(model) -> ValueError:
-    """E110 for the semi-Markov CRF's segment features, E116 for the chain_tree
-    structure's two experts, E031 for other models."""
-    if is_wrapped(model):
-        return ValueError(Errors.E110)
-    if is_two_experts(model):
-        return ValueError(Errors.E116)
-    return ValueError(Errors.E031.format(model=model.name))
+def _not_fittable(pipe: CRFTagger) -> ValueError:
+    """The structure's own reason why the batch trainer cannot train it (e.g.
+    segment features, two experts), else E031 for the component's model."""
+    why = pipe.crf_structure.batch_trainer_error
+    return ValueError(why if why else Errors.E031.format(model=pipe.model.name))
 
 
 def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagger:
@@ -324,12 +319,12 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagg
                                                 pipeline=pipeline))
         pipe = nlp.get_pipe(name)
         if pipe.model.name != FEATURE_CRF:
-            raise _not_fittable(pipe.model)
+            raise _not_fittable(pipe)
     else:
         crfs = [p for _, p in nlp.pipeline if isinstance(p, CRFTagger)]
         featured = [p for p in crfs if p.model.name == FEATURE_CRF]
         if len(crfs) == 1 and not featured:
-            raise _not_fittable(crfs[0].model)
+            raise _not_fittable(crfs[0])
         if len(featured) != 1:
             why = ("it has none" if not featured else
                    f"it has several ({', '.join(p.name for p in featured)})")

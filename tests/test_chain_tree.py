@@ -268,4 +268,4 @@ def test_the_batch_trainer_names_spacy_train_for_chain_tree():
 
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree"})
-    assert "E116" in str(_not_fittable(pipe.model))
+    assert "E116" in str(_not_fittable(pipe))

@@ -286,6 +286,27 @@ def test_component_learns_entities_with_confidences(scheme):
         assert all(0.0 < t._.crf_confidence <= 1.0 for t in doc)
 
 
+def test_the_segment_layer_reads_the_longest_segment_from_the_batch_layout():
+    """The layout travels with the batch to the model: predicting changes no
+    dim of the model, and the model alone on a plain list of Docs says what it
+    lacks (E180) instead of guessing a length."""
+    from spacy_crf.models.segment_scores import NAME
+
+    nlp, crf = trained()
+    docs = [nlp.make_doc(text) for text, _ in TEXTS]
+    layer = next(node for node in crf.model.walk() if node.name == NAME)
+    dims = dict(layer._dims)
+    crf.predict(docs)
+    batch = crf.read_batch(docs)
+    scores = crf.model.predict(batch)
+    assert scores.segments.shape[1] == batch.layout.max_length == crf.cfg["segment_length"] == 3
+    assert dict(layer._dims) == dims
+    with pytest.raises(ValueError, match="E180"):
+        crf.model.predict(docs)
+    layer.set_dim("nD", 3)  # a length given by hand serves a plain list
+    np.testing.assert_array_equal(crf.model.predict(docs).segments, scores.segments)
+
+
 def test_save_and_load_give_the_same_predictions(tmp_path):
     nlp, crf = trained(store_confidence=True)
     nlp.to_disk(tmp_path / "model")

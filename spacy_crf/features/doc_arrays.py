@@ -4,72 +4,53 @@ Everything the kernels need is read here: attribute columns and how the
 batch's tokens split into sequences.
 
 A component reads a batch's sequences (sentence boundaries) and heads twice:
-its features stop their windows at the sequences and read the heads, and its
-structure builds the CRF's graph from the same ones. Inside
-:func:`read_once`, the second reading of the same Docs returns the first's
-arrays, so both are computed once per batch and cannot disagree. The two
+its structure builds the CRF's graph from them (the batch's layout) and its
+model's features stop their windows at the sequences and read the heads. The
+component hands both the same :class:`DocBatch`, which keeps what was read
+from it, so both are computed once per batch and cannot disagree. The two
 experts of a ``chain_tree`` model share their features the same way
 (``extract.py``).
 """
 
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import HEAD, SENT_START
 from spacy.tokens import Doc
 
 
-class _BatchReading:
-    """The arrays read from one batch of Docs so far, by what they are."""
+class DocBatch(list):
+    """A batch of Docs that keeps the arrays read from it.
 
-    def __init__(self, docs: Sequence[Doc]) -> None:
-        self.key = _batch_key(docs)
-        self.arrays: Dict[str, object] = {}
-
-
-_READING: ContextVar[Optional[_BatchReading]] = ContextVar("spacy_crf_batch_reading",
-                                                           default=None)
-
-
-def _batch_key(docs: Sequence[Doc]) -> Tuple[int, ...]:
-    # identity, not content: within the block the same Doc objects are alive
-    # and unchanged (the component holds them), so their ids cannot be reused
-    return tuple(id(doc) for doc in docs)
-
-
-@contextmanager
-def read_once(docs: Sequence[Doc]) -> Iterator[None]:
-    """Within the block, read the sequence lengths, heads and features of ``docs`` once.
-
-    Parameters
-    ----------
-    docs : sequence of Doc
-        The batch. Readings of exactly these Docs (same objects, same order)
-        share their arrays; any other batch is read as usual. The Docs must
-        not change inside the block (a component reads, then writes after).
+    A list of the Docs (every layer that reads Docs reads it as it reads a
+    list), with ``memo``: the sentence lengths, heads and hashed features read
+    from these Docs so far, by what they are; and ``layout``: the batch's
+    layout, which the component's structure builds first and the layers that
+    score it read (the longest segment of a semi-Markov CRF). The Docs must
+    not change while the batch lives (a component reads, then writes after).
     """
-    token = _READING.set(_BatchReading(docs))
-    try:
-        yield
-    finally:
-        _READING.reset(token)
+
+    def __init__(self, docs: Iterable[Doc] = ()) -> None:
+        super().__init__(docs)
+        self.memo: Dict[str, Any] = {}
+        self.layout: Optional[Any] = None
 
 
 def _shared(name: str, docs: Sequence[Doc], compute: Callable[[], object]):
-    """``compute()``, or what it returned before for these docs inside :func:`read_once`."""
-    reading = _READING.get()
-    if reading is None or reading.key != _batch_key(docs):
+    """``compute()``, kept in ``docs.memo`` where ``docs`` is a :class:`DocBatch`."""
+    memo = getattr(docs, "memo", None)
+    if memo is None:
         return compute()
-    if name not in reading.arrays:
-        reading.arrays[name] = compute()
-    return reading.arrays[name]
+    if name not in memo:
+        memo[name] = compute()
+    return memo[name]
+
 
 def batch_memo(docs: Sequence[Doc], name: str) -> Dict:
-    """A dict kept for ``docs`` under ``name`` inside :func:`read_once` (a
-    fresh one, thrown away, outside it), for values computed once per batch."""
+    """A dict kept in a :class:`DocBatch` under ``name`` (a fresh one, thrown
+    away, for a plain list), for values computed once per batch."""
     return _shared(name, docs, dict)
+
 
 #: the component's ``sequence`` setting: what one CRF sequence is (chain-like structures)
 SEQUENCE_SENTENCE, SEQUENCE_DOC = "sentence", "doc"
@@ -99,8 +80,8 @@ def sentence_lengths(doc: Doc) -> np.ndarray:
 def batch_sequence_lengths(docs: Sequence[Doc], by_sentence: bool = True) -> np.ndarray:
     """Sequence lengths of a batch: sentences where known (if ``by_sentence``), else docs.
 
-    Inside :func:`read_once` the sentences of a batch are read once; callers
-    must not write to the array.
+    A :class:`DocBatch` reads its sentences once; callers must not write to
+    the array.
     """
     if not by_sentence:
         return doc_lengths(docs)
@@ -144,8 +125,8 @@ def batch_heads(docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray]:
 
     Notes
     -----
-    Inside :func:`read_once` the heads of a batch are read once (a failure is
-    raised again at every reading); callers must not write to the arrays.
+    A :class:`DocBatch` reads its heads once (a failure is raised again at
+    every reading); callers must not write to the arrays.
     """
     return _shared("heads", docs, lambda: _read_heads(docs))
 

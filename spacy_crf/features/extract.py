@@ -40,13 +40,13 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     numpy.ndarray
         ``(N, len(templates))`` uint64 feature ids. Windows stop at sentence
         boundaries where the docs have them (if ``by_sentence``), else at doc
-        boundaries. Inside ``read_once`` it may be shared with other
-        readers of the batch: do not write to it.
+        boundaries. For a :class:`~spacy_crf.features.doc_arrays.DocBatch`
+        it may be shared with other readers of the batch: do not write to it.
 
     Notes
     -----
-    Inside :func:`~spacy_crf.features.doc_arrays.read_once`, a batch's
-    features are hashed once per template list. A list that begins with
+    A :class:`~spacy_crf.features.doc_arrays.DocBatch` has its features
+    hashed once per template list. A list that begins with
     another one already hashed for the batch (the tree expert of
     ``chain_tree`` reads its chain's templates and then the tree's) reuses
     those columns and hashes only the templates that follow, and a list that

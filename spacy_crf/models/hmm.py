@@ -34,12 +34,9 @@ from ..features.extract import extract_features
 from ..features.templates import FeatureTemplates
 from ..ragged import previous_in_sequence
 from .grow import LABEL_AXES
+from .hooks import FIT_COUNTS, STRUCTURES
 from .potentials import CRFScores
 
-#: attrs key of the counting function the component calls at initialize
-FIT_COUNTS = "crf_fit_counts"
-#: attrs key of the structures a model can score (others are refused, E103)
-STRUCTURES = "crf_structures"
 #: the word, then its capitalisation and suffixes of 1..4 characters with it
 TEMPLATES = ("ORTH", "IS_TITLE", "SUFFIX1|IS_TITLE", "SUFFIX2|IS_TITLE", "SUFFIX3|IS_TITLE",
              "SUFFIX4|IS_TITLE")

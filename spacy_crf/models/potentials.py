@@ -111,6 +111,20 @@ def find_potentials(model: Model) -> Optional[Model]:
     return None
 
 
+def relation_groups(model: Model) -> int:
+    """Relation groups of ``model``'s pair scores (its ``n_relations``; 1 for a
+    model without a ``crf_potentials`` layer, such as the HMM)."""
+    potentials = find_potentials(model)
+    return 1 if potentials is None else potentials.get_dim("nR")
+
+
+def has_transitions(model: Model) -> bool:
+    """Whether ``model`` is initialized: the layer with the transition scores
+    (``crf_potentials``, the HMM) has them allocated."""
+    return any(node.has_param("transitions") and node.get_param("transitions") is not None
+               for node in model.walk())
+
+
 def potentials_of(model: Model) -> Model:
     """The ``crf_potentials`` layer of ``model``; E066 if it has none."""
     potentials = find_potentials(model)

@@ -8,8 +8,10 @@ segment, its shape, the words around it), and returns the scores with
 the segment's first tag is ``j`` (so each feature is conjoined with the
 segment's type, and with whether it is one token long where the scheme tells
 that by its tag). The semi-Markov structure wraps the component's model with it
-(``prepare_model``) and sets ``D``, the longest segment, at initialize.
-Gradients flow into both.
+(``prepare_model``); ``D``, the longest segment, is the batch layout's
+(``SemiMarkovLayout.max_length``, from the component's cfg), which the
+component's :class:`~spacy_crf.features.doc_arrays.DocBatch` carries to the
+layer. Gradients flow into both.
 """
 
 from dataclasses import replace
@@ -21,6 +23,7 @@ from spacy.tokens import Doc
 from thinc.api import Model
 
 from .._kernels.segment_features import N_SEGMENT_FEATURES, segment_ids
+from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, attribute_matrix, batch_sequence_lengths
 from .featurize import SEQUENCE, by_sentence
 from .hashed_linear import LABEL_SIZED, hashed_linear
@@ -51,18 +54,16 @@ def is_wrapped(model: Model) -> bool:
     return model is not None and any(node.name == NAME for node in model.walk())
 
 
-def set_max_segment_length(model: Model, length: int) -> None:
-    """Set ``D``, the longest segment scored, on every segment layer of ``model``."""
-    for node in model.walk():
-        if node.name == NAME:
-            node.set_dim("nD", int(length), force=True)
-
-
-def get_max_segment_length(model: Model) -> Optional[int]:
-    for node in model.walk():
-        if node.name == NAME:
-            return node.get_dim("nD") if node.has_dim("nD") else None
-    return None
+def longest_segment(model: Model, docs: List[Doc]) -> int:
+    """``D`` for a batch: its layout's ``max_length`` (a ``DocBatch`` from the
+    component), else the layer's ``nD`` (set by hand, or saved by a model of
+    an earlier release); E180 without either."""
+    length = getattr(getattr(docs, "layout", None), "max_length", None)
+    if length is None and model.has_dim("nD"):
+        length = model.get_dim("nD")
+    if not length:
+        raise ValueError(Errors.E180)
+    return int(length)
 
 
 def candidate_ids(docs: List[Doc], max_length: int, sentences: bool = True) -> np.ndarray:
@@ -77,7 +78,7 @@ def candidate_ids(docs: List[Doc], max_length: int, sentences: bool = True) -> n
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, Callable]:
     inner, table = model.layers
     scores, back_scores = inner(docs, is_train)
-    D = model.get_dim("nD")
+    D = longest_segment(model, docs)
     flat, back_table = table(candidate_ids(docs, D, by_sentence(model)), is_train)
     N, L = scores.emissions.shape
     scores = replace(scores, segments=flat.reshape(N, D, L))

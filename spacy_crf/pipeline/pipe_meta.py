@@ -17,7 +17,7 @@ the new pipeline: it keeps the factory's meta there.
 """
 
 import dataclasses
-from typing import Any, Dict
+from typing import Any, Dict, List, Mapping
 
 from spacy.language import FactoryMeta, Language
 from spacy.pipe_analysis import validate_attrs
@@ -73,3 +73,17 @@ def declare_pipe_meta(nlp: Language, name: str, factory: str, **fields: Any) -> 
         metas = nlp._pipe_meta = _PipeMetas(metas)
     metas.own[name] = meta
     return meta
+
+
+def assigned_attributes(target: Any, cfg: Mapping[str, Any]) -> List[str]:
+    """What a component with ``target`` (a ``Target``) and ``cfg`` writes, as
+    spaCy's pipe meta names it: the target's attribute, and the confidence
+    and n-best extensions where its settings turn them on."""
+    out = list(target.assigns)
+    if cfg["store_confidence"]:
+        out.append("token._.crf_confidence")
+        if target.is_span_target:
+            out.append("span._.crf_confidence")
+    if cfg["n_best"]:
+        out.append("doc._.crf_nbest")
+    return out

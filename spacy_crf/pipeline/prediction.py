@@ -34,10 +34,16 @@ class CRFPrediction:
     n_best: Optional[NBestLists] = None  # per sequence
 
 
-def decode(pipe, scores: CRFScores, layout: BatchLayout, lengths: np.ndarray,
-           fixed: Optional[np.ndarray]) -> CRFPrediction:
-    """Viterbi labels of constrained ``scores``, with the confidences and n-best
-    lists the component's settings ask for (``store_confidence``, ``n_best``)."""
+def decode(pipe, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
+           lengths: np.ndarray) -> CRFPrediction:
+    """Viterbi labels of constrained ``scores`` of ``docs``, with the confidences
+    and n-best lists the component's settings ask for (``store_confidence``,
+    ``n_best``); labels already on the docs are kept where ``keep_existing``."""
+    fixed = None
+    if pipe.keep_existing:
+        fixed, scores = pipe.target.fixed_labels([doc for doc in docs if len(doc)], scores)
+    if fixed is not None and not (fixed >= 0).any():
+        fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
     label_ids, _ = inference.viterbi(scores, layout, fixed)
     confidence = spans = nbest = None
     if pipe.cfg["store_confidence"] or pipe.cfg["n_best"]:

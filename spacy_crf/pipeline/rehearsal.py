@@ -16,8 +16,8 @@ from thinc.api import Model, Optimizer
 from .. import inference
 from .._kernels.sparse_update import scatter_rows
 from ..errors import Errors
-from ..features.doc_arrays import read_once
 from ..models.sparse_table import ATTR as SPARSE_TABLE
+from .learning import objective, training_docs
 
 
 def rehearse(pipe, examples: Iterable[Example], *, drop: float,
@@ -29,17 +29,17 @@ def rehearse(pipe, examples: Iterable[Example], *, drop: float,
     if teacher_model is None:
         return losses
     examples = list(examples)
-    docs = pipe._training_docs(examples, "CRFTagger.rehearse", drop)
+    docs = training_docs(pipe, examples, "CRFTagger.rehearse", drop)
     if docs is None:
         return losses
-    with read_once(docs):
-        layout = pipe.batch_layout(docs)
-        teacher = pipe.constrain_scores(teacher_model.predict(docs))
-        scores, backprop = pipe.model.begin_update(docs)
+    batch = pipe.read_batch(docs)
+    layout = batch.layout
+    teacher = pipe.constrain_scores(teacher_model.predict(batch))
+    scores, backprop = pipe.model.begin_update(batch)
     pipe._check_width(teacher)
     pipe._check_width(scores)
     gold, _ = inference.viterbi(teacher, layout, None)
-    loss, d_scores = pipe._objective(pipe.constrain_scores(scores), layout, gold)
+    loss, d_scores = objective(pipe, pipe.constrain_scores(scores), layout, gold)
     backprop(d_scores)
     if isinstance(sgd, Optimizer):
         pipe.finish_update(sgd)

@@ -4,7 +4,7 @@ Each bad setting gets the error the factory gives for it, so a saved cfg that
 was edited by hand, or a config typo, fails the same way wherever it is read.
 """
 
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from thinc.api import Model
 
@@ -12,7 +12,7 @@ from .. import schemes
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCES
 from ..models.architectures import has_token_transitions
-from ..models.hmm import STRUCTURES
+from ..models.hooks import scorable_structures
 from ..losses import get_loss
 from ..structures import CRFStructure, StructureSpec, strategy_of
 from ..targets import Target, make_target
@@ -37,7 +37,7 @@ def resolve_structure(spec: StructureSpec, model: Optional[Model], target: str,
     except ValueError:
         return spec
     return spec.by_component(is_span_target,
-                             model.attrs.get(STRUCTURES) if model is not None else None)
+                             scorable_structures(model))
 
 
 def check_settings(model: Optional[Model], name: str, *, target: str, structure: StructureSpec,
@@ -45,8 +45,8 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
                    store_confidence: bool, n_best: int, loss: str) -> Tuple[CRFStructure, Target]:
     """Check a component's settings, as the factory and a load do (same E-codes).
 
-    ``structure`` is checked by its own block (``structures.config``); here
-    only how it goes with the model and the other settings.
+    ``structure``'s own settings are checked by its block (``structures.config``),
+    what it can run with the others by the structure (``check_settings``).
 
     Returns
     -------
@@ -61,8 +61,6 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     # E105 for transition templates on anything but a chain or a tree
     crf_structure = strategy_of(structure, has_token_transitions(model))
     get_loss(loss)  # E040 for an unknown name
-    if loss != "nll" and not crf_structure.exact_map:
-        raise ValueError(Errors.E113.format(structure=structure.name, loss=loss))
     if not isinstance(sequence, str) or sequence not in SEQUENCES:
         raise ValueError(Errors.E112.format(value=sequence))
     schemes.check_scheme(scheme)
@@ -70,18 +68,35 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
         raise ValueError(Errors.E163.format(value=keep_existing))
     if not is_count(n_best, 0):
         raise ValueError(Errors.E019.format(value=n_best))
-    if n_best and not crf_structure.supports_n_best:
-        raise ValueError(Errors.E019.format(value=f"{n_best} with structure {structure.describe()}"))
-    scorable = model.attrs.get(STRUCTURES) if model is not None else None
+    scorable = scorable_structures(model)
     if scorable is not None and crf_structure.name not in scorable:
         raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
                                             structure=structure.describe()))
     crf_target = make_target(target, scheme)
-    if crf_target.is_span_target and not crf_structure.supports_spans:
-        raise ValueError(Errors.E018.format(target=target))
-    if crf_structure.needs_span_target and not crf_target.is_span_target:
-        raise ValueError(Errors.E108.format(name=name, target=target))
-    if (store_confidence and crf_target.is_span_target
-            and not crf_structure.supports_span_probabilities):
-        raise ValueError(Errors.E096.format(target=target, structure=crf_structure.name))
+    # what the structure can run: its loss, n-best, span targets and confidences
+    crf_structure.check_settings(structure, name, crf_target, loss=loss, n_best=n_best,
+                                 store_confidence=store_confidence)
     return crf_structure, crf_target
+
+
+def initial_cfg(spec: StructureSpec, *, target: str, sequence: str, scheme: str,
+                keep_existing: Optional[bool], store_confidence: bool, n_best: int,
+                loss: str) -> Dict[str, Any]:
+    """A new component's cfg from its (checked) settings, before ``initialize``."""
+    return {
+        "labels": [],
+        "target": target,
+        # the structure's name and its own settings (saved as components saved
+        # before structures were config blocks saved them)
+        **spec.cfg(),
+        "sequence": sequence,
+        "scheme": scheme,
+        "keep_existing": keep_existing,
+        "store_confidence": bool(store_confidence),
+        "n_best": n_best,
+        "loss": loss,
+        "relations": [],
+        # labels added to the trained model that no update has had in gold:
+        # never predicted until then (spacy_crf.unseen_labels)
+        "unseen_labels": [],
+    }

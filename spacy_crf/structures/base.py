@@ -6,8 +6,10 @@ interact over. It owns
 * its parameters: which label-interaction scores of
   :class:`~spacy_crf.models.CRFScores` it reads (``params``) and their shapes;
 * the batch layout built from Docs (:meth:`CRFStructure.layout`): lengths,
-  heads, order, ... computed once per batch and carried with the scores, so
-  the feature windows and the CRF's sequences come from the same Docs;
+  heads, order, ... computed once per batch from a
+  :class:`~spacy_crf.features.doc_arrays.DocBatch` that then goes to the
+  model, so the feature windows and the CRF's sequences come from the same
+  reading of the Docs;
 * inference over that layout: log Z and token marginals, the negative
   log-likelihood and its gradient, Viterbi / max-product (all honouring fixed
   labels: partial gold, forced decoding), n-best and span probabilities where
@@ -22,12 +24,12 @@ structure means adding a module that defines and registers both.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import numpy as np
 
 from .._kernels.emissions import gather_sum
-from .._kernels.objective import scatter_sum
+from .._kernels.shard_nll import scatter_sum
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
 from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
@@ -101,6 +103,37 @@ class BatchLayout:
         return int(self.lengths.shape[0])
 
 
+@dataclass(frozen=True)
+class ComponentView:
+    """What a structure reads of the component it runs for (never the
+    component itself: a structure works for any caller that can say these).
+
+    Attributes
+    ----------
+    name : str
+        The component's name, for messages.
+    cfg : mapping
+        The component's cfg: ``labels``, ``scheme``, ``sequence``, and the
+        settings the structure keeps there (``initialize_cfg``).
+    vocab : Vocab
+        The pipeline's vocab (relation names to string ids).
+    target : Target, optional
+        The component's target, for the gold labels ``initialize_cfg`` reads.
+    n_relation_groups : int
+        The relation groups the model's label-interaction scores have.
+    """
+
+    name: str
+    cfg: Mapping[str, Any]
+    vocab: Any = None
+    target: Any = None
+    n_relation_groups: int = 1
+
+    @property
+    def labels(self) -> List[str]:
+        return list(self.cfg.get("labels") or [])
+
+
 class CRFStructure:
     """Inference and training over one kind of label graph.
 
@@ -121,32 +154,63 @@ class CRFStructure:
     needs_parse: bool = False
     #: the structure labels spans, so a token target cannot use it
     needs_span_target: bool = False
-    #: the structure labels segments of at most ``max_segment_length`` tokens
-    has_segments: bool = False
     #: ``viterbi`` finds the labelling of highest score (so the perceptron and the
     #: hinge loss can train it); a structure that decodes from marginals sets False
     exact_map: bool = True
+    #: why the batch trainer (``spacy_crf.fit``) cannot train the structure's
+    #: model (the error it raises), or None where it can
+    batch_trainer_error: Optional[str] = None
 
     # -- building ------------------------------------------------------------
+
+    def check_settings(self, spec, component: str, target, *, loss: str, n_best: int,
+                       store_confidence: bool) -> None:
+        """Refuse the component settings this structure cannot run, with the
+        factory's errors: a loss it cannot train (E113), n-best lists (E019),
+        a span target (E018) or a token target where it needs spans (E108),
+        span confidences (E096).
+
+        Parameters
+        ----------
+        spec : StructureSpec
+            The structure as the component's config gives it (for messages).
+        component : str
+            The component's name.
+        target : Target
+            The component's target.
+        loss, n_best, store_confidence
+            The component's settings of those names.
+        """
+        if loss != "nll" and not self.exact_map:
+            raise ValueError(Errors.E113.format(structure=spec.name, loss=loss))
+        if n_best and not self.supports_n_best:
+            raise ValueError(Errors.E019.format(value=f"{n_best} with structure {spec.describe()}"))
+        if target.is_span_target and not self.supports_spans:
+            raise ValueError(Errors.E018.format(target=target.name))
+        if self.needs_span_target and not target.is_span_target:
+            raise ValueError(Errors.E108.format(name=component, target=target.name))
+        if store_confidence and target.is_span_target and not self.supports_span_probabilities:
+            raise ValueError(Errors.E096.format(target=target.name, structure=self.name))
 
     def prepare_model(self, model, target: str):
         """Adjust a component's model for this structure (e.g. add tree features);
         a structure that needs more from the model returns the model to use
         (e.g. wrapped with segment features), else ``None``."""
 
-    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+    def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """Settings read from the training data at ``initialize`` (after the
         labels), kept in the component's cfg and saved with it: ``relations``,
         the names that get label-interaction scores of their own."""
         return {"relations": []}
 
-    def grow_cfg(self, pipe, n_old: int, n_new: int) -> Dict[str, Any]:
+    def grow_cfg(self, component: ComponentView, n_old: int, n_new: int) -> Dict[str, Any]:
         """The cfg settings that change when ``add_label`` grows a trained
         component from ``n_old`` to ``n_new`` labels (the new ones last)."""
         return {}
 
-    def layout(self, docs: Sequence, pipe) -> BatchLayout:
-        """The batch layout of ``docs`` for the component ``pipe``."""
+    def layout(self, docs: Sequence, component: ComponentView) -> BatchLayout:
+        """The batch layout of ``docs`` (a ``DocBatch``, whose readings the
+        model's features then share) for ``component``."""
         raise NotImplementedError
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
@@ -265,10 +329,10 @@ def check_token_transitions(scores: CRFScores, emissions: np.ndarray, structure:
                                             got=None if token is None else np.shape(token)))
 
 
-def sequence_lengths(docs: Sequence, pipe) -> np.ndarray:
+def sequence_lengths(docs: Sequence, component: ComponentView) -> np.ndarray:
     """The lengths of a chain-like CRF's sequences in ``docs``: sentences where
     the docs have them, or whole docs with the component's ``sequence = "doc"``."""
-    return batch_sequence_lengths(docs, pipe.cfg.get("sequence", SEQUENCE_SENTENCE)
+    return batch_sequence_lengths(docs, component.cfg.get("sequence", SEQUENCE_SENTENCE)
                                   == SEQUENCE_SENTENCE)
 
 

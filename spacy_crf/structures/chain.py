@@ -3,7 +3,7 @@
 Parameters: ``transitions[i, j]`` (label ``i`` then ``j``), ``start[j]``,
 ``end[j]``. Kernels: ``_kernels/chain.py`` (forward-backward, Viterbi, the
 likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_marginals.py``
-(span probabilities) and ``_kernels/objective.py`` (the batch trainer).
+(span probabilities) and ``_kernels/shard_nll.py`` (the batch trainer).
 """
 
 from dataclasses import dataclass
@@ -11,11 +11,12 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._kernels import chain, kbest, objective, span_marginals
+from .._kernels import chain, kbest, span_marginals
+from .._kernels import shard_nll as shard_kernels
 from ..errors import Errors
 from ..models.potentials import CRFScores
 from ..util import is_count
-from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
+from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, register_structure, sequence_ends,
                    sequence_lengths)
 from .config import StructureSpec, register_spec
@@ -76,8 +77,8 @@ class ChainStructure(CRFStructure):
     supports_n_best = True
     supports_span_probabilities = True
 
-    def layout(self, docs: Sequence, pipe) -> ChainLayout:
-        return ChainLayout(sequence_lengths(docs, pipe))
+    def layout(self, docs: Sequence, component: ComponentView) -> ChainLayout:
+        return ChainLayout(sequence_lengths(docs, component))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         L = n_labels
@@ -149,7 +150,7 @@ class ChainStructure(CRFStructure):
 
     def shard_nll(self, rows, layout, gold, params, grads, workspace):
         emissions, d_emissions, nll = workspace
-        return objective.chain_nll(rows, layout.lengths, gold, params["W"], params["b"],
-                                   params["transitions"], params["start"], params["end"],
-                                   emissions, d_emissions, nll, grads["W"], grads["b"],
-                                   grads["transitions"], grads["start"], grads["end"])
+        return shard_kernels.chain_nll(rows, layout.lengths, gold, params["W"], params["b"],
+                                       params["transitions"], params["start"], params["end"],
+                                       emissions, d_emissions, nll, grads["W"], grads["b"],
+                                       grads["transitions"], grads["start"], grads["end"])

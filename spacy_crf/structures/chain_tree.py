@@ -36,7 +36,7 @@ from ..features.doc_arrays import doc_lengths
 from ..models.experts import is_two_experts, two_experts
 from ..models.featurize import drop_tree_templates
 from ..models.potentials import CRFScores
-from .base import BatchLayout, CRFStructure, as_f64, register_structure
+from .base import ComponentView, BatchLayout, CRFStructure, as_f64, register_structure
 from .chain import ChainLayout, ChainStructure
 from .config import StructureSpec, register_spec
 from .tree import TreeLayout, TreeStructure
@@ -95,6 +95,7 @@ class ChainTreeStructure(CRFStructure):
     layout_class = ChainTreeLayout
     needs_parse = True
     exact_map = False
+    batch_trainer_error = Errors.E116
 
     def prepare_model(self, model, target: str):
         """Two experts from the component's model: a copy reading the words
@@ -111,12 +112,12 @@ class ChainTreeStructure(CRFStructure):
     def emission_width(self, n_labels: int) -> int:
         return 2 * n_labels
 
-    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
-        return _TREE.initialize_cfg(pipe, get_examples)
+    def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
+        return _TREE.initialize_cfg(component, get_examples)
 
-    def layout(self, docs: Sequence, pipe) -> ChainTreeLayout:
-        return ChainTreeLayout(doc_lengths(docs), _CHAIN.layout(docs, pipe),
-                               _TREE.layout(docs, pipe))
+    def layout(self, docs: Sequence, component: ComponentView) -> ChainTreeLayout:
+        return ChainTreeLayout(doc_lengths(docs), _CHAIN.layout(docs, component),
+                               _TREE.layout(docs, component))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         return {**_CHAIN.param_shapes(n_labels), **_TREE.param_shapes(n_labels, n_relations)}

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._kernels import independent
 from ..models.potentials import CRFScores
-from .base import CRFStructure, gradient_in_dtype, register_structure, sequence_lengths
+from .base import ComponentView, CRFStructure, gradient_in_dtype, register_structure, sequence_lengths
 from .chain import ChainLayout
 from .config import StructureSpec, register_spec
 
@@ -51,8 +51,8 @@ class IndependentStructure(CRFStructure):
     params = ()
     layout_class = IndependentLayout
 
-    def layout(self, docs: Sequence, pipe) -> IndependentLayout:
-        return IndependentLayout(sequence_lengths(docs, pipe))
+    def layout(self, docs: Sequence, component: ComponentView) -> IndependentLayout:
+        return IndependentLayout(sequence_lengths(docs, component))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         return {}

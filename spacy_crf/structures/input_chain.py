@@ -23,7 +23,7 @@ import numpy as np
 
 from .._kernels import tree
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, CRFStructure, as_f64, check_token_transitions, get_structure,
+from .base import (ComponentView, NO_EDGES, CRFStructure, as_f64, check_token_transitions, get_structure,
                    gradient_in_dtype, positions_in_sequence, register_structure, sequence_ends,
                    sequence_lengths)
 from .chain import ChainLayout
@@ -44,8 +44,8 @@ class InputTransitionChain(CRFStructure):
     layout_class = InputChainLayout
     supports_spans = True
 
-    def layout(self, docs: Sequence, pipe) -> InputChainLayout:
-        return InputChainLayout(sequence_lengths(docs, pipe))
+    def layout(self, docs: Sequence, component: ComponentView) -> InputChainLayout:
+        return InputChainLayout(sequence_lengths(docs, component))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         return get_structure("chain").param_shapes(n_labels, n_relations)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._kernels import tree
 from ..models.potentials import CRFScores
-from .base import NO_EDGES, as_f64, check_token_transitions, gradient_in_dtype, register_structure
+from .base import ComponentView, NO_EDGES, as_f64, check_token_transitions, gradient_in_dtype, register_structure
 from .tree import TreeLayout, TreeStructure
 
 
@@ -36,8 +36,8 @@ class InputTransitionTree(TreeStructure):
     name = "tree_input"
     layout_class = InputTreeLayout
 
-    def layout(self, docs: Sequence, pipe) -> InputTreeLayout:
-        base = super().layout(docs, pipe)
+    def layout(self, docs: Sequence, component: ComponentView) -> InputTreeLayout:
+        base = super().layout(docs, component)
         return InputTreeLayout(base.lengths, base.heads, base.order, base.relations)
 
     def check(self, scores: CRFScores, layout) -> np.ndarray:

@@ -42,7 +42,7 @@ from .._kernels import chain, kbest
 from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
+from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, previous_in_sequence, register_structure,
                    sequence_lengths)
 
@@ -249,7 +249,7 @@ class SecondOrderChain(CRFStructure):
             if node.name == "crf_potentials":
                 node.set_dim("order", 2, force=True)
 
-    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+    def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``label_pairs``: the pairs of adjacent gold labels of the training data.
 
         Raises
@@ -258,47 +258,47 @@ class SecondOrderChain(CRFStructure):
             E147 when the labels are too many for order 2's memory
             (:data:`MAX_LABEL_TRIPLES`), before the corpus is read.
         """
-        n_labels = len(pipe.labels)
+        n_labels = len(component.labels)
         if (n_labels + 1) * n_labels * n_labels > MAX_LABEL_TRIPLES:
-            raise ValueError(Errors.E147.format(name=pipe.name, n=n_labels,
+            raise ValueError(Errors.E147.format(name=component.name, n=n_labels,
                                                 triples=(n_labels + 1) * n_labels ** 2))
         gold, lengths = [], []
         for eg in get_examples():
             if len(eg.predicted):
-                gold.append(pipe.target.gold_ids(eg))
-                lengths.append(sequence_lengths([eg.predicted], pipe))
+                gold.append(component.target.gold_ids(eg))
+                lengths.append(sequence_lengths([eg.predicted], component))
         pairs = (seen_pairs(np.concatenate(gold), np.concatenate(lengths)) if gold
                  else np.zeros((0, 2), dtype=np.int64))
-        if pipe.target.is_span_target:
+        if component.target.is_span_target:
             # every pair the scheme allows, seen or not: any well-formed tagging
             # is then a path, whatever a partly annotated corpus showed (the gold
             # of later updates, entities kept by forced decoding); pairs the
             # scheme forbids are the ones worth pruning
-            allowed, allowed_start, _ = pipe.target.constraints()
+            allowed, allowed_start, _ = component.target.constraints()
             pairs = np.unique(np.concatenate([pairs, allowed_pairs(allowed, allowed_start)]),
                               axis=0)
         return {"relations": [], PAIRS_KEY: pairs.tolist()}
 
-    def grow_cfg(self, pipe, n_old: int, n_new: int) -> Dict[str, Any]:
+    def grow_cfg(self, component: ComponentView, n_old: int, n_new: int) -> Dict[str, Any]:
         """Every pair with a new label joins the kept pairs (``(a, new)``,
         ``(new, b)``, START first included), so the new labels can be learned;
         while a label is not learned its emissions are ``-inf``, so its pairs
         change no path. E147 if the labels become too many for order 2."""
         if (n_new + 1) * n_new * n_new > MAX_LABEL_TRIPLES:
-            raise ValueError(Errors.E147.format(name=pipe.name, n=n_new,
+            raise ValueError(Errors.E147.format(name=component.name, n=n_new,
                                                 triples=(n_new + 1) * n_new ** 2))
-        pairs = pipe.cfg.get(PAIRS_KEY)
+        pairs = component.cfg.get(PAIRS_KEY)
         if not pairs:  # no pruning: every pair, old and new
             return {}
         every = all_pairs(n_new)
         new = every[(every >= n_old).any(axis=1)]
         return {PAIRS_KEY: list(pairs) + new.tolist()}
 
-    def layout(self, docs: Sequence, pipe) -> SecondOrderLayout:
-        pairs = pipe.cfg.get(PAIRS_KEY)
+    def layout(self, docs: Sequence, component: ComponentView) -> SecondOrderLayout:
+        pairs = component.cfg.get(PAIRS_KEY)
         if not pairs:
-            pairs = all_pairs(len(pipe.labels))
-        return SecondOrderLayout(sequence_lengths(docs, pipe), np.asarray(pairs))
+            pairs = all_pairs(len(component.labels))
+        return SecondOrderLayout(sequence_lengths(docs, component), np.asarray(pairs))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         L = n_labels

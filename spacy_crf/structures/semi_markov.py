@@ -34,11 +34,10 @@ from .._kernels import semi_markov as kernels
 from ..errors import Errors, Warnings
 from ..models.potentials import CRFScores
 from ..models.pooled_experts import is_pooled
-from ..models.segment_scores import (get_max_segment_length, is_wrapped,
-                                     set_max_segment_length, with_segment_scores)
+from ..models.segment_scores import is_wrapped, with_segment_scores
 from ..schemes import BEGIN, INSIDE, LAST, OUT, UNIT, parse_tags
 from ..util import is_count
-from .base import (BatchLayout, CRFStructure, as_f64, check_spans, get_structure, gradient_in_dtype,
+from .base import (ComponentView, BatchLayout, CRFStructure, as_f64, check_spans, get_structure, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, register_structure, sequence_lengths)
 from .config import StructureSpec, register_spec
 
@@ -142,7 +141,7 @@ class SemiMarkovStructure(CRFStructure):
     supports_n_best = True
     supports_span_probabilities = True
     needs_span_target = True
-    has_segments = True
+    batch_trainer_error = Errors.E110
 
     # -- building ------------------------------------------------------------
 
@@ -154,35 +153,35 @@ class SemiMarkovStructure(CRFStructure):
                                          "each expert trains as a CRF of its own"))
         return model if is_wrapped(model) else with_segment_scores(model)
 
-    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+    def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``segment_length``: ``max_segment_length``, or the longest gold span
         (at most :data:`DEFAULT_CAP`); W006 for longer gold spans."""
-        opens = segment_tables(pipe.labels, pipe.cfg["scheme"], 1)["opens"]
-        outside = np.asarray([label == "O" for label in pipe.labels])
+        opens = segment_tables(component.labels, component.cfg["scheme"], 1)["opens"]
+        outside = np.asarray([label == "O" for label in component.labels])
         span_lengths = [np.zeros(0, dtype=np.int64)]
         for eg in get_examples():
             if not len(eg.predicted):
                 continue
-            gold = pipe.target.gold_ids(eg)
-            lengths = sequence_lengths([eg.predicted], pipe)
+            gold = component.target.gold_ids(eg)
+            lengths = sequence_lengths([eg.predicted], component)
             span_lengths.append(_gold_span_lengths(gold, lengths, opens, outside))
         found = np.concatenate(span_lengths)
-        setting = int(pipe.cfg.get("max_segment_length", 0))
+        setting = int(component.cfg.get("max_segment_length", 0))
         longest = int(found.max()) if found.size else 1
         length = setting or max(1, min(longest, DEFAULT_CAP))
         too_long = int((found > length).sum())
         if too_long:
-            warnings.warn(Warnings.W006.format(n=too_long, name=pipe.name, length=length,
+            warnings.warn(Warnings.W006.format(n=too_long, name=component.name, length=length,
                                                longest=longest))
-        set_max_segment_length(pipe.model, length)
         return {"relations": [], LENGTH_KEY: length}
 
-    def layout(self, docs: Sequence, pipe) -> SemiMarkovLayout:
-        length = int(pipe.cfg.get(LENGTH_KEY) or pipe.cfg.get("max_segment_length") or DEFAULT_CAP)
-        if get_max_segment_length(pipe.model) != length:
-            set_max_segment_length(pipe.model, length)  # e.g. a model built before a load
-        return SemiMarkovLayout(sequence_lengths(docs, pipe), length,
-                                **segment_tables(pipe.labels, pipe.cfg["scheme"], length))
+    def layout(self, docs: Sequence, component: ComponentView) -> SemiMarkovLayout:
+        # the model's segment layer scores segments of this length, read from
+        # the layout that travels with the batch (models/segment_scores.py)
+        length = int(component.cfg.get(LENGTH_KEY) or component.cfg.get("max_segment_length")
+                     or DEFAULT_CAP)
+        return SemiMarkovLayout(sequence_lengths(docs, component), length,
+                                **segment_tables(component.labels, component.cfg["scheme"], length))
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
         return get_structure("chain").param_shapes(n_labels, n_relations)

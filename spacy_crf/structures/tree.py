@@ -5,7 +5,7 @@ child label ``c`` under head label ``h`` on an edge of relation group ``r``
 (the most frequent relations of the training data get a group of their own,
 ``cfg["relations"]``; the rest share group 0), and ``root[j]`` scores label
 ``j`` at a root. Kernels: ``_kernels/tree.py`` (sum-product and max-product
-belief propagation, leaves to root and back) and ``_kernels/objective.py``.
+belief propagation, leaves to root and back) and ``_kernels/shard_nll.py``.
 """
 
 from dataclasses import dataclass
@@ -14,12 +14,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.attrs import DEP, HEAD
 
-from .._kernels import objective, tree
+from .._kernels import shard_nll as shard_kernels
+from .._kernels import tree
 from ..errors import Errors
 from ..features.doc_arrays import batch_heads, doc_lengths
 from ..models.featurize import use_tree_templates
 from ..models.potentials import CRFScores
-from .base import (NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
                    register_structure)
 from .config import StructureSpec, register_spec
 
@@ -73,13 +74,13 @@ class TreeStructure(CRFStructure):
         # reading DEP when DEP is what the component predicts)
         use_tree_templates(model, allow_dep=target != "dep")
 
-    def initialize_cfg(self, pipe, get_examples: Callable) -> Dict[str, Any]:
+    def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``relations``: the most frequent ``n_relations - 1`` relations of the
         training data (each gets a pair matrix of its own; the rest share matrix 0)."""
-        return {"relations": self._frequent_relations(pipe, get_examples)}
+        return {"relations": self._frequent_relations(component, get_examples)}
 
-    def _frequent_relations(self, pipe, get_examples: Callable) -> List[str]:
-        n_groups = pipe.n_relation_groups
+    def _frequent_relations(self, component: ComponentView, get_examples: Callable) -> List[str]:
+        n_groups = component.n_relation_groups
         if n_groups <= 1:
             return []
         counts: Dict[str, int] = {}
@@ -89,22 +90,22 @@ class TreeStructure(CRFStructure):
             values = eg.reference.to_array([HEAD, DEP]).reshape(-1, 2)
             # a root has no edge to a head, so its relation never selects a matrix
             for dep in values[(values[:, 0] != 0) & (values[:, 1] != 0), 1]:
-                name = pipe.vocab.strings[int(dep)]
+                name = component.vocab.strings[int(dep)]
                 counts[name] = counts.get(name, 0) + 1
         ranked = sorted(counts, key=lambda name: (-counts[name], name))
         return ranked[: n_groups - 1]
 
-    def layout(self, docs: Sequence, pipe) -> TreeLayout:
+    def layout(self, docs: Sequence, component: ComponentView) -> TreeLayout:
         try:
             heads, order = batch_heads(docs)
         except ValueError as err:
             if str(err) == "no parse":
-                raise ValueError(Errors.E015.format(name=pipe.name, why="structure = \"tree\"")) from err
+                raise ValueError(Errors.E015.format(name=component.name, why="structure = \"tree\"")) from err
             raise ValueError(Errors.E016.format(why=err)) from err
         relations = None
-        names = pipe.cfg.get("relations") or []
+        names = component.cfg.get("relations") or []
         if names:
-            table = {pipe.vocab.strings.add(name): i + 1 for i, name in enumerate(names)}
+            table = {component.vocab.strings.add(name): i + 1 for i, name in enumerate(names)}
             deps = np.concatenate([doc.to_array(DEP).reshape(-1) for doc in docs if len(doc)] or
                                   [np.zeros(0, dtype=np.uint64)])
             kinds, inverse = np.unique(deps, return_inverse=True)
@@ -161,7 +162,7 @@ class TreeStructure(CRFStructure):
 
     def shard_nll(self, rows, layout, gold, params, grads, workspace):
         emissions, d_emissions, nll = workspace
-        return objective.tree_nll(rows, layout.lengths, layout.heads, layout.order,
-                                  layout.relations, gold, params["W"], params["b"],
-                                  params["pair"], params["root"], emissions, d_emissions, nll,
-                                  grads["W"], grads["b"], grads["pair"], grads["root"])
+        return shard_kernels.tree_nll(rows, layout.lengths, layout.heads, layout.order,
+                                      layout.relations, gold, params["W"], params["b"],
+                                      params["pair"], params["root"], emissions, d_emissions, nll,
+                                      grads["W"], grads["b"], grads["pair"], grads["root"])

@@ -23,7 +23,7 @@ from thinc.api import Model
 
 from .._kernels.emissions import feature_rows
 from ..errors import Errors
-from ..features.doc_arrays import doc_lengths, read_once
+from ..features.doc_arrays import doc_lengths
 from ..models.hashed_linear import BUCKETING, UNSIGNED
 from ..models.potentials import CRFScores
 from .objective import FeaturizedShard, ParameterLayout
@@ -138,10 +138,9 @@ def featurize_corpus(pipe, examples: Sequence[Example],
     parts = []
     for first, end in bounds:
         batch = examples[first:end]
-        docs = [eg.predicted for eg in batch]
-        with read_once(docs):
-            features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
-            batch_layout = pipe.batch_layout(docs)
+        docs = pipe.read_batch([eg.predicted for eg in batch])
+        batch_layout = docs.layout
+        features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
         # the table row of every feature, mapped as the hashed layer maps it
         buckets = np.empty(features.shape, dtype=np.int64)
         feature_rows(features, n_buckets, unsigned, buckets)

@@ -47,7 +47,6 @@ from spacy.util import registry, resolve_dot_names
 
 from .. import inference
 from ..errors import Errors
-from ..features.doc_arrays import read_once
 from ..models.pooled_experts import WEIGHTS, pool_scores, pool_weights_node
 from ..pipeline.crf_tagger import CRFTagger
 from ..pipeline.inputs import run_components_before
@@ -138,9 +137,9 @@ def _held_out_scores(nlp: Language, name: str, pipe: CRFTagger, examples: List[E
     for start in range(0, len(docs), batch_size):
         batch, batch_docs = examples[start:start + batch_size], docs[start:start + batch_size]
         pipe.check_inputs(batch_docs)
-        with read_once(batch_docs):
-            layout = pipe.batch_layout(batch_docs)
-            scores = pipe.model.predict(batch_docs)
+        read = pipe.read_batch(batch_docs)
+        layout = read.layout
+        scores = pipe.model.predict(read)
         gold = pipe.gold_label_ids(batch, pipe.constrain_scores(scores), layout)
         if (gold >= 0).any():
             held_out.append((scores.experts, layout, gold))

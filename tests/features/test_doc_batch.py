@@ -1,9 +1,10 @@
 """A batch's sentence boundaries and heads are read once per call of the component.
 
 The features (windows stop at sentences, tree templates read heads) and the
-structure (the CRF's chains or forest) both need them; ``read_once`` makes
-the second reading return the first's arrays. These tests count readings,
-and check that nothing is shared outside the block or between batches.
+structure (the CRF's chains or forest) both need them; the component hands
+both one ``DocBatch``, whose second reading returns the first's arrays. These
+tests count readings, and check that nothing is shared by a plain list of
+Docs or between batches.
 """
 
 import numpy as np
@@ -13,7 +14,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_crf.features import doc_arrays
-from spacy_crf.features.doc_arrays import batch_heads, batch_sequence_lengths, read_once
+from spacy_crf.features.doc_arrays import DocBatch, batch_heads, batch_sequence_lengths
 
 WORDS = ["the", "dog", "saw", "a", "cat", ".", "it", "ran", "."]
 HEADS = [1, 2, 2, 4, 2, 2, 7, 7, 7]
@@ -67,7 +68,7 @@ def test_predict_and_update_read_sentences_and_heads_once(readings, structure):
         assert readings == {"sentences": 1, "heads": 1}
 
 
-def test_without_the_block_every_reading_reads_the_docs(readings):
+def test_a_plain_list_is_read_at_every_reading(readings):
     docs = [parsed(spacy.blank("en").vocab)]
     batch_heads(docs)
     batch_heads(docs)
@@ -76,42 +77,42 @@ def test_without_the_block_every_reading_reads_the_docs(readings):
     assert readings == {"sentences": 2, "heads": 2}
 
 
-def test_the_block_shares_only_its_own_batch():
+def test_a_batch_shares_only_its_own_readings():
     vocab = spacy.blank("en").vocab
     starts = [i in (0, 6) for i in range(len(WORDS))]
-    batch, other = [Doc(vocab, words=WORDS, sent_starts=starts)], [Doc(vocab, words=WORDS)]
-    parsed_batch = [parsed(vocab)]
-    with read_once(batch):
-        first = batch_sequence_lengths(batch)
-        assert batch_sequence_lengths(batch) is first
-        # another batch (no sentence boundaries: one sequence) is read as it is
-        assert batch_sequence_lengths(other).tolist() == [len(WORDS)]
-        assert batch_heads(parsed_batch)[0] is not batch_heads(parsed_batch)[0]
+    batch = DocBatch([Doc(vocab, words=WORDS, sent_starts=starts)])
+    other = DocBatch([Doc(vocab, words=WORDS)])
+    parsed_batch = DocBatch([parsed(vocab)])
+    first = batch_sequence_lengths(batch)
+    assert batch_sequence_lengths(batch) is first
+    # another batch (no sentence boundaries: one sequence) is read as it is
+    assert batch_sequence_lengths(other).tolist() == [len(WORDS)]
     assert first.tolist() == [6, 3]
-    with read_once(parsed_batch):
-        assert batch_heads(parsed_batch)[0] is batch_heads(parsed_batch)[0]
-    # after the block, a changed doc is read anew
+    assert batch_heads(parsed_batch)[0] is batch_heads(parsed_batch)[0]
+    # a new batch of the same (changed) docs is read anew
     batch[0][6].is_sent_start = False
-    assert batch_sequence_lengths(batch).tolist() == [len(WORDS)]
+    assert batch_sequence_lengths(DocBatch(batch)).tolist() == [len(WORDS)]
+    # ... and a plain list of them too
+    assert batch_sequence_lengths(list(batch)).tolist() == [len(WORDS)]
 
 
-def test_a_failed_reading_fails_again_inside_the_block():
-    docs = [Doc(spacy.blank("en").vocab, words=WORDS)]  # no parse
-    with read_once(docs):
-        for _ in range(2):
-            with pytest.raises(ValueError, match="no parse"):
-                batch_heads(docs)
+def test_a_failed_reading_fails_again():
+    docs = DocBatch([Doc(spacy.blank("en").vocab, words=WORDS)])  # no parse
+    for _ in range(2):
+        with pytest.raises(ValueError, match="no parse"):
+            batch_heads(docs)
 
 
-def test_nested_blocks_restore_the_outer_batch():
-    vocab = spacy.blank("en").vocab
-    outer, inner = [parsed(vocab)], [parsed(vocab)]
-    with read_once(outer):
-        first = batch_sequence_lengths(outer)
-        with read_once(inner):
-            assert batch_sequence_lengths(inner) is batch_sequence_lengths(inner)
-        assert batch_sequence_lengths(outer) is first
-    assert np.array_equal(first, [6, 3])
+def test_the_layout_and_the_model_read_one_batch_and_the_layout_travels_with_it(readings):
+    nlp, _ = trained("tree", ["NORM[-1..1]", "head:NORM", "HEAD_DIST"])
+    pipe = nlp.get_pipe("crf_tagger")
+    readings.update(sentences=0, heads=0)
+    batch = pipe.read_batch([parsed(nlp.vocab)])
+    assert readings == {"sentences": 0, "heads": 1}  # a tree per doc: no sentences
+    assert isinstance(batch, DocBatch) and batch.layout.heads is batch_heads(batch)[0]
+    scores = pipe.model.predict(batch)
+    assert readings == {"sentences": 1, "heads": 1}
+    assert scores.emissions.shape[0] == batch.layout.n_tokens == len(WORDS)
 
 
 # ---------------------------------------------------------- shared features
@@ -147,19 +148,19 @@ def test_a_template_list_that_extends_another_hashes_only_its_new_templates(hash
     alone_both = extract_features(docs, both, by_sentence)
     assert np.array_equal(alone_both[:, :len(words)], alone_words)  # ids depend on position only
     del hashings[:]
-    with read_once(docs):  # as chain_tree's experts: the chain's templates, then the tree's
-        shared_words = extract_features(docs, words, by_sentence)
-        shared_both = extract_features(docs, both, by_sentence)
-        assert extract_features(docs, words, by_sentence) is shared_words
+    batch = DocBatch(docs)  # as chain_tree's experts: the chain's templates, then the tree's
+    shared_words = extract_features(batch, words, by_sentence)
+    shared_both = extract_features(batch, both, by_sentence)
+    assert extract_features(batch, words, by_sentence) is shared_words
     assert hashings == [(len(words), 0), (len(both) - len(words), len(words))]
     np.testing.assert_array_equal(shared_words, alone_words)
     np.testing.assert_array_equal(shared_both, alone_both)
     del hashings[:]
-    with read_once(docs):  # the longer list first: the shorter is its first columns
-        np.testing.assert_array_equal(extract_features(docs, both, by_sentence), alone_both)
-        np.testing.assert_array_equal(extract_features(docs, words, by_sentence), alone_words)
-        # other sequences are other features: hashed anew
-        extract_features(docs, words, not by_sentence)
+    batch = DocBatch(docs)  # the longer list first: the shorter is its first columns
+    np.testing.assert_array_equal(extract_features(batch, both, by_sentence), alone_both)
+    np.testing.assert_array_equal(extract_features(batch, words, by_sentence), alone_words)
+    # other sequences are other features: hashed anew
+    extract_features(batch, words, not by_sentence)
     assert hashings == [(len(both), 0), (len(words), 0)]
 
 

@@ -1,0 +1,132 @@
+"""What a crf_tagger learns from a batch: its gold labels, its loss, its new labels.
+
+The component's ``update``, ``get_loss`` and ``rehearse`` and the batch trainer
+(``spacy_crf.fit``, through ``CRFTagger.gold_label_ids``) share these steps:
+
+* the gold label ids of a batch (-1 where unknown; span tags that break the
+  scheme are unannotated, W003);
+* the configured loss of those labels and its gradient (``spacy_crf.losses``;
+  E009 if it is not finite);
+* labels that ``add_label`` gave a trained model, which are never predicted
+  until some gold has them (``spacy_crf.unseen_labels``): the batch that has
+  them trains them and, in an update, makes them predicted from then on;
+* growing a trained component by new labels (``add_label``,
+  ``initialize(keep_weights=True)``).
+"""
+
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.tokens import Doc
+from spacy.training import Example, validate_examples
+from thinc.api import set_dropout_rate
+
+from ..errors import Errors, Warnings, warn
+from ..features.doc_arrays import doc_lengths
+from ..losses import each_expert, get_loss
+from ..models.architectures import grow_n_labels
+from ..models.hooks import fit_counts, learns_from_counts
+from ..models.potentials import CRFScores
+from ..structures import BatchLayout
+from ..targets import make_target
+from ..unseen_labels import mask_labels, seen_in
+
+
+def training_docs(pipe, examples: List[Example], caller: str,
+                  drop: float) -> Optional[List[Doc]]:
+    """The predicted docs of a training step's examples (``update``,
+    ``rehearse``), the model set to train on them: its dropout, and the
+    weights it trains rather than their average. None for a batch without
+    a token; E007 before ``initialize``."""
+    validate_examples(examples, caller)
+    docs = [eg.predicted for eg in examples]
+    if not int(doc_lengths(docs).sum()):
+        return None
+    pipe._require_labels()
+    set_dropout_rate(pipe.model, drop)
+    pipe._averages.show_iterate(pipe.model)
+    return docs
+
+
+def gold_label_ids(pipe, examples: List[Example], scores: CRFScores,
+                   layout: BatchLayout) -> np.ndarray:
+    """Gold label ids of the batch's tokens (see ``CRFTagger.gold_label_ids``)."""
+    gold = (np.concatenate([pipe.target.gold_ids(eg) for eg in examples]) if examples
+            else np.zeros(0, dtype=np.int64))
+    gold, n_bad = pipe.target.repair_gold(scores, gold, layout)
+    if n_bad:
+        warn(Warnings.W003.format(n=n_bad, name=pipe.name, scheme=pipe.cfg["scheme"]))
+    return gold
+
+
+def batch_loss(pipe, examples: List[Example], scores: CRFScores, layout: BatchLayout,
+               learn: bool = False) -> Tuple[float, CRFScores]:
+    """The loss of the examples' gold labels under ``scores`` (constrained by
+    the target) and its gradient; with ``learn``, the new labels the gold has
+    are predicted from now on."""
+    pipe._check_width(scores)
+    gold = gold_label_ids(pipe, examples, scores, layout)
+    seen = new_labels_in(pipe, gold)
+    if learn and not learns_from_counts(pipe.model):
+        # (a model that learns from counts, the HMM, learns its new labels
+        # when initialize refits them)
+        learn_new_labels(pipe, gold)
+    return objective(pipe, mask_unseen(pipe, scores, but=seen), layout, gold)
+
+
+def objective(pipe, scores: CRFScores, layout: BatchLayout,
+              gold: np.ndarray) -> Tuple[float, CRFScores]:
+    """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
+    ``scores`` must be constrained. E009 if it is not finite."""
+    per_sequence, gradient = each_expert(get_loss(pipe.cfg.get("loss", "nll")),
+                                         scores, layout, gold)
+    loss = float(per_sequence.sum())
+    if not np.isfinite(loss):
+        raise ValueError(Errors.E009.format(name=pipe.name, value=loss))
+    return loss, gradient
+
+
+def mask_unseen(pipe, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
+    """``scores`` with ``-inf`` for the labels not learned yet, but ``but``."""
+    unseen = [label for label in pipe.cfg.get("unseen_labels") or [] if label not in but]
+    return mask_labels(scores, [pipe.labels.index(label) for label in unseen], len(pipe.labels))
+
+
+def new_labels_in(pipe, gold: np.ndarray) -> List[str]:
+    """The labels not learned yet (``cfg["unseen_labels"]``) that ``gold``
+    has, with every tag of their span types."""
+    unseen = pipe.cfg.get("unseen_labels") or []
+    kinds = {pipe.target.kind_of(label) for label in seen_in(gold, unseen, pipe.labels)}
+    return [label for label in unseen if pipe.target.kind_of(label) in kinds]
+
+
+def learn_new_labels(pipe, gold: np.ndarray) -> None:
+    """Predict the new labels ``gold`` has from now on."""
+    seen = new_labels_in(pipe, gold)
+    pipe.cfg["unseen_labels"] = [label for label in pipe.cfg.get("unseen_labels") or []
+                                 if label not in seen]
+
+
+def grow(pipe, new: Sequence[str]) -> None:
+    """Append ``new`` labels to a trained component (see ``CRFTagger.add_label``)."""
+    n_old, labels = len(pipe.labels), list(pipe.labels) + list(new)
+    grown_cfg = pipe.crf_structure.grow_cfg(pipe.component_view, n_old, len(labels))  # may refuse
+    make_target(pipe.cfg["target"], pipe.cfg["scheme"]).set_labels(labels, pipe.vocab)  # E061
+    # the model grows from the weights it predicts with; averaging starts afresh
+    pipe._averages.commit(pipe.model)
+    for model in (pipe.model, pipe._rehearsal_model):
+        if model is not None:
+            grow_n_labels(model, n_old, len(labels))
+    pipe.cfg.update(grown_cfg)
+    pipe._set_labels(labels)
+    pipe.cfg["unseen_labels"] = list(pipe.cfg.get("unseen_labels", [])) + list(new)
+
+
+def fit_from_counts(pipe, get_examples: Callable[[], Iterable[Example]]) -> None:
+    """A model that learns from counts (the HMM) sets them from the examples."""
+    if learns_from_counts(pipe.model):
+        examples = [eg for eg in get_examples() if len(eg.predicted)]
+        docs = [eg.predicted for eg in examples]
+        gold = np.concatenate([pipe.target.gold_ids(eg) for eg in examples])
+        fit_counts(pipe.model, docs, gold, pipe.batch_layout(docs).lengths)
+        learn_new_labels(pipe, gold)
