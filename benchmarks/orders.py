@@ -59,9 +59,10 @@ def time_kernels(n_labels: int, runs: int, seed: int = 0) -> Dict[str, Any]:
     rng = np.random.default_rng(seed + n_labels)
     L, n_seqs = n_labels, KERNEL_TOKENS // KERNEL_LENGTH
     N = n_seqs * KERNEL_LENGTH
-    scores = CRFScores(rng.standard_normal((N, L)), rng.standard_normal((L, L)),
-                       rng.standard_normal(L), rng.standard_normal(L), np.zeros((1, L, L)),
-                       np.zeros(L), triples=rng.standard_normal((L + 1, L, L)))
+    scores = CRFScores.of(rng.standard_normal((N, L)), transitions=rng.standard_normal((L, L)),
+                          start=rng.standard_normal(L), end=rng.standard_normal(L),
+                          pair=np.zeros((1, L, L)), root=np.zeros(L),
+                          triples=rng.standard_normal((L + 1, L, L)))
     lengths = np.full(n_seqs, KERNEL_LENGTH, dtype=np.int64)
     pairs = all_pairs(L)
     keep = rng.random(len(pairs)) < 0.3

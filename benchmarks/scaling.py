@@ -167,16 +167,15 @@ def time_kernels(n_tokens: int, doc_length: int, n_labels: int, runs: int) -> Di
     L = n_labels
     n_docs = max(1, n_tokens // doc_length)
     N = n_docs * doc_length
-    scores = CRFScores(rng.standard_normal((N, L)).astype(np.float32),
-                       rng.standard_normal((L, L)).astype(np.float32),
-                       rng.standard_normal(L).astype(np.float32),
-                       rng.standard_normal(L).astype(np.float32),
-                       rng.standard_normal((1, L, L)).astype(np.float32),
-                       rng.standard_normal(L).astype(np.float32))
+    scores = CRFScores.of(rng.standard_normal((N, L)).astype(np.float32),
+                          transitions=rng.standard_normal((L, L)).astype(np.float32),
+                          start=rng.standard_normal(L).astype(np.float32),
+                          end=rng.standard_normal(L).astype(np.float32),
+                          pair=rng.standard_normal((1, L, L)).astype(np.float32),
+                          root=rng.standard_normal(L).astype(np.float32))
     structure = ChainLayout(np.full(n_docs, doc_length, dtype=np.int64))
     small = ChainLayout(np.full(2, doc_length, dtype=np.int64))
-    small_scores = CRFScores(scores.emissions[: 2 * doc_length], *[getattr(scores, k) for k in
-                             ("transitions", "start", "end", "pair", "root")])
+    small_scores = scores.replace(emissions=scores.emissions[: 2 * doc_length])
     out = {"tokens": N, "labels": L}
     for name, fn in (("viterbi", inference.viterbi), ("marginals", inference.marginals)):
         fn(small_scores, small)  # warm up (compile / load the numba cache)

@@ -135,13 +135,12 @@ def time_kernels(runs: int, seed: int = 0) -> List[Dict[str, Any]]:
     n_seqs = KERNEL_TOKENS // KERNEL_SENTENCE
     N = n_seqs * KERNEL_SENTENCE
     lengths = np.full(n_seqs, KERNEL_SENTENCE, dtype=np.int64)
-    base = CRFScores(rng.standard_normal((N, L)), rng.standard_normal((L, L)),
-                     rng.standard_normal(L), rng.standard_normal(L), np.zeros((1, L, L)), np.zeros(L))
+    base = CRFScores.of(rng.standard_normal((N, L)), transitions=rng.standard_normal((L, L)),
+                        start=rng.standard_normal(L), end=rng.standard_normal(L),
+                        pair=np.zeros((1, L, L)), root=np.zeros(L))
     cases = [("chain", ChainLayout(lengths), base)]
     for D in KERNEL_LENGTHS:
-        scores = CRFScores(*(getattr(base, n) for n in ("emissions", "transitions", "start", "end",
-                                                        "pair", "root")),
-                           segments=rng.standard_normal((N, D, L)))
+        scores = base.replace(segments=rng.standard_normal((N, D, L)))
         cases.append((f"semi-Markov, D = {D}",
                       SemiMarkovLayout(lengths, D, **segment_tables(tags, "BILUO", D)), scores))
     out = []

@@ -25,7 +25,6 @@ each expert's own loss, summed (:func:`each_expert`, which the component
 calls).
 """
 
-from dataclasses import fields, replace
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -66,7 +65,7 @@ def each_expert(objective: Objective, scores: CRFScores, layout: BatchLayout,
         return objective(scores, layout, gold)
     results = [objective(expert, layout, gold) for expert in scores.experts]
     loss = np.sum([per_sequence for per_sequence, _ in results], axis=0)
-    gradient = CRFScores(np.zeros_like(scores.emissions), None, None, None, None, None,
+    gradient = CRFScores(np.zeros_like(scores.emissions),
                          experts=tuple(grad for _, grad in results))
     return loss, gradient
 
@@ -125,7 +124,7 @@ def hinge(scores: CRFScores, layout: BatchLayout,
     cost = np.ones((annotated.shape[0], emissions.shape[1]))
     cost[np.arange(annotated.shape[0]), gold[annotated]] = 0.0
     emissions[annotated] += cost
-    augmented = replace(scores, emissions=emissions)
+    augmented = scores.replace(emissions=emissions)
     predicted, best = inference.viterbi(augmented, layout)
     return _margin_objective(scores, layout, gold, predicted, best, update_all=False)
 
@@ -148,13 +147,7 @@ def _margin_objective(scores: CRFScores, layout: BatchLayout, gold: np.ndarray,
     labelling_counts(layout, predicted, weight, gradient)
     labelling_counts(layout, gold_side, -weight, gradient)
     dtype = scores.emissions.dtype
-    return loss, CRFScores(*(None if g is None else g.astype(dtype, copy=False)
-                             for g in astuple_shallow(gradient)))
-
-
-def astuple_shallow(scores: CRFScores) -> tuple:
-    """The arrays of ``scores`` in field order (``dataclasses.astuple`` would copy them)."""
-    return tuple(getattr(scores, f.name) for f in fields(scores))
+    return loss, gradient.map(lambda g: g.astype(dtype, copy=False))
 
 
 def _zero_gradient(scores: CRFScores, layout: BatchLayout) -> CRFScores:

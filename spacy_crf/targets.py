@@ -15,7 +15,6 @@ the usual way, by an extension registered elsewhere before this one).
 
 import re
 import warnings
-from dataclasses import replace
 from functools import partial
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -527,12 +526,13 @@ class SpanTarget(Target):
         """Add the scheme's -inf scores for forbidden moves."""
         allowed_t, allowed_start, allowed_end = self.constraints()
         penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
-        return replace(scores, transitions=penalty(allowed_t, scores.transitions),
-                       start=penalty(allowed_start, scores.start),
-                       end=penalty(allowed_end, scores.end),
-                       # a pool's experts are trained as CRFs of their own: each obeys the scheme
-                       experts=(None if scores.experts is None
-                                else tuple(self.constrain(expert) for expert in scores.experts)))
+        return scores.replace(transitions=penalty(allowed_t, scores.transitions),
+                              start=penalty(allowed_start, scores.start),
+                              end=penalty(allowed_end, scores.end),
+                              # a pool's experts are trained as CRFs of their own: each obeys
+                              # the scheme
+                              experts=(None if scores.experts is None else
+                                       tuple(self.constrain(expert) for expert in scores.experts)))
 
     def repair_gold(self, scores: CRFScores, gold: np.ndarray,
                     layout: BatchLayout) -> Tuple[np.ndarray, int]:
@@ -593,7 +593,7 @@ class SpanTarget(Target):
         emissions = np.array(scores.emissions, copy=True)
         rows, labels = zip(*blocked)
         emissions[list(rows), list(labels)] = -np.inf
-        return fixed, replace(scores, emissions=emissions)
+        return fixed, scores.replace(emissions=emissions)
 
     def span_confidence(self, scores: CRFScores, layout: BatchLayout, label_ids: np.ndarray,
                         fixed: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:

@@ -10,12 +10,11 @@ to any max or sum, and the scaled passes' shifts (the largest finite
 transition) stay those of the old labels.
 """
 
-from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
-from .models.potentials import CRFScores
+from .models.potentials import CRFScores, label_axes
 
 
 def mask_labels(scores: CRFScores, label_ids: Sequence[int], n_labels: int) -> CRFScores:
@@ -31,24 +30,18 @@ def mask_labels(scores: CRFScores, label_ids: Sequence[int], n_labels: int) -> C
     blocks = emissions.shape[1] // n_labels
     emissions[:, (ids[None, :] + n_labels * np.arange(blocks)[:, None]).ravel()] = -np.inf
     masked = {"emissions": emissions}
-    # the label axes of every other field (the leading axes of pair, triples,
-    # token_transitions and segments that are not labels are left alone)
-    label_axes = {"transitions": (0, 1), "start": (0,), "end": (0,), "root": (0,),
-                  "pair": (1, 2), "triples": (0, 1, 2), "token_transitions": (1, 2),
-                  "segments": (2,)}
-    for name, axes in label_axes.items():
-        value = getattr(scores, name)
-        if value is None:
-            continue
+    # every other score along its label axes, as the owner of its name
+    # registered them (relation groups, segment lengths, rows are left alone)
+    for name, value in scores.named().items():
         value = np.array(value, copy=True)
-        for axis in axes:
+        for axis in label_axes(name):
             index = [slice(None)] * value.ndim
             index[axis] = ids
             value[tuple(index)] = -np.inf
         masked[name] = value
     experts = (None if scores.experts is None
                else tuple(mask_labels(expert, label_ids, n_labels) for expert in scores.experts))
-    return replace(scores, experts=experts, **masked)
+    return scores.replace(experts=experts, **masked)
 
 
 def seen_in(gold: np.ndarray, waiting: Sequence[str], labels: Sequence[str]) -> list:

@@ -48,8 +48,9 @@ def random_problem(seed: int, L: int = 3, R: int = 2):
     tree = TreeLayout(doc_lengths, perm_heads, order, relations)
     layout = ChainTreeLayout(doc_lengths, ChainLayout(np.asarray(chain_lengths)), tree)
     # the chain's emissions, then the tree's
-    scores = CRFScores(rng.normal(size=(N, 2 * L)), rng.normal(size=(L, L)), rng.normal(size=L),
-                       rng.normal(size=L), rng.normal(size=(R, L, L)), rng.normal(size=L))
+    scores = CRFScores.of(rng.normal(size=(N, 2 * L)), transitions=rng.normal(size=(L, L)),
+                          start=rng.normal(size=L), end=rng.normal(size=L),
+                          pair=rng.normal(size=(R, L, L)), root=rng.normal(size=L))
     return scores, layout, rng
 
 

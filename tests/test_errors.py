@@ -86,9 +86,11 @@ def test_growing_errors(toy, tmp_path):
 
 def _scores(n_tokens, n_labels=3, n_groups=1, seed=0):
     rng = np.random.default_rng(seed)
-    return CRFScores(rng.normal(size=(n_tokens, n_labels)), rng.normal(size=(n_labels, n_labels)),
-                     rng.normal(size=n_labels), rng.normal(size=n_labels),
-                     rng.normal(size=(n_groups, n_labels, n_labels)), rng.normal(size=n_labels))
+    return CRFScores.of(rng.normal(size=(n_tokens, n_labels)),
+                        transitions=rng.normal(size=(n_labels, n_labels)),
+                        start=rng.normal(size=n_labels), end=rng.normal(size=n_labels),
+                        pair=rng.normal(size=(n_groups, n_labels, n_labels)),
+                        root=rng.normal(size=n_labels))
 
 
 def test_inference_errors():

@@ -98,11 +98,12 @@ def kernel_reference_nll(shard, theta):
     L = shard.layout.n_labels
     zeros = np.zeros(L)
     if shard.layout.structure == "tree":
-        scores = CRFScores(emissions_of(shard, p), np.zeros((L, L)), zeros, zeros,
-                           p["pair"].copy(), p["root"].copy())
+        scores = CRFScores.of(emissions_of(shard, p), transitions=np.zeros((L, L)), start=zeros, end=zeros,
+                              pair=p["pair"].copy(), root=p["root"].copy())
     else:
-        scores = CRFScores(emissions_of(shard, p), p["transitions"].copy(), p["start"].copy(),
-                           p["end"].copy(), np.zeros((1, L, L)), zeros)
+        scores = CRFScores.of(emissions_of(shard, p), transitions=p["transitions"].copy(),
+                              start=p["start"].copy(), end=p["end"].copy(),
+                              pair=np.zeros((1, L, L)), root=zeros)
     nll, _ = inference.nll_and_gradient(scores, shard.structure, shard.gold)
     return float(nll.sum())
 

@@ -27,8 +27,8 @@ def random_problem(rng, lengths, L, forbid=0.0):
         emissions[rng.random((N, L)) < forbid] = -np.inf
         emissions[np.arange(N), rng.integers(0, L, N)] = rng.normal(size=N)  # one allowed
     L_zero = np.zeros((L, L))
-    scores = CRFScores(emissions, L_zero, np.zeros(L), np.zeros(L), np.zeros((1, L, L)),
-                       np.zeros(L))
+    scores = CRFScores.of(emissions, transitions=L_zero, start=np.zeros(L), end=np.zeros(L),
+                          pair=np.zeros((1, L, L)), root=np.zeros(L))
     return scores, IndependentLayout(np.asarray(lengths))
 
 

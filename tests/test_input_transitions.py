@@ -32,9 +32,10 @@ def problem(seed, L=3):
     lengths = np.asarray([1, 2, 3, 4][: int(rng.integers(1, 5))])
     rng.shuffle(lengths)
     N = int(lengths.sum())
-    scores = CRFScores(rng.normal(size=(N, L)), rng.normal(size=(L, L)), rng.normal(size=L),
-                       rng.normal(size=L), np.zeros((1, L, L)), np.zeros(L),
-                       token_transitions=rng.normal(size=(N, L, L)))
+    scores = CRFScores.of(rng.normal(size=(N, L)), transitions=rng.normal(size=(L, L)),
+                          start=rng.normal(size=L), end=rng.normal(size=L),
+                          pair=np.zeros((1, L, L)), root=np.zeros(L),
+                          token_transitions=rng.normal(size=(N, L, L)))
     return scores, InputChainLayout(lengths), rng
 
 
@@ -357,9 +358,9 @@ def tree_problem(seed, L=3, R=2):
     order = np.zeros(len(heads), dtype=np.int64)
     tree.check_forest(heads, lengths, order)
     N = int(lengths.sum())
-    scores = CRFScores(rng.normal(size=(N, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L),
-                       rng.normal(size=(R, L, L)), rng.normal(size=L),
-                       token_transitions=rng.normal(size=(N, L, L)))
+    scores = CRFScores.of(rng.normal(size=(N, L)), transitions=np.zeros((L, L)), start=np.zeros(L),
+                          end=np.zeros(L), pair=rng.normal(size=(R, L, L)),
+                          root=rng.normal(size=L), token_transitions=rng.normal(size=(N, L, L)))
     relations = rng.integers(0, R, size=N)
     return scores, InputTreeLayout(lengths, heads, order, relations), rng
 

@@ -51,7 +51,8 @@ def chain_problem(rng, L, ninf_frac=0.0):
         np.fill_diagonal(T, 0.0)  # keep every sequence feasible: repeating a label is allowed
         start[1:][rng.random(L - 1) < ninf_frac] = NEG_INF
         end[1:][rng.random(L - 1) < ninf_frac] = NEG_INF
-    scores = CRFScores(rng.normal(size=(N, L)), T, start, end, np.zeros((1, L, L)), np.zeros(L))
+    scores = CRFScores.of(rng.normal(size=(N, L)), transitions=T, start=start, end=end,
+                          pair=np.zeros((1, L, L)), root=np.zeros(L))
     return scores, ChainLayout(lengths)
 
 
@@ -60,7 +61,8 @@ def tree_problem(rng, L, R=2):
     order = np.zeros(len(p["heads"]), dtype=np.int64)
     assert tree.check_forest(p["heads"], p["lengths"], order) == 0
     relations = np.where(p["heads"] < 0, 0, p["rel"])
-    scores = CRFScores(p["e"], np.zeros((L, L)), np.zeros(L), np.zeros(L), p["pair"], p["root"])
+    scores = CRFScores.of(p["e"], transitions=np.zeros((L, L)), start=np.zeros(L), end=np.zeros(L),
+                          pair=p["pair"], root=p["root"])
     return scores, TreeLayout(p["lengths"], p["heads"], order, relations)
 
 
@@ -73,10 +75,9 @@ def random_gold(rng, scores, structure, partial):
     """Gold labels that some labelling allowed by the scores agrees with."""
     N, L = scores.emissions.shape
     # a random feasible labelling: Viterbi under random scores with the same -inf entries
-    noisy = CRFScores(rng.normal(size=(N, L)), *(None if a is None else
-                      np.where(np.isfinite(a), rng.normal(size=np.shape(a)), a)
-                      for a in (scores.transitions, scores.start, scores.end, scores.pair,
-                                scores.root)))
+    noisy = CRFScores.of(rng.normal(size=(N, L)),
+                         **{name: np.where(np.isfinite(a), rng.normal(size=np.shape(a)), a)
+                            for name, a in scores.named().items()})
     gold, _ = inference.viterbi(noisy, structure)
     if partial:
         gold[rng.random(N) < 0.4] = -1
@@ -279,9 +280,9 @@ def test_hinge_is_zero_past_the_margin_and_keeps_the_dtype():
     scores, structure = problem("chain", 0)
     gold = np.random.default_rng(7).integers(0, 3, size=scores.emissions.shape[0])
     scores.emissions[np.arange(gold.shape[0]), gold] += 10.0
-    f32 = CRFScores(scores.emissions.astype(np.float32), scores.transitions.astype(np.float32),
-                    scores.start.astype(np.float32), scores.end.astype(np.float32),
-                    scores.pair, scores.root)
+    f32 = CRFScores.of(scores.emissions.astype(np.float32), transitions=scores.transitions.astype(np.float32),
+                       start=scores.start.astype(np.float32), end=scores.end.astype(np.float32),
+                       pair=scores.pair, root=scores.root)
     loss, gradient = losses.hinge(f32, structure, gold)
     assert np.all(loss == 0)
     assert gradient.emissions.dtype == np.float32 and gradient.transitions.dtype == np.float32
@@ -293,21 +294,23 @@ def test_hinge_is_zero_past_the_margin_and_keeps_the_dtype():
     # label 2 (ties go to the lowest id), yet the loss is 0, so nothing is updated
     N, L = scores.emissions.shape
     gold = np.full(N, 2)
-    tied = CRFScores(np.eye(L)[gold], np.zeros((L, L)), np.zeros(L), np.zeros(L), None, None)
-    assert inference.viterbi(CRFScores(tied.emissions + 1 - np.eye(L)[gold], *interactions(tied)),
+    tied = CRFScores.of(np.eye(L)[gold], transitions=np.zeros((L, L)), start=np.zeros(L), end=np.zeros(L),
+                        pair=None, root=None)
+    assert inference.viterbi(CRFScores.of(tied.emissions + 1 - np.eye(L)[gold],
+                                          **interactions(tied)),
                              structure)[0][0] == 0
     loss, gradient = losses.hinge(tied, structure, gold)
     assert np.all(loss == 0)
     assert not any(np.any(getattr(gradient, name)) for name in PARAMS[:4])
     # the perceptron, in contrast, updates on a tie (mistake-driven)
-    loss, gradient = losses.perceptron(CRFScores(np.zeros((N, L)), *interactions(tied)),
+    loss, gradient = losses.perceptron(CRFScores.of(np.zeros((N, L)), **interactions(tied)),
                                            structure, gold)
     assert np.all(loss == 0) and np.any(gradient.emissions)
 
 
 def interactions(scores):
     """The label-interaction scores of ``scores``, to pair with other emissions."""
-    return scores.transitions, scores.start, scores.end, scores.pair, scores.root
+    return scores.named()
 
 
 def test_registry_and_unknown_loss():

@@ -45,8 +45,9 @@ def test_an_update_with_nan_weights_raises_e009(kind):
 def test_second_order_nll_is_nan_not_zero_when_scores_are_nan():
     L, lengths = 3, np.asarray([3, 2])
     N = int(lengths.sum())
-    scores = CRFScores(np.full((N, L), np.nan), np.zeros((L, L)), np.zeros(L), np.zeros(L),
-                       np.zeros((1, L, L)), np.zeros(L), triples=np.zeros((L + 1, L, L)))
+    scores = CRFScores.of(np.full((N, L), np.nan), transitions=np.zeros((L, L)), start=np.zeros(L),
+                          end=np.zeros(L), pair=np.zeros((1, L, L)), root=np.zeros(L),
+                          triples=np.zeros((L + 1, L, L)))
     nll, _ = get_structure("chain_order2").nll_and_gradient(
         scores, SecondOrderLayout(lengths, all_pairs(L)), np.zeros(N, dtype=np.int64))
     assert np.isnan(nll).all()
@@ -55,8 +56,9 @@ def test_second_order_nll_is_nan_not_zero_when_scores_are_nan():
 def test_no_labelling_at_all_still_costs_nothing():
     """What the zeroing is for: a sequence whose every labelling is forbidden (-inf)."""
     L, lengths = 3, np.asarray([2])
-    scores = CRFScores(np.full((2, L), -np.inf), np.zeros((L, L)), np.zeros(L), np.zeros(L),
-                       np.zeros((1, L, L)), np.zeros(L), triples=np.zeros((L + 1, L, L)))
+    scores = CRFScores.of(np.full((2, L), -np.inf), transitions=np.zeros((L, L)), start=np.zeros(L),
+                          end=np.zeros(L), pair=np.zeros((1, L, L)), root=np.zeros(L),
+                          triples=np.zeros((L + 1, L, L)))
     nll, _ = get_structure("chain_order2").nll_and_gradient(
         scores, SecondOrderLayout(lengths, all_pairs(L)), np.zeros(2, dtype=np.int64))
     assert nll.tolist() == [0.0]

@@ -90,9 +90,9 @@ from spacy_crf.structures import get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
 n, L = int(sys.argv[1]), 3
 rng = np.random.default_rng(0)
-scores = CRFScores(rng.normal(size=(n, L)), rng.normal(size=(L, L)), rng.normal(size=L),
-                   rng.normal(size=L), np.zeros((1, L, L)), np.zeros(L),
-                   triples=rng.normal(size=(L + 1, L, L)))
+scores = CRFScores.of(rng.normal(size=(n, L)), transitions=rng.normal(size=(L, L)),
+                      start=rng.normal(size=L), end=rng.normal(size=L),
+                      triples=rng.normal(size=(L + 1, L, L)))
 layout = SecondOrderLayout(np.asarray([n]), all_pairs(L))
 labels = np.zeros(n, dtype=np.int64)
 starts = np.arange(0, n, 2, dtype=np.int64)  # a one-token span at every other token

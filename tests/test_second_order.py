@@ -32,9 +32,10 @@ def problem(seed, L=3, prune=False):
     lengths = np.asarray([1, 2, 3, 4][: int(rng.integers(1, 5))])
     rng.shuffle(lengths)
     N = int(lengths.sum())
-    scores = CRFScores(rng.normal(size=(N, L)) * 2, rng.normal(size=(L, L)), rng.normal(size=L),
-                       rng.normal(size=L), np.zeros((1, L, L)), np.zeros(L),
-                       triples=rng.normal(size=(L + 1, L, L)))
+    scores = CRFScores.of(rng.normal(size=(N, L)) * 2, transitions=rng.normal(size=(L, L)),
+                          start=rng.normal(size=L), end=rng.normal(size=L),
+                          pair=np.zeros((1, L, L)), root=np.zeros(L),
+                          triples=rng.normal(size=(L + 1, L, L)))
     pairs = all_pairs(L)
     if prune:  # keep a random two thirds of the pairs, and at least one start pair
         keep = rng.random(len(pairs)) < 0.67
@@ -152,9 +153,7 @@ def test_nll_matches_brute_force_and_its_gradient_finite_differences(seed, prune
 def test_gold_outside_the_kept_pairs_counts_as_unannotated():
     scores, _, _ = problem(0, L=2)
     layout = SecondOrderLayout(np.asarray([2]), np.asarray([[-1, 0], [0, 0]]))
-    scores = CRFScores(scores.emissions[:2], *(getattr(scores, n) for n in
-                                               ("transitions", "start", "end", "pair", "root")),
-                       triples=scores.triples)
+    scores = scores.replace(emissions=scores.emissions[:2])
     nll, gradient = inference.nll_and_gradient(scores, layout, np.asarray([0, 1]))
     assert nll.tolist() == [0.0]
     assert np.all(gradient.emissions == 0) and np.all(gradient.triples == 0)

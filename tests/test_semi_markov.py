@@ -60,9 +60,10 @@ def problem(seed, scheme, D=None, types=("A", "B"), max_len=4):
     rng.shuffle(lengths)
     N = int(lengths.sum())
     D = D or int(rng.integers(1, max_len + 1))
-    scores = CRFScores(rng.normal(size=(N, L)) * 2, rng.normal(size=(L, L)), rng.normal(size=L),
-                       rng.normal(size=L), np.zeros((1, L, L)), np.zeros(L),
-                       segments=rng.normal(size=(N, D, L)))
+    scores = CRFScores.of(rng.normal(size=(N, L)) * 2, transitions=rng.normal(size=(L, L)),
+                          start=rng.normal(size=L), end=rng.normal(size=L),
+                          pair=np.zeros((1, L, L)), root=np.zeros(L),
+                          segments=rng.normal(size=(N, D, L)))
     layout = SemiMarkovLayout(lengths, D, **segment_tables(tags, scheme, D))
     return scores, layout, tags, rng
 
@@ -201,9 +202,10 @@ def test_zero_segment_scores_give_the_constrained_chain(scheme):
     scores, layout, tags, _ = problem(3, scheme, D=4)
     scores.segments[:] = 0.0
     allowed, first, last = schemes.allowed_moves(tags, scheme)
-    chain_scores = CRFScores(scores.emissions, np.where(allowed, scores.transitions, -np.inf),
-                             np.where(first, scores.start, -np.inf),
-                             np.where(last, scores.end, -np.inf), scores.pair, scores.root)
+    chain_scores = CRFScores.of(scores.emissions, transitions=np.where(allowed, scores.transitions, -np.inf),
+                                start=np.where(first, scores.start, -np.inf),
+                                end=np.where(last, scores.end, -np.inf), pair=scores.pair,
+                                root=scores.root)
     chain = ChainLayout(layout.lengths)
     probs, log_z = inference.marginals(scores, layout)
     chain_probs, chain_z = inference.marginals(chain_scores, chain)
@@ -233,8 +235,9 @@ def test_nll_matches_brute_force_and_its_gradient_finite_differences(seed, schem
 def test_gold_span_longer_than_the_segments_counts_as_unannotated():
     scores, _, tags, _ = problem(0, "BIO", types=("A",))
     layout = SemiMarkovLayout(np.asarray([3]), 2, **segment_tables(tags, "BIO", 2))
-    scores = CRFScores(scores.emissions[:3], scores.transitions, scores.start, scores.end,
-                       scores.pair, scores.root, segments=np.zeros((3, 2, len(tags))))
+    scores = CRFScores.of(scores.emissions[:3], transitions=scores.transitions, start=scores.start,
+                          end=scores.end, pair=scores.pair, root=scores.root,
+                          segments=np.zeros((3, 2, len(tags))))
     gold = np.asarray([tags.index("B-A"), tags.index("I-A"), tags.index("I-A")])
     nll, gradient = inference.nll_and_gradient(scores, layout, gold)
     assert nll.tolist() == [0.0]

@@ -307,21 +307,20 @@ def span_target(tags, scheme):
 
 
 def random_scores(rng, L, N, scale=1.0, dtype=np.float64):
-    return CRFScores(
-        (rng.normal(size=(N, L)) * 2 * scale).astype(dtype),
-        (rng.normal(size=(L, L)) * scale).astype(dtype),
-        (rng.normal(size=L) * scale).astype(dtype),
-        (rng.normal(size=L) * scale).astype(dtype),
-        np.zeros((1, L, L), dtype=dtype), np.zeros(L, dtype=dtype))
+    return CRFScores.of((rng.normal(size=(N, L)) * 2 * scale).astype(dtype),
+                        transitions=(rng.normal(size=(L, L)) * scale).astype(dtype),
+                        start=(rng.normal(size=L) * scale).astype(dtype),
+                        end=(rng.normal(size=L) * scale).astype(dtype),
+                        pair=np.zeros((1, L, L), dtype=dtype), root=np.zeros(L, dtype=dtype))
 
 
 def constrain(scores, tags, scheme):
     """The scheme's -inf masks, as the span target's constrain adds them."""
     allowed_t, allowed_start, allowed_end = schemes.allowed_moves(tags, scheme)
     penalty = lambda ok, x: np.where(ok, x, -np.inf).astype(x.dtype)  # noqa: E731
-    ours = CRFScores(scores.emissions, penalty(allowed_t, scores.transitions),
-                     penalty(allowed_start, scores.start), penalty(allowed_end, scores.end),
-                     scores.pair, scores.root)
+    ours = CRFScores.of(scores.emissions, transitions=penalty(allowed_t, scores.transitions),
+                        start=penalty(allowed_start, scores.start),
+                        end=penalty(allowed_end, scores.end), pair=scores.pair, root=scores.root)
     theirs = span_target(tags, scheme).constrain(scores)
     for name in ("emissions", "transitions", "start", "end"):
         np.testing.assert_array_equal(getattr(theirs, name), getattr(ours, name))
@@ -390,10 +389,11 @@ def adversarial_scores(rng, tags, scheme, N, W, dtype):
     sign = lambda ok: np.where(ok, -1.0, 1.0)  # noqa: E731
     emissions = rng.normal(size=(N, L)) * W * 0.01
     emissions[:, (prefix == schemes.INSIDE) | (prefix == schemes.LAST)] += W
-    return CRFScores(emissions.astype(dtype),
-                     (sign(allowed_t) * W * rng.uniform(0.5, 1.5, size=(L, L))).astype(dtype),
-                     (sign(allowed_start) * W).astype(dtype), (sign(allowed_end) * W).astype(dtype),
-                     np.zeros((1, L, L), dtype=dtype), np.zeros(L, dtype=dtype))
+    return CRFScores.of(emissions.astype(dtype),
+                        transitions=(sign(allowed_t) * W * rng.uniform(0.5, 1.5, size=(L, L))).astype(dtype),
+                        start=(sign(allowed_start) * W).astype(dtype),
+                        end=(sign(allowed_end) * W).astype(dtype),
+                        pair=np.zeros((1, L, L), dtype=dtype), root=np.zeros(L, dtype=dtype))
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -516,8 +516,8 @@ def test_forced_decoding_keeps_the_fixed_span(scheme):
         stub = span_target(tags, scheme)
         stub.forced = lambda doc: fixed_of[id(doc)]
         scores = constrain(raw, tags, scheme)
-        scores = CRFScores(scores.emissions.copy(), scores.transitions, scores.start, scores.end,
-                           scores.pair, scores.root)
+        scores = CRFScores.of(scores.emissions.copy(), transitions=scores.transitions, start=scores.start,
+                              end=scores.end, pair=scores.pair, root=scores.root)
         before = scores.emissions.copy()
         fixed, scores_fixed = stub.fixed_labels(docs, scores)
         np.testing.assert_array_equal(scores.emissions, before)  # a copy is masked, if any
@@ -566,13 +566,14 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
             for t in bad:
                 expected[o + t] = -1
         L = len(tags)
-        zero = CRFScores(np.zeros((int(lengths.sum()), L)), np.zeros((L, L)), np.zeros(L),
-                         np.zeros(L), np.zeros((1, L, L)), np.zeros(L))
+        zero = CRFScores.of(np.zeros((int(lengths.sum()), L)), transitions=np.zeros((L, L)), start=np.zeros(L),
+                            end=np.zeros(L), pair=np.zeros((1, L, L)), root=np.zeros(L))
         stub = span_target(tags, scheme)
         allowed_t, allowed_s, allowed_e = schemes.allowed_moves(tags, scheme)
-        masked = CRFScores(zero.emissions, np.where(allowed_t, 0.0, -np.inf),
-                           np.where(allowed_s, 0.0, -np.inf), np.where(allowed_e, 0.0, -np.inf),
-                           zero.pair, zero.root)
+        masked = CRFScores.of(zero.emissions, transitions=np.where(allowed_t, 0.0, -np.inf),
+                              start=np.where(allowed_s, 0.0, -np.inf),
+                              end=np.where(allowed_e, 0.0, -np.inf), pair=zero.pair,
+                              root=zero.root)
         structure = ChainLayout(lengths)
         got, n_bad = stub.repair_gold(masked, gold.copy(), structure)
         # the pairwise rule's tags are all gone
@@ -594,9 +595,10 @@ def test_well_formed_unannotates_forbidden_moves_and_leaves_feasible_gold():
     gold = np.asarray([tags.index("B-X"), -1, tags.index("L-Y")])
     allowed_t, allowed_s, allowed_e = schemes.allowed_moves(tags, "BILUO")
     L = len(tags)
-    masked = CRFScores(np.zeros((3, L)), np.where(allowed_t, 0.0, -np.inf),
-                       np.where(allowed_s, 0.0, -np.inf), np.where(allowed_e, 0.0, -np.inf),
-                       np.zeros((1, L, L)), np.zeros(L))
+    masked = CRFScores.of(np.zeros((3, L)), transitions=np.where(allowed_t, 0.0, -np.inf),
+                          start=np.where(allowed_s, 0.0, -np.inf),
+                          end=np.where(allowed_e, 0.0, -np.inf), pair=np.zeros((1, L, L)),
+                          root=np.zeros(L))
     got, n_bad = span_target(tags, "BILUO").repair_gold(masked, gold,
                                                          ChainLayout(np.asarray([3])))
     assert got.tolist() == [-1, -1, -1] and n_bad == 2

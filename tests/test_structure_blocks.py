@@ -135,3 +135,34 @@ def test_a_block_config_loads_in_a_fresh_process_without_an_import(tmp_path):
                          text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "4"
+
+
+# ------------------------------------------------- saved before structures declared parameters
+SAVED_BEFORE_DECLARED = Path(__file__).parent / "assets" / "saved_before_declared_params"
+
+
+@pytest.mark.parametrize("name", ["chain_pos", "chain_ents", "tree_pos", "chain_tree_pos",
+                                  "transitions_pos"])
+def test_pipelines_saved_before_structures_declared_parameters_predict_as_they_did(name,
+                                                                                   tmp_path):
+    """Saved at f25486b (``make.py`` beside them), when every model held a
+    chain's and a tree's parameters whatever its structure: they load and
+    predict bit-identically, saved again too."""
+    # the texts and the doc builder of make.py (its head: no training, no saving)
+    source = (SAVED_BEFORE_DECLARED / "make.py").read_text()
+    namespace: dict = {}
+    exec(source.split("OUT = ")[0] + source.split("for name, config in CASES.items():")[0]
+         .split("OUT = Path(sys.argv[1])")[1], namespace)
+    path = tmp_path / name
+    shutil.copytree(SAVED_BEFORE_DECLARED / name, path)
+    expected = json.loads((path / "expected.json").read_text())
+    for where in (path, tmp_path / "again"):
+        nlp = spacy.load(where)
+        target = nlp.get_pipe("crf_tagger").cfg["target"]
+        docs = [nlp(namespace["doc"](nlp.vocab, i)) for i in range(len(namespace["WORDS"]))]
+        labels = [[t.ent_iob_ + "-" + t.ent_type_ if target == "ents" else t.pos_ for t in d]
+                  for d in docs]
+        assert labels == expected["labels"]
+        assert [[t._.crf_confidence for t in d] for d in docs] == expected["token_confidence"]
+        if where == path:
+            nlp.to_disk(tmp_path / "again")

@@ -150,8 +150,8 @@ def test_inference_entry_points_delegate_to_the_layouts_structure(independent_to
     from spacy_crf.models.potentials import CRFScores
 
     L = 3
-    scores = CRFScores(rng.normal(size=(5, L)), np.zeros((L, L)), np.zeros(L), np.zeros(L),
-                       np.zeros((1, L, L)), np.zeros(L))
+    scores = CRFScores.of(rng.normal(size=(5, L)), transitions=np.zeros((L, L)), start=np.zeros(L),
+                          end=np.zeros(L), pair=np.zeros((1, L, L)), root=np.zeros(L))
     layout = TokensLayout(np.array([2, 3]))
     labels, best = inference.viterbi(scores, layout)
     assert labels.tolist() == scores.emissions.argmax(axis=1).tolist()

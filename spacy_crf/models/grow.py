@@ -27,8 +27,9 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 from thinc.api import Model, Optimizer
 
-from .token_transitions import LABEL_PAIR_SIZED
 
+#: attrs key marking a layer whose output has one column per label pair (nO = L * L)
+LABEL_PAIR_SIZED = "crf_label_pair_sized"
 #: attrs key: {param name: (axis kind or None, ...)} of a layer's label-sized parameters
 LABEL_AXES = "crf_label_axes"
 #: attrs key: the label counts a layer has had, oldest first (set by growth)

@@ -76,12 +76,10 @@ def init(model: Model, X=None, Y=None) -> None:
 
 
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, callable]:
-    L = model.get_dim("nO")
     buckets = _buckets(model, docs)
     emissions = emission_scores(model, buckets)
-    scores = CRFScores(emissions, model.get_param("transitions"), model.get_param("start"),
-                       model.get_param("end"), np.zeros((1, L, L), dtype=emissions.dtype),
-                       np.zeros(L, dtype=emissions.dtype))
+    scores = CRFScores(emissions, {name: model.get_param(name)
+                                   for name in ("transitions", "start", "end")})
 
     def backprop(d_scores: CRFScores) -> List:
         return []  # counts are not learned by gradient

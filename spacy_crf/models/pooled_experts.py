@@ -19,7 +19,6 @@ Backprop takes both kinds of gradient: each expert gets its own (``experts``)
 plus its weight times the gradient of the pooled scores, if any.
 """
 
-from dataclasses import fields
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -33,8 +32,6 @@ NAME = "crf_pooled_experts"
 #: attrs key of a pool's weights; it marks the pool whatever its name
 #: (an architecture may rename it, as NeuralCRF.v2 does)
 WEIGHTS = "crf_pool_weights"
-#: the per-batch and per-model scores the pool sums (``experts`` excluded)
-_SUMMED = tuple(f.name for f in fields(CRFScores) if f.name != "experts")
 
 
 def pooled_experts(experts: Sequence[Model[List[Doc], CRFScores]],
@@ -82,8 +79,11 @@ def pool_weights_node(model: Optional[Model]) -> Optional[Model]:
 
 def pool_scores(experts: Sequence[CRFScores], weights: Sequence[float]) -> CRFScores:
     """The pool of the experts' scores under ``weights``, carrying the experts' own."""
-    return CRFScores(**{name: weighted_sum([getattr(s, name) for s in experts], weights)
-                        for name in _SUMMED}, experts=tuple(experts))
+    names = {name for scores in experts for name in scores.named()}
+    return CRFScores.of(weighted_sum([s.emissions for s in experts], weights),
+                        experts=tuple(experts),
+                        **{name: weighted_sum([s.named().get(name) for s in experts], weights)
+                           for name in sorted(names)})
 
 
 def weighted_sum(values: Sequence, weights: Sequence[float]):
@@ -104,17 +104,20 @@ def weighted_sum(values: Sequence, weights: Sequence[float]):
 
 
 def _expert_gradient(d_pooled: CRFScores, weight: float, d_own: Optional[CRFScores]) -> CRFScores:
-    """``weight * d_pooled + d_own``, field by field (``None`` counts as zero)."""
+    """``weight * d_pooled + d_own``, score by score (``None`` counts as zero)."""
+    pooled_named = {"emissions": d_pooled.emissions, **d_pooled.named()}
+    own_named = {} if d_own is None else {"emissions": d_own.emissions, **d_own.named()}
     out = {}
-    for name in _SUMMED:
-        pooled, own = getattr(d_pooled, name), None if d_own is None else getattr(d_own, name)
+    for name in {**pooled_named, **own_named}:
+        pooled, own = pooled_named.get(name), own_named.get(name)
         if pooled is not None and np.any(pooled):
             pooled = weight * pooled
             own = pooled if own is None else own + pooled
         out[name] = own
-    if out["emissions"] is None:
-        out["emissions"] = np.zeros_like(d_pooled.emissions)
-    return CRFScores(**out)
+    emissions = out.pop("emissions")
+    if emissions is None:
+        emissions = np.zeros_like(d_pooled.emissions)
+    return CRFScores.of(emissions, **out)
 
 
 def init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:

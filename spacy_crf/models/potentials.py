@@ -1,57 +1,139 @@
-"""Layer: emission scores -> all the potentials of the CRF.
+"""Layer: emission scores -> all the potentials of the CRF, and the scores' container.
 
-The label-interaction scores are parameters of this layer, so the optimizer
-updates them, parameter averaging covers them and ``to_disk`` saves them:
+A batch's scores (:class:`CRFScores`) are the emissions and named arrays
+beside them, each named and shaped by the structure or the layer that reads
+or makes it, never here:
 
-* chain: ``transitions[i, j]`` (label ``i`` then ``j``), ``start[j]``, ``end[j]``;
-* tree: ``pair[r, c, h]`` (child label ``c`` under head label ``h`` on an edge
-  of relation group ``r``) and ``root[j]``;
-* second-order chain (``order`` dim 2, set by that structure): ``triples[a, b,
-  c]``, label ``c`` after ``a`` then ``b`` (``a = L``: ``b`` starts the sequence).
+* ``params``: label-interaction scores of the whole batch, parameters of this
+  layer (so the optimizer updates them, parameter averaging covers them and
+  ``to_disk`` saves them). Which ones a component's layer holds is declared
+  by its structure (:func:`declare_params`, from ``CRFStructure.params``);
+* ``token``: scores of every token of the batch beside its emissions, made
+  by the model's other layers (input-dependent transitions, a semi-Markov
+  CRF's segment scores).
 
-Both sets exist whatever the component's structure; the optimizer only
-touches the ones that get gradients.
+The module that owns a name registers the kind of each of its axes
+(:func:`register_scores`): ``"row"`` (the batch's tokens), ``"out"`` (a
+label), ``"start"`` (a label, then START), ``None`` (any other, sized by
+this layer's ``nR`` dim for a parameter). Allocation, masking a label and
+growing the label set read the axes from there.
 """
 
-from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 import numpy as np
 from thinc.api import Model
-from thinc.types import Floats1d, Floats2d, Floats3d
+from thinc.types import Floats2d
 
 from ..errors import Errors
 from .grow import LABEL_AXES
 
-PARAMS = ("transitions", "start", "end", "pair", "root")
-#: parameters only some structures allocate (``None`` otherwise)
-OPTIONAL_PARAMS = ("triples",)
+#: registered score name -> the kind of each of its axes (see the module docstring)
+SCORE_AXES: Dict[str, Tuple[Optional[str], ...]] = {}
+#: the axis kind of the batch's tokens (the first axis of a per-token score)
+ROW = "row"
+
+
+def register_scores(**axes: Tuple[Optional[str], ...]) -> None:
+    """Register score names with the kind of each of their axes, e.g.
+    ``register_scores(transitions=("out", "out"))`` (by the module that owns them)."""
+    SCORE_AXES.update({name: tuple(kinds) for name, kinds in axes.items()})
+
+
+def label_axes(name: str) -> Tuple[int, ...]:
+    """The axes of the score ``name`` that run over labels (``"out"``, ``"start"``)."""
+    return tuple(axis for axis, kind in enumerate(SCORE_AXES[name]) if kind in ("out", "start"))
+
+
+def is_per_token(name: str) -> bool:
+    """Whether the score ``name`` has a row per token of the batch."""
+    kinds = SCORE_AXES.get(name)
+    return bool(kinds) and kinds[0] == ROW
 
 
 @dataclass
 class CRFScores:
-    """Every score of the CRF for a batch (or the gradient of each)."""
+    """Every score of the CRF for a batch (or the gradient of each).
 
-    emissions: Floats2d  # (N, L): concatenated tokens of the batch
-    transitions: Floats2d  # (L, L)
-    start: Floats1d  # (L,)
-    end: Floats1d  # (L,)
-    pair: Floats3d  # (R, L, L)
-    root: Floats1d  # (L,)
-    triples: Optional[Floats3d] = None  # (L + 1, L, L), second order only
-    # (N, L, L): score of label i at token t - 1 then j at t, added to the
-    # transitions at row t (input-dependent transitions; row 0 of a sequence unused)
-    token_transitions: Optional[Floats3d] = None
-    # (N, D, L): score of the segment of length d + 1 starting at row t when its
-    # first tag is j (semi-Markov CRF, ``segment_scores.py``; rows past a sequence unused)
-    segments: Optional[Floats3d] = None
-    # the scores of each expert of a pooled model (``pooled_experts.py``), whose
-    # weighted sum the other fields hold; in a gradient, each expert's gradient
+    Attributes
+    ----------
+    emissions : array
+        ``(N, L)``: the concatenated tokens of the batch, a column per label.
+    params : dict
+        Label-interaction scores by name (a chain's ``transitions``,
+        ``start``, ``end``; a tree's ``pair``, ``root``; ...).
+    token : dict
+        Per-token scores by name, a row per token (``token_transitions``,
+        ``segments``).
+    experts : tuple of CRFScores, optional
+        The scores of each expert of a pooled model, whose weighted sum the
+        other fields hold; in a gradient, each expert's gradient.
+
+    A registered name reads and writes as an attribute (``scores.transitions``),
+    ``None`` where the batch has no such score.
+    """
+
+    emissions: Any
+    params: Dict[str, Any] = field(default_factory=dict)
+    token: Dict[str, Any] = field(default_factory=dict)
     experts: Optional[Tuple["CRFScores", ...]] = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in SCORE_AXES:
+            raise AttributeError(name)
+        where = self.__dict__.get("token" if is_per_token(name) else "params") or {}
+        return where.get(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in SCORE_AXES:
+            object.__setattr__(self, name, value)
+            return
+        where = self.token if is_per_token(name) else self.params
+        if value is None:
+            where.pop(name, None)
+        else:
+            where[name] = value
+
+    @classmethod
+    def of(cls, emissions: Any, experts: Optional[Tuple["CRFScores", ...]] = None,
+           **named: Any) -> "CRFScores":
+        """Scores from named arrays, each put in ``params`` or ``token`` by its
+        registered axes (``None`` values left out)."""
+        return cls(emissions, experts=experts).replace(**named)
+
+    def replace(self, **changes: Any) -> "CRFScores":
+        """A copy with ``changes``: ``emissions``, ``experts``, or named scores
+        (``None`` removes one); the arrays themselves are not copied."""
+        out = CRFScores(changes.pop("emissions", self.emissions), dict(self.params),
+                        dict(self.token), changes.pop("experts", self.experts))
+        for name, value in changes.items():
+            if name not in SCORE_AXES:
+                raise KeyError(f"No score is registered as {name!r} (potentials.register_scores)")
+            where = out.token if is_per_token(name) else out.params
+            if value is None:
+                where.pop(name, None)
+            else:
+                where[name] = value
+        return out
+
+    def named(self) -> Dict[str, Any]:
+        """Every named score (``params`` and ``token``) by name."""
+        return {**self.params, **self.token}
+
+    def map(self, func: Callable[[Any], Any]) -> "CRFScores":
+        """``func`` applied to the emissions and every named score (not the experts)."""
+        return CRFScores(func(self.emissions), {k: func(v) for k, v in self.params.items()},
+                         {k: func(v) for k, v in self.token.items()}, self.experts)
 
     @property
     def n_labels(self) -> int:
-        return self.transitions.shape[0]
+        """Labels of one CRF: the width of a label axis of its parameters."""
+        for name, value in self.params.items():
+            axes = SCORE_AXES[name]
+            if "out" in axes:
+                return int(np.shape(value)[axes.index("out")])
+        return int(np.shape(self.emissions)[1])
 
 
 def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floats2d, CRFScores]:
@@ -62,43 +144,49 @@ def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floa
     nO : int, optional
         Number of labels; set by the component at initialize when not given.
     n_relations : int
-        Number of relation groups with a pair matrix of their own (tree structure).
+        Length of the parameters' axes that are not labels (a tree's relation
+        groups, each with a pair matrix of its own).
+
+    The parameters are those its component's structure declares
+    (:func:`declare_params`). The input is the emissions, or ``(emissions,
+    {name: per-token scores})`` from a layer that makes those too; they pass
+    into the scores' ``token``, their gradients back.
     """
-    return Model(
-        "crf_potentials",
-        forward,
-        init=init,
-        dims={"nO": nO, "nR": n_relations, "order": 1},
-        params={name: None for name in PARAMS + OPTIONAL_PARAMS},
-        # every axis is a label's but the relation group's; triples' first is
-        # the previous label or START (last)
-        attrs={LABEL_AXES: {"transitions": ("out", "out"), "start": ("out",), "end": ("out",),
-                            "pair": (None, "out", "out"), "root": ("out",),
-                            "triples": ("start", "out", "out")}},
-    )
+    # the "order" dim is unused; pipelines saved before structures declared
+    # their parameters set it, and a load sets every saved dim
+    return Model("crf_potentials", forward, init=init,
+                 dims={"nO": nO, "nR": n_relations, "order": None},
+                 attrs={LABEL_AXES: {}})
+
+
+def declare_params(model: Model, names: Iterable[str]) -> None:
+    """Give every ``crf_potentials`` layer of ``model`` the parameters ``names``
+    (registered scores), allocated at its next ``initialize``; a structure
+    declares its own in ``prepare_model``. Parameters a layer holds already
+    (from a load) stay."""
+    for node in model.walk():
+        if node.name == "crf_potentials":
+            axes = dict(node.attrs.get(LABEL_AXES) or {})
+            for name in names:
+                axes.setdefault(name, SCORE_AXES[name])
+                if not node.has_param(name):
+                    node.set_param(name, None)  # declared, allocated at initialize
+            node.attrs[LABEL_AXES] = axes
 
 
 def forward(model: Model, inputs, is_train: bool) -> Tuple[CRFScores, Callable]:
-    # (emissions, (N, L * L) token transition scores) from a model with
-    # transition templates, else the emissions alone
-    emissions, token_transitions = inputs if isinstance(inputs, tuple) else (inputs, None)
-    L = emissions.shape[1]
-    scores = CRFScores(emissions, *(model.get_param(name) for name in PARAMS),
-                       triples=model.get_param("triples") if model.has_param("triples") else None,
-                       token_transitions=(None if token_transitions is None
-                                          else token_transitions.reshape(-1, L, L)))
+    emissions, token = inputs if isinstance(inputs, tuple) else (inputs, {})
+    params = {name: model.get_param(name) for name in model.attrs[LABEL_AXES]
+              if model.has_param(name)}
+    scores = CRFScores(emissions, params, dict(token))
 
     def backprop(d_scores: CRFScores):
-        for name in PARAMS + OPTIONAL_PARAMS:
-            grad = getattr(d_scores, name)
-            if grad is not None:
-                model.inc_grad(name, grad.astype(model.get_param(name).dtype, copy=False))
-        if token_transitions is None:
+        for name, grad in d_scores.params.items():
+            if name in params and grad is not None:
+                model.inc_grad(name, grad.astype(params[name].dtype, copy=False))
+        if not token:
             return d_scores.emissions
-        d_token = d_scores.token_transitions
-        d_token = (np.zeros_like(token_transitions) if d_token is None
-                   else d_token.reshape(-1, L * L).astype(token_transitions.dtype, copy=False))
-        return d_scores.emissions, d_token
+        return d_scores.emissions, {name: d_scores.token.get(name) for name in token}
 
     return scores, backprop
 
@@ -118,11 +206,11 @@ def relation_groups(model: Model) -> int:
     return 1 if potentials is None else potentials.get_dim("nR")
 
 
-def has_transitions(model: Model) -> bool:
-    """Whether ``model`` is initialized: the layer with the transition scores
-    (``crf_potentials``, the HMM) has them allocated."""
-    return any(node.has_param("transitions") and node.get_param("transitions") is not None
-               for node in model.walk())
+def is_initialized(model: Model) -> bool:
+    """Whether ``model``'s label-sized parameters are allocated (by
+    ``initialize`` or a load): some layer holds one it declares."""
+    return any(node.has_param(name) for node in model.walk()
+               for name in node.attrs.get(LABEL_AXES) or ())
 
 
 def potentials_of(model: Model) -> Model:
@@ -134,11 +222,8 @@ def potentials_of(model: Model) -> Model:
 
 
 def init(model: Model, X: Optional[Floats2d] = None, Y=None) -> None:
-    L, R = model.get_dim("nO"), model.get_dim("nR")
-    model.set_param("transitions", model.ops.alloc2f(L, L))
-    model.set_param("start", model.ops.alloc1f(L))
-    model.set_param("end", model.ops.alloc1f(L))
-    model.set_param("pair", model.ops.alloc3f(R, L, L))
-    model.set_param("root", model.ops.alloc1f(L))
-    if model.get_dim("order") == 2:
-        model.set_param("triples", model.ops.alloc3f(L + 1, L, L))
+    sizes = {"out": model.get_dim("nO"), "start": model.get_dim("nO") + 1,
+             None: model.get_dim("nR")}
+    for name, kinds in model.attrs[LABEL_AXES].items():
+        model.set_param(name, model.ops.alloc(tuple(sizes[kind] for kind in kinds),
+                                              dtype="float32"))

@@ -14,7 +14,6 @@ component's :class:`~spacy_crf.features.doc_arrays.DocBatch` carries to the
 layer. Gradients flow into both.
 """
 
-from dataclasses import replace
 from typing import Callable, List, Optional, Tuple
 
 import numpy as np
@@ -27,10 +26,13 @@ from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, attribute_matrix, batch_sequence_lengths
 from .featurize import SEQUENCE, by_sentence
 from .hashed_linear import LABEL_SIZED, hashed_linear
-from .potentials import CRFScores
+from .potentials import ROW, CRFScores, register_scores
 from .sparse_table import LR_SCALE
 
 NAME = "crf_with_segment_scores"
+# the score of the segment of length d + 1 starting at row t when its first tag
+# is j (rows past a sequence unused)
+register_scores(segments=(ROW, None, "out"))
 #: default rows of the segment features' hashed table
 SEGMENT_BUCKETS = 2**18
 
@@ -81,7 +83,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, C
     D = longest_segment(model, docs)
     flat, back_table = table(candidate_ids(docs, D, by_sentence(model)), is_train)
     N, L = scores.emissions.shape
-    scores = replace(scores, segments=flat.reshape(N, D, L))
+    scores = scores.replace(segments=flat.reshape(N, D, L))
 
     def backprop(d_scores: CRFScores) -> List[Doc]:
         back_scores(d_scores)

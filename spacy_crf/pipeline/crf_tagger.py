@@ -30,7 +30,7 @@ from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_DOC, DocBatch, doc_lengths
 from ..models.architectures import has_token_transitions
 from ..models.featurize import set_owner, set_sequence
-from ..models.potentials import CRFScores, has_transitions, relation_groups
+from ..models.potentials import CRFScores, is_initialized, relation_groups
 from ..models.sparse_table import step_model, sync_averages
 from ..models.weight_average import WeightAverages
 from ..scoring import score_crf
@@ -331,7 +331,7 @@ class CRFTagger(TrainablePipe):
         self.target.set_labels(self.cfg["labels"], self.vocab)
 
     def _initialized(self) -> bool:
-        return has_transitions(self.model)
+        return is_initialized(self.model)
 
     def _require_labels(self) -> None:
         if not self.labels or not self._initialized():

@@ -32,7 +32,7 @@ from .._kernels.emissions import gather_sum
 from .._kernels.shard_nll import scatter_sum
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
-from ..models.potentials import OPTIONAL_PARAMS, PARAMS, CRFScores
+from ..models.potentials import CRFScores, declare_params
 # the ragged-batch helpers, for the structures that import them from here
 from ..ragged import positions_in_sequence, previous_in_sequence, sequence_ends  # noqa: F401
 
@@ -193,9 +193,13 @@ class CRFStructure:
             raise ValueError(Errors.E096.format(target=target.name, structure=self.name))
 
     def prepare_model(self, model, target: str):
-        """Adjust a component's model for this structure (e.g. add tree features);
-        a structure that needs more from the model returns the model to use
-        (e.g. wrapped with segment features), else ``None``."""
+        """Adjust a component's model for this structure: declare its
+        parameters (``params``) on the model's ``crf_potentials`` layers, and
+        what else it needs (e.g. tree features). A structure that needs more
+        returns the model to use (e.g. wrapped with segment features), else
+        ``None``."""
+        if model is not None:
+            declare_params(model, self.params)
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """Settings read from the training data at ``initialize`` (after the
@@ -288,13 +292,11 @@ class CRFStructure:
     def zero_gradient(self, scores: CRFScores) -> CRFScores:
         """float64 zeros for the emissions, every parameter the structure reads
         and the per-token scores the batch has (token transitions, segment
-        scores), ``None`` for the others."""
-        per_token = {name: None if getattr(scores, name) is None
-                     else np.zeros(np.shape(getattr(scores, name)))
-                     for name in ("token_transitions", "segments")}
+        scores); no other parameter."""
         return CRFScores(np.zeros(scores.emissions.shape),
-                         *(np.zeros(np.shape(getattr(scores, name))) if name in self.params
-                           else None for name in PARAMS + OPTIONAL_PARAMS), **per_token)
+                         {name: np.zeros(np.shape(value)) for name, value in scores.params.items()
+                          if name in self.params},
+                         {name: np.zeros(np.shape(value)) for name, value in scores.token.items()})
 
     # -- the batch trainer -----------------------------------------------------
 
@@ -311,7 +313,7 @@ class CRFStructure:
         """
         emissions = workspace[0]
         gather_sum(params["W"], params["b"], rows, np.float64(1.0), emissions)
-        scores = CRFScores(emissions, *(params.get(name) for name in PARAMS + OPTIONAL_PARAMS))
+        scores = CRFScores(emissions, {name: params[name] for name in self.params})
         nll, gradient = self.nll_and_gradient(scores, layout, gold)
         scatter_sum(np.ascontiguousarray(gradient.emissions, dtype=np.float64), rows,
                     grads["W"], grads["b"])
@@ -348,15 +350,11 @@ def labels_or_free(n_tokens: int, fixed: Optional[np.ndarray]) -> np.ndarray:
 
 
 def gradient_in_dtype(scores: CRFScores, gradient: Dict[str, np.ndarray]) -> CRFScores:
-    """A CRFScores gradient in the dtype of ``scores`` from float64 arrays
-    (``emissions`` and the structure's parameters; the rest ``None``)."""
+    """A CRFScores gradient in the dtype of ``scores`` from float64 arrays:
+    ``emissions`` and named scores (each put where its name belongs)."""
     dtype = scores.emissions.dtype
-    token, segments = gradient.get("token_transitions"), gradient.get("segments")
-    return CRFScores(gradient["emissions"].astype(dtype),
-                     *(gradient[name].astype(dtype) if name in gradient else None
-                       for name in PARAMS + OPTIONAL_PARAMS),
-                     token_transitions=None if token is None else token.astype(dtype),
-                     segments=None if segments is None else segments.astype(dtype))
+    named = {name: value.astype(dtype) for name, value in gradient.items() if name != "emissions"}
+    return CRFScores.of(gradient["emissions"].astype(dtype), **named)
 
 
 # A placeholder for the kernels' optional pair-marginal output when it is not wanted

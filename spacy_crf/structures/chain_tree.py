@@ -26,7 +26,7 @@ hold in both CRFs. Token targets only: the product of two marginals is not a
 span labelling (E018).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Sequence, Tuple
 
 import numpy as np
@@ -106,8 +106,9 @@ class ChainTreeStructure(CRFStructure):
             raise ValueError(Errors.E115.format(model=model.name))
         words_only = model.copy()
         drop_tree_templates(words_only)
+        _CHAIN.prepare_model(words_only, target)
         _TREE.prepare_model(model, target)
-        return two_experts(words_only, model)
+        return two_experts(words_only, model, _CHAIN.params)
 
     def emission_width(self, n_labels: int) -> int:
         return 2 * n_labels
@@ -136,8 +137,8 @@ class ChainTreeStructure(CRFStructure):
         if emissions.ndim != 2 or emissions.shape[1] != 2 * L:
             raise ValueError(Errors.E117.format(n_labels=L, expected=2 * L,
                                                 got=np.shape(emissions)))
-        return (replace(scores, emissions=emissions[:, :L]),
-                replace(scores, emissions=emissions[:, L:]))
+        return (scores.replace(emissions=emissions[:, :L]),
+                scores.replace(emissions=emissions[:, L:]))
 
     def marginals(self, scores, layout, fixed=None):
         """The renormalised product of the chain's and the tree's token
@@ -163,9 +164,9 @@ class ChainTreeStructure(CRFStructure):
         chain_scores, tree_scores = self.experts(scores)
         chain_nll, chain_grad = _CHAIN.nll_and_gradient(chain_scores, layout.chain, gold)
         tree_nll, tree_grad = _TREE.nll_and_gradient(tree_scores, layout.tree, gold)
-        gradient = replace(chain_grad, emissions=np.hstack([chain_grad.emissions,
-                                                            tree_grad.emissions]),
-                           pair=tree_grad.pair, root=tree_grad.root)
+        gradient = chain_grad.replace(emissions=np.hstack([chain_grad.emissions,
+                                                           tree_grad.emissions]),
+                                      pair=tree_grad.pair, root=tree_grad.root)
         return layout.per_doc(chain_nll) + tree_nll, gradient
 
     def labelling_counts(self, layout, labels, weights, out):

@@ -41,10 +41,13 @@ import numpy as np
 from .._kernels import chain, kbest
 from .._kernels import second_order as kernels
 from ..errors import Errors
-from ..models.potentials import CRFScores
+from ..models.potentials import CRFScores, register_scores
 from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
                    labels_or_free, positions_in_sequence, previous_in_sequence, register_structure,
                    sequence_lengths)
+
+# label c after a then b (a = L: b starts the sequence)
+register_scores(triples=("start", "out", "out"))
 
 #: cfg key of the kept label pairs: [previous, label], previous -1 for START
 PAIRS_KEY = "label_pairs"
@@ -243,11 +246,6 @@ class SecondOrderChain(CRFStructure):
     supports_spans = True
     supports_n_best = True
     supports_span_probabilities = True
-
-    def prepare_model(self, model, target: str) -> None:
-        for node in model.walk():
-            if node.name == "crf_potentials":
-                node.set_dim("order", 2, force=True)
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``label_pairs``: the pairs of adjacent gold labels of the training data.

@@ -151,6 +151,7 @@ class SemiMarkovStructure(CRFStructure):
             raise ValueError(Errors.E121.format(
                 structure=self.name, why="its segment features would score the pool, while "
                                          "each expert trains as a CRF of its own"))
+        super().prepare_model(model, target)
         return model if is_wrapped(model) else with_segment_scores(model)
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:

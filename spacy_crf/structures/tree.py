@@ -19,10 +19,14 @@ from .._kernels import tree
 from ..errors import Errors
 from ..features.doc_arrays import batch_heads, doc_lengths
 from ..models.featurize import use_tree_templates
-from ..models.potentials import CRFScores
+from ..models.potentials import CRFScores, register_scores
 from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
                    register_structure)
 from .config import StructureSpec, register_spec
+
+# a tree's: child label c under head label h on an edge of relation group r
+# (pair[r, c, h]), and a root's label
+register_scores(pair=(None, "out", "out"), root=("out",))
 
 
 @register_spec("spacy-crf.Tree.v1", "tree")
@@ -70,6 +74,7 @@ class TreeStructure(CRFStructure):
     needs_parse = True
 
     def prepare_model(self, model, target: str) -> None:
+        super().prepare_model(model, target)
         # the docs have a parse: add the model's tree templates (not those
         # reading DEP when DEP is what the component predicts)
         use_tree_templates(model, allow_dep=target != "dep")

@@ -179,11 +179,7 @@ def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
     R = potentials.get_dim("nR")
     shapes = pipe.crf_structure.param_shapes(L, R)
     scores = CRFScores(np.zeros((n_tokens, L), dtype=np.float32),
-                       np.zeros((L, L), dtype=np.float32), np.zeros(L, dtype=np.float32),
-                       np.zeros(L, dtype=np.float32), np.zeros((R, L, L), dtype=np.float32),
-                       np.zeros(L, dtype=np.float32),
-                       triples=(np.zeros(shapes["triples"], dtype=np.float32)
-                                if "triples" in shapes else None))
+                       {name: np.zeros(shape, dtype=np.float32) for name, shape in shapes.items()})
     return pipe.target.constrain(scores)
 
 

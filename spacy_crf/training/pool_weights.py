@@ -37,7 +37,6 @@ loaded pipeline and any held-out examples.
 
 import logging
 import math
-from dataclasses import replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -150,7 +149,7 @@ def _pooled_nll(pipe: CRFTagger, held_out: _HeldOut, weight: float) -> float:
     """Summed negative log-likelihood of the held-out gold under the pool with ``weight``."""
     total = 0.0
     for experts, layout, gold in held_out:
-        pooled = replace(pool_scores(experts, [1.0 - weight, weight]), experts=None)
+        pooled = pool_scores(experts, [1.0 - weight, weight]).replace(experts=None)
         nll, _ = inference.nll_and_gradient(pipe.constrain_scores(pooled), layout, gold)
         total += float(nll.sum())
     return total

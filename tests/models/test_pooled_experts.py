@@ -19,6 +19,7 @@ from thinc.api import Adam
 from finite_differences import central_difference
 from spacy_crf import inference, losses
 from spacy_crf.models.architectures import FeatureCRF, NeuralCRF_v2
+from spacy_crf.structures import get_structure
 from spacy_crf.models.pooled_experts import is_pooled, pooled_experts, weighted_sum
 from spacy_crf.structures.chain import ChainLayout
 from conftest import chain
@@ -38,6 +39,7 @@ NER = [("Alice met Bob in Paris .", [(0, 1, "PER"), (2, 3, "PER"), (4, 5, "LOC")
 def random_expert(seed: int, docs):
     """A FeatureCRF with random weights (so the experts differ)."""
     model = FeatureCRF(TEMPLATES, n_buckets=64, nO=L)
+    get_structure("chain").prepare_model(model, "tag")  # the chain's parameters
     model.initialize(X=docs)
     rng = np.random.default_rng(seed)
     for node in model.walk():
@@ -71,11 +73,14 @@ def test_the_pool_is_the_weighted_sum_of_its_experts_and_carries_them(docs):
     pool = pooled_experts([a, b], [0.3, 0.7])
     scores = pool.predict(docs)
     alone = a.predict(docs), b.predict(docs)
-    for name in ("emissions", "transitions", "start", "end", "pair", "root"):
+    for name in ("emissions", "transitions", "start", "end"):
         expected = 0.3 * getattr(alone[0], name) + 0.7 * getattr(alone[1], name)
         np.testing.assert_allclose(getattr(scores, name), expected, rtol=1e-6)
     np.testing.assert_array_equal(scores.experts[1].transitions, alone[1].transitions)
-    assert scores.triples is None and is_pooled(pool) and not is_pooled(a)
+    # only the chain's parameters: those its structure declared
+    assert sorted(scores.params) == ["end", "start", "transitions"]
+    assert scores.pair is None and scores.triples is None
+    assert is_pooled(pool) and not is_pooled(a)
 
 
 def test_backprop_of_the_pooled_likelihood_matches_finite_differences(docs, layout):
