@@ -70,6 +70,31 @@ def ewt_sample_docs(split: str) -> List[Doc]:
     return list(conllu_to_docs(text, n_sents=1, no_print=True))
 
 
+def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
+    """``python -m spacy_crf.fit`` of ``configs/ewt_upos.cfg`` with ``structure``
+    as its block, on the first ``n_docs`` of the EWT sample (30 iterations):
+    the trained pipeline and its UPOS accuracy on the sample's dev split."""
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    from spacy_crf.fit import fit
+
+    paths = {}
+    for split in ("train", "dev"):
+        paths[split] = tmp_path / f"{split}.spacy"
+        DocBin(docs=ewt_sample_docs(split)[:n_docs]).to_disk(paths[split])
+    config = Path(__file__).parents[1] / "configs" / "ewt_upos.cfg"
+    with open(tmp_path / "log", "w") as stream:
+        nlp = fit(config, None, overrides={
+            "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
+            "components.crf_tagger.model.n_buckets": 65536,
+            "components.crf_tagger.structure": structure}, max_iterations=30,
+            eval_frequency=30, stdout=stream)
+    dev = DocBin().from_disk(paths["dev"]).get_docs(nlp.vocab)
+    scores = nlp.evaluate([Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in dev])
+    return nlp, scores["pos_acc"]
+
+
 #: what a test model that trains at a high rate (Adam 0.1) leaves out of the
 #: factory's defaults: the word clusters and the head start, whose 10x early
 #: steps would make it certain at once (tests/test_word_features.py and

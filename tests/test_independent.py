@@ -1,15 +1,13 @@
 """The zeroth-order CRF (``spacy-crf.Independent.v1``): kernels against brute-force
 enumeration and finite differences, and the component end to end."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 import spacy
-from spacy.training import Example
 from thinc.api import Adam
 
-from conftest import toy_examples
+from conftest import fit_ewt_sample, toy_examples
 from finite_differences import central_difference
 from kernels.oracle import all_labellings, logsumexp
 from spacy_crf import inference
@@ -124,23 +122,6 @@ def test_what_it_does_not_do_is_named(config, code):
 def test_the_batch_trainer_fits_it_from_a_config(tmp_path):
     """``python -m spacy_crf.fit`` with the block as a config override: the
     base class's shard likelihood serves it as every structure."""
-    from spacy.tokens import DocBin
-
-    from conftest import ewt_sample_docs
-    from spacy_crf.fit import fit
-
-    paths = {}
-    for split in ("train", "dev"):
-        paths[split] = tmp_path / f"{split}.spacy"
-        DocBin(docs=ewt_sample_docs(split)[:200]).to_disk(paths[split])
-    config = Path(__file__).parents[1] / "configs" / "ewt_upos.cfg"
-    with open(tmp_path / "log", "w") as stream:
-        nlp = fit(config, None, overrides={
-            "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
-            "components.crf_tagger.model.n_buckets": 65536,
-            "components.crf_tagger.structure": BLOCK}, max_iterations=30, eval_frequency=30,
-            stdout=stream)
+    nlp, accuracy = fit_ewt_sample(tmp_path, BLOCK)
     assert nlp.get_pipe("crf_tagger").crf_structure.name == "independent"
-    scores = nlp.evaluate([Example(spacy.tokens.Doc(nlp.vocab, words=[t.text for t in d]), d)
-                           for d in DocBin().from_disk(paths["dev"]).get_docs(nlp.vocab)])
-    assert scores["pos_acc"] > 0.7
+    assert accuracy > 0.7

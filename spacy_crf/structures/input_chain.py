@@ -21,12 +21,12 @@ from typing import Dict, Sequence, Tuple
 
 import numpy as np
 
-from .._kernels import tree
 from ..models.potentials import CRFScores
-from .base import (ComponentView, NO_EDGES, CRFStructure, as_f64, check_token_transitions, get_structure,
+from .base import (ComponentView, CRFStructure, as_f64, check_token_transitions, get_structure,
                    gradient_in_dtype, positions_in_sequence, register_structure, sequence_ends,
                    sequence_lengths)
 from .chain import ChainLayout
+from .tree_path import TreeKernelPath, path_forest, with_end
 
 
 class InputChainLayout(ChainLayout):
@@ -36,7 +36,7 @@ class InputChainLayout(ChainLayout):
 
 
 @register_structure
-class InputTransitionChain(CRFStructure):
+class InputTransitionChain(TreeKernelPath, CRFStructure):
     """A first-order chain whose transitions also depend on the tokens."""
 
     name = "chain_input"
@@ -56,40 +56,16 @@ class InputTransitionChain(CRFStructure):
         return emissions
 
     def _path(self, emissions: np.ndarray, scores: CRFScores, layout) -> tuple:
-        """The chain as tree-kernel arguments: emissions (with ``end``), lengths,
-        heads, order, per-edge pair scores, relation groups, root scores."""
         lengths = layout.lengths
-        N = emissions.shape[0]
-        first = positions_in_sequence(lengths) == 0
-        heads = np.where(first, -1, np.arange(N) - 1)
-        order = np.zeros(N, dtype=np.int64)
-        tree.check_forest(heads, lengths, order)
+        heads, order = path_forest(lengths)
         pair = as_f64(np.swapaxes(as_f64(scores.transitions)[None] + as_f64(scores.token_transitions),
                                   1, 2))
-        _, last = sequence_ends(lengths)
-        with_end = emissions.copy()
-        with_end[last] += as_f64(scores.end)
-        return (with_end, lengths, heads, order, pair, np.arange(N, dtype=np.int64),
-                as_f64(scores.start))
-
-    def _max_pass(self, emissions, scores, layout, fixed, labels, best):
-        tree.max_product(*self._path(emissions, scores, layout), fixed, labels, best)
-
-    def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
-        args = self._path(emissions, scores, layout)
-        tree.sum_product(*args, fixed, log_z, marginals, NO_EDGES, np.zeros(args[4].shape),
-                         np.zeros(emissions.shape[1]), False, False)
+        return (with_end(emissions, lengths, scores.end), lengths, heads, order, pair,
+                np.arange(emissions.shape[0], dtype=np.int64), as_f64(scores.start))
 
     def nll_and_gradient(self, scores, layout, gold):
-        emissions = self.check(scores, layout)
-        args = self._path(emissions, scores, layout)
-        lengths, pair = args[1], args[4]
-        nll = np.zeros(layout.n_sequences)
-        d_emissions = np.zeros_like(emissions)
-        d_pair = np.zeros(pair.shape)
-        d_start = np.zeros(emissions.shape[1])
-        tree.nll_gradient(*args, np.ascontiguousarray(gold, dtype=np.int64), nll, d_emissions,
-                          d_pair, d_start, False)
+        nll, d_emissions, d_pair, d_start = self._path_nll(scores, layout, gold)
+        lengths = layout.lengths
         d_token = np.swapaxes(d_pair, 1, 2)  # [t, head label, child label] = [t, i, j]
         d_token[positions_in_sequence(lengths) == 0] = 0.0  # no edge into a first token
         _, last = sequence_ends(lengths)
