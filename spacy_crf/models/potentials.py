@@ -110,11 +110,7 @@ class CRFScores:
         for name, value in changes.items():
             if name not in SCORE_AXES:
                 raise KeyError(f"No score is registered as {name!r} (potentials.register_scores)")
-            where = out.token if is_per_token(name) else out.params
-            if value is None:
-                where.pop(name, None)
-            else:
-                where[name] = value
+            setattr(out, name, value)  # into params or token, as its axes say
         return out
 
     def named(self) -> Dict[str, Any]:
