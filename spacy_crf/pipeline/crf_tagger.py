@@ -47,10 +47,7 @@ from .settings import check_settings, initial_cfg, resolve_structure
 
 
 class CRFTagger(TrainablePipe):
-    """A conditional random field over the tokens of each Doc.
-
-    Labels live in ``cfg["labels"]`` and are serialized with the component.
-    """
+    """A conditional random field over the tokens of each Doc (labels in ``cfg["labels"]``)."""
 
     def __init__(self, vocab: Vocab, model: Model[List[Doc], CRFScores],
                  name: str = "crf_tagger", *, target: str = "tag",
@@ -338,7 +335,8 @@ class CRFTagger(TrainablePipe):
             raise ValueError(Errors.E007.format(name=self.name))
 
     def _check_width(self, scores: CRFScores) -> None:
-        expected, got = self.crf_structure.emission_width(len(self.labels)), scores.emissions.shape[1]
+        expected = self.crf_structure.emission_width(len(self.labels))
+        got = scores.emissions.shape[1]
         if got != expected:
             raise ValueError(Errors.E013.format(name=self.name, n_labels=got, expected=expected))
 

@@ -14,8 +14,8 @@ saved cfg names it (``independent.py``, ``spacy-crf.Independent.v1``, is
 such a module: nothing here imports it).
 """
 
-from .base import (BatchLayout, ComponentView, CRFStructure, get_structure, register_structure,  # noqa: F401
-                   strategy_of, structure_names)
+from .base import (BatchLayout, ComponentView, CRFStructure, get_structure,  # noqa: F401
+                   register_structure, strategy_of, structure_names)
 from .config import StructureSpec, as_spec, spec_from_cfg  # noqa: F401
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401

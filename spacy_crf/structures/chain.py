@@ -16,9 +16,9 @@ from .._kernels import shard_nll as shard_kernels
 from ..errors import Errors
 from ..models.potentials import CRFScores, register_scores
 from ..util import is_count
-from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
-                   labels_or_free, positions_in_sequence, register_structure, sequence_ends,
-                   sequence_lengths)
+from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, check_spans,
+                   gradient_in_dtype, labels_or_free, positions_in_sequence, register_structure,
+                   sequence_ends, sequence_lengths)
 from .config import StructureSpec, register_spec
 
 # a chain's label-interaction scores: label i then j; the first label; the last

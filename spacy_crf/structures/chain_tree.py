@@ -36,7 +36,7 @@ from ..features.doc_arrays import doc_lengths
 from ..models.experts import is_two_experts, two_experts
 from ..models.featurize import drop_tree_templates
 from ..models.potentials import CRFScores
-from .base import ComponentView, BatchLayout, CRFStructure, as_f64, register_structure
+from .base import BatchLayout, CRFStructure, ComponentView, as_f64, register_structure
 from .chain import ChainLayout, ChainStructure
 from .config import StructureSpec, register_spec
 from .tree import TreeLayout, TreeStructure

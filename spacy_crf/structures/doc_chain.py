@@ -40,7 +40,7 @@ import numpy as np
 from ..features.doc_arrays import batch_sequence_lengths, doc_lengths
 from ..models.potentials import CRFScores, register_scores
 from ..ragged import sequence_ends
-from .base import (BatchLayout, ComponentView, CRFStructure, as_f64, gradient_in_dtype,
+from .base import (BatchLayout, CRFStructure, ComponentView, as_f64, gradient_in_dtype,
                    register_structure)
 from .config import StructureSpec, register_spec
 from .tree_path import TreeKernelPath, path_forest, with_end

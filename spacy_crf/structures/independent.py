@@ -24,7 +24,8 @@ import numpy as np
 
 from .._kernels import independent
 from ..models.potentials import CRFScores
-from .base import ComponentView, CRFStructure, gradient_in_dtype, register_structure, sequence_lengths
+from .base import (CRFStructure, ComponentView, gradient_in_dtype, register_structure,
+                   sequence_lengths)
 from .chain import ChainLayout
 from .config import StructureSpec, register_spec
 

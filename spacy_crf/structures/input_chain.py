@@ -22,7 +22,7 @@ from typing import Dict, Sequence, Tuple
 import numpy as np
 
 from ..models.potentials import CRFScores
-from .base import (ComponentView, CRFStructure, as_f64, check_token_transitions, get_structure,
+from .base import (CRFStructure, ComponentView, as_f64, check_token_transitions, get_structure,
                    gradient_in_dtype, positions_in_sequence, register_structure, sequence_ends,
                    sequence_lengths)
 from .chain import ChainLayout

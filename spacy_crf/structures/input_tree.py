@@ -19,7 +19,8 @@ import numpy as np
 
 from .._kernels import tree
 from ..models.potentials import CRFScores
-from .base import ComponentView, NO_EDGES, as_f64, check_token_transitions, gradient_in_dtype, register_structure
+from .base import (NO_EDGES, ComponentView, as_f64, check_token_transitions, gradient_in_dtype,
+                   register_structure)
 from .tree import TreeLayout, TreeStructure
 
 

@@ -42,9 +42,9 @@ from .._kernels import chain, kbest
 from .._kernels import second_order as kernels
 from ..errors import Errors
 from ..models.potentials import CRFScores, register_scores
-from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, check_spans, gradient_in_dtype,
-                   labels_or_free, positions_in_sequence, previous_in_sequence, register_structure,
-                   sequence_lengths)
+from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, check_spans,
+                   gradient_in_dtype, labels_or_free, positions_in_sequence, previous_in_sequence,
+                   register_structure, sequence_lengths)
 
 # label c after a then b (a = L: b starts the sequence)
 register_scores(triples=("start", "out", "out"))

@@ -37,8 +37,9 @@ from ..models.pooled_experts import is_pooled
 from ..models.segment_scores import is_wrapped, with_segment_scores
 from ..schemes import BEGIN, INSIDE, LAST, OUT, UNIT, parse_tags
 from ..util import is_count
-from .base import (ComponentView, BatchLayout, CRFStructure, as_f64, check_spans, get_structure, gradient_in_dtype,
-                   labels_or_free, positions_in_sequence, register_structure, sequence_lengths)
+from .base import (BatchLayout, CRFStructure, ComponentView, as_f64, check_spans, get_structure,
+                   gradient_in_dtype, labels_or_free, positions_in_sequence, register_structure,
+                   sequence_lengths)
 from .config import StructureSpec, register_spec
 
 #: the longest segment when the training data's longest span is longer

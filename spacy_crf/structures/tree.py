@@ -20,7 +20,7 @@ from ..errors import Errors
 from ..features.doc_arrays import batch_heads, doc_lengths
 from ..models.featurize import use_tree_templates
 from ..models.potentials import CRFScores, register_scores
-from .base import (ComponentView, NO_EDGES, BatchLayout, CRFStructure, as_f64, gradient_in_dtype,
+from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, gradient_in_dtype,
                    register_structure)
 from .config import StructureSpec, register_spec
 
