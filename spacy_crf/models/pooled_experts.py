@@ -79,11 +79,12 @@ def pool_weights_node(model: Optional[Model]) -> Optional[Model]:
 
 def pool_scores(experts: Sequence[CRFScores], weights: Sequence[float]) -> CRFScores:
     """The pool of the experts' scores under ``weights``, carrying the experts' own."""
-    names = {name for scores in experts for name in scores.named()}
+    named = [scores.named() for scores in experts]
+    names = sorted({name for scores in named for name in scores})
     return CRFScores.of(weighted_sum([s.emissions for s in experts], weights),
                         experts=tuple(experts),
-                        **{name: weighted_sum([s.named().get(name) for s in experts], weights)
-                           for name in sorted(names)})
+                        **{name: weighted_sum([s.get(name) for s in named], weights)
+                           for name in names})
 
 
 def weighted_sum(values: Sequence, weights: Sequence[float]):

@@ -27,7 +27,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from ..errors import Errors
-from .grow import LABEL_AXES
+from .grow import LABEL_AXES, axis_size
 
 #: registered score name -> the kind of each of its axes (see the module docstring)
 SCORE_AXES: Dict[str, Tuple[Optional[str], ...]] = {}
@@ -50,6 +50,17 @@ def is_per_token(name: str) -> bool:
     """Whether the score ``name`` has a row per token of the batch."""
     kinds = SCORE_AXES.get(name)
     return bool(kinds) and kinds[0] == ROW
+
+
+def axes_shape(kinds, n_labels: int, n_relations: int) -> Tuple[int, ...]:
+    """The shape of a parameter whose axes are of ``kinds`` ("out": a label,
+    "start": a label then START, None: a relation group)."""
+    return tuple(axis_size(kind, n_labels, pair_sized=False) or n_relations for kind in kinds)
+
+
+def param_shape(name: str, n_labels: int, n_relations: int = 1) -> Tuple[int, ...]:
+    """The shape of the registered parameter ``name``."""
+    return axes_shape(SCORE_AXES[name], n_labels, n_relations)
 
 
 @dataclass
@@ -218,8 +229,6 @@ def potentials_of(model: Model) -> Model:
 
 
 def init(model: Model, X: Optional[Floats2d] = None, Y=None) -> None:
-    sizes = {"out": model.get_dim("nO"), "start": model.get_dim("nO") + 1,
-             None: model.get_dim("nR")}
+    L, R = model.get_dim("nO"), model.get_dim("nR")
     for name, kinds in model.attrs[LABEL_AXES].items():
-        model.set_param(name, model.ops.alloc(tuple(sizes[kind] for kind in kinds),
-                                              dtype="float32"))
+        model.set_param(name, model.ops.alloc(axes_shape(kinds, L, R), dtype="float32"))

@@ -36,8 +36,7 @@ def resolve_structure(spec: StructureSpec, model: Optional[Model], target: str,
         is_span_target = make_target(target, scheme).is_span_target
     except ValueError:
         return spec
-    return spec.by_component(is_span_target,
-                             scorable_structures(model))
+    return spec.by_component(is_span_target, scorable_structures(model))
 
 
 def check_settings(model: Optional[Model], name: str, *, target: str, structure: StructureSpec,

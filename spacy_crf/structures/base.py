@@ -32,7 +32,7 @@ from .._kernels.emissions import gather_sum
 from .._kernels.shard_nll import scatter_sum
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
-from ..models.potentials import CRFScores, declare_params
+from ..models.potentials import CRFScores, declare_params, param_shape
 # the ragged-batch helpers, for the structures that import them from here
 from ..ragged import positions_in_sequence, previous_in_sequence, sequence_ends  # noqa: F401
 
@@ -218,8 +218,9 @@ class CRFStructure:
         raise NotImplementedError
 
     def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        """Name -> shape of each of ``params``."""
-        raise NotImplementedError
+        """Name -> shape of each of ``params``, in their order (from the axes
+        their owners registered: ``potentials.register_scores``)."""
+        return {name: param_shape(name, n_labels, n_relations) for name in self.params}
 
     def emission_width(self, n_labels: int) -> int:
         """Columns of the model's emissions: one score per label, unless the

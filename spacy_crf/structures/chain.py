@@ -7,7 +7,7 @@ likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_marginals.py``
 """
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -82,10 +82,6 @@ class ChainStructure(CRFStructure):
 
     def layout(self, docs: Sequence, component: ComponentView) -> ChainLayout:
         return ChainLayout(sequence_lengths(docs, component))
-
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        L = n_labels
-        return {"transitions": (L, L), "start": (L,), "end": (L,)}
 
     @staticmethod
     def _interactions(scores: CRFScores) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:

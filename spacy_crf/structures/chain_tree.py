@@ -120,9 +120,6 @@ class ChainTreeStructure(CRFStructure):
         return ChainTreeLayout(doc_lengths(docs), _CHAIN.layout(docs, component),
                                _TREE.layout(docs, component))
 
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        return {**_CHAIN.param_shapes(n_labels), **_TREE.param_shapes(n_labels, n_relations)}
-
     def check(self, scores: CRFScores, layout: ChainTreeLayout) -> np.ndarray:
         chain_scores, tree_scores = self.experts(scores)
         _CHAIN.check(chain_scores, layout.chain)

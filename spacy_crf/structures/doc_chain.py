@@ -33,7 +33,7 @@ likelihood, the perceptron and hinge losses through :meth:`labelling_counts`.
 """
 
 from dataclasses import dataclass
-from typing import Dict, Sequence, Tuple
+from typing import Sequence
 
 import numpy as np
 
@@ -96,10 +96,6 @@ class DocChainStructure(TreeKernelPath, CRFStructure):
         doc_first, _ = sequence_ends(lengths)
         crossing[np.setdiff1d(sentence_first, doc_first)] = ACROSS
         return DocChainLayout(lengths, crossing)
-
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        L = n_labels
-        return {"transitions": (L, L), "boundary": (L, L), "start": (L,), "end": (L,)}
 
     def _path(self, emissions: np.ndarray, scores: CRFScores, layout: DocChainLayout) -> tuple:
         heads, order = path_forest(layout.lengths)

@@ -18,7 +18,7 @@ counts), and span probabilities' clear error.
 """
 
 from dataclasses import dataclass
-from typing import Dict, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
@@ -54,9 +54,6 @@ class IndependentStructure(CRFStructure):
 
     def layout(self, docs: Sequence, component: ComponentView) -> IndependentLayout:
         return IndependentLayout(sequence_lengths(docs, component))
-
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        return {}
 
     def _max_pass(self, emissions, scores, layout, fixed, labels, best):
         independent.best_labels(emissions, layout.lengths, fixed, labels, best)

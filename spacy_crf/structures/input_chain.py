@@ -17,7 +17,7 @@ templates (``base.strategy_of(..., token_transitions=True)``). n-best lists and
 span probabilities are not defined here yet (E019 / E096 name that).
 """
 
-from typing import Dict, Sequence, Tuple
+from typing import Sequence
 
 import numpy as np
 
@@ -46,9 +46,6 @@ class InputTransitionChain(TreeKernelPath, CRFStructure):
 
     def layout(self, docs: Sequence, component: ComponentView) -> InputChainLayout:
         return InputChainLayout(sequence_lengths(docs, component))
-
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        return get_structure("chain").param_shapes(n_labels, n_relations)
 
     def check(self, scores: CRFScores, layout) -> np.ndarray:
         emissions = super().check(scores, layout)

@@ -298,10 +298,6 @@ class SecondOrderChain(CRFStructure):
             pairs = all_pairs(len(component.labels))
         return SecondOrderLayout(sequence_lengths(docs, component), np.asarray(pairs))
 
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        L = n_labels
-        return {"transitions": (L, L), "start": (L,), "end": (L,), "triples": (L + 1, L, L)}
-
     def _expand(self, scores: CRFScores, layout: SecondOrderLayout) -> _Expanded:
         return _Expanded(scores, layout, self.check(scores, layout))
 

@@ -185,9 +185,6 @@ class SemiMarkovStructure(CRFStructure):
         return SemiMarkovLayout(sequence_lengths(docs, component), length,
                                 **segment_tables(component.labels, component.cfg["scheme"], length))
 
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        return get_structure("chain").param_shapes(n_labels, n_relations)
-
     # -- inference -----------------------------------------------------------
 
     def check(self, scores: CRFScores, layout: SemiMarkovLayout) -> np.ndarray:

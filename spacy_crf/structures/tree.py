@@ -9,7 +9,7 @@ belief propagation, leaves to root and back) and ``_kernels/shard_nll.py``.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from spacy.attrs import DEP, HEAD
@@ -117,10 +117,6 @@ class TreeStructure(CRFStructure):
             groups = np.asarray([table.get(int(d), 0) for d in kinds], dtype=np.int64)
             relations = groups[inverse.reshape(-1)]
         return TreeLayout(doc_lengths(docs), heads, order, relations)
-
-    def param_shapes(self, n_labels: int, n_relations: int = 1) -> Dict[str, Tuple[int, ...]]:
-        L = n_labels
-        return {"pair": (n_relations, L, L), "root": (L,)}
 
     def check(self, scores: CRFScores, layout: TreeLayout) -> np.ndarray:
         emissions = super().check(scores, layout)
