@@ -73,7 +73,7 @@ from spacy.util import minibatch
 from spacy_crf.convert import read_conllu_upos
 nlp = spacy.blank("en")
 nlp.add_pipe("crf_tagger", config={"target": "pos", "model": {
-    "@architectures": "spacy-crf.FeatureCRF.v1", "cluster_templates": None}})
+    "@architectures": "spacy-crf.FeatureCRF.v2", "cluster_templates": None}})
 examples = [Example.from_dict(spacy.tokens.Doc(nlp.vocab, words=w), {"pos": t})
             for w, t in read_conllu_upos(sys.argv[1])]
 t1 = time.perf_counter()

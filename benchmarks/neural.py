@@ -5,7 +5,7 @@ For each task, one config made by ``spacy init config --pipeline tagger|ner
 it), and systems that differ only in the head:
 
 * spaCy's ``tagger`` / ``ner``;
-* ``crf_tagger`` with ``spacy-crf.NeuralCRF.v2`` on the same listener, no
+* ``crf_tagger`` with ``spacy-crf.NeuralCRF.v3`` (v2 before) on the same listener, no
   hashed features (tok2vec only);
 * the same with the factory's default feature templates added (both): v2 pools
   a CRF over the tok2vec and a CRF over the features, each trained on its own
@@ -13,7 +13,7 @@ it), and systems that differ only in the head:
 * the same pool with its weight fitted on dev before every evaluation
   (``[training.before_update]`` = ``spacy-crf.fit_pool_weights.v1``: the
   weight that maximises the dev likelihood, Smith et al. 2005);
-* ``crf_tagger`` with its factory default model, ``spacy-crf.FeatureCRF.v1``,
+* ``crf_tagger`` with its factory default model, ``spacy-crf.FeatureCRF.v2``,
   and no tok2vec component (features only).
 
 Every system gets the same ``[training]`` block (spaCy's default optimizer and
@@ -84,13 +84,13 @@ def system_configs(task: str, steps: int, workdir: Path) -> Dict[str, Path]:
                 "width": "${components.tok2vec.model.encode.width}", "upstream": "*"}
     from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
-    pooled = {"@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener,
+    pooled = {"@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": listener,
               # the factory default's features: the feature expert is the features-only row's model
               "templates": list(DEFAULT_MODEL["templates"]), "n_buckets": DEFAULT_MODEL["n_buckets"]}
     heads = {
         f"spaCy {head}": None,
         "crf_tagger, NeuralCRF on the shared tok2vec (tok2vec only)": {
-            "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": listener, "templates": None},
+            "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": listener, "templates": None},
         "crf_tagger, NeuralCRF.v2 on the shared tok2vec + default features (both, pooled)": pooled,
         FITTED: pooled,
         "crf_tagger, factory default FeatureCRF, no tok2vec (features only)": "features",

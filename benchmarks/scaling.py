@@ -100,7 +100,7 @@ def build_nlp(n_labels: int, seed: int = SEED):
     nlp = spacy.blank("en")
     tagger = nlp.add_pipe("crf_tagger", config={
         "target": "tag",
-        "model": {"@architectures": "spacy-crf.FeatureCRF.v1", "n_buckets": N_BUCKETS,
+        "model": {"@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": N_BUCKETS,
                   "templates": TEMPLATES},
     })
     labels = [f"T{i:03d}" for i in range(n_labels)]

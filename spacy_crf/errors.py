@@ -74,7 +74,7 @@ class Errors(metaclass=_Codes):
     E016 = ("Invalid dependency tree in a Doc: {why}. Heads must form a forest (no "
             "cycles, heads inside the doc).")
     E017 = ("Target 'dep' predicts the relation labels, so its features must not read DEP "
-            "(found in templates {templates}) and the model must have n_relations = 1.")
+            "(found in templates {templates}) and a tree block must have n_relations = 1.")
     E019 = ("n_best must be a whole number >= 0 (0 turns it off), on a structure with a "
             "k-best decoder: structure = \"chain\" (order = 1 or 2, without "
             "transition_templates) or structure = \"semi_markov\"; got {value}.")
@@ -84,9 +84,9 @@ class Errors(metaclass=_Codes):
     E021 = ("learn_rate_scale must be a number above 0 (it multiplies the optimizer's "
             "learning rate for the CRF's weights), got {value!r}.")
     E030 = ("python -m spacy_crf.fit trains one crf_tagger component with a "
-            "spacy-crf.FeatureCRF.v1 model, but {why}. Pipeline: {pipeline}. Name the "
+            "spacy-crf.FeatureCRF model, but {why}. Pipeline: {pipeline}. Name the "
             "component with --component NAME, or train the pipeline with spacy train.")
-    E031 = ("The model of this crf_tagger is '{model}', not spacy-crf.FeatureCRF.v1: "
+    E031 = ("The model of this crf_tagger is '{model}', not spacy-crf.FeatureCRF: "
             "python -m spacy_crf.fit fits hashed-feature CRFs only. Train NeuralCRF models "
             "with spacy train.")
     E032 = ("{name} must be {what}, got {value!r}.")
@@ -132,7 +132,7 @@ class Errors(metaclass=_Codes):
     E065 = ("n-best decoding needs structure = \"chain\" and k >= 1, got k = {k} with a "
             "{structure}. Decode trees with viterbi(), and ask for at least one labelling.")
     E066 = ("The model has no 'crf_potentials' layer, so it gives no CRF scores: use a "
-            "spacy-crf architecture (spacy-crf.FeatureCRF.v1 or spacy-crf.NeuralCRF.v1) as "
+            "spacy-crf architecture (spacy-crf.FeatureCRF.v2 or spacy-crf.NeuralCRF.v3) as "
             "the crf_tagger's model.")
     E067 = ("python -m spacy_crf.plots draws its figures with matplotlib, which is not "
             "installed: pip install matplotlib (or, in a spacy-crf checkout, pip install -e \".[plots]\").")
@@ -179,7 +179,8 @@ class Errors(metaclass=_Codes):
             "count), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
             "\"chain\" (order 1 or 2) and \"tree\"; this component has structure "
-            "{structure}. Remove transition_templates from the model, or use a chain or a tree.")
+            "{structure}. Remove transition_templates from the model (spacy-crf.FeatureCRF.v1), or "
+            "use a chain or a tree block and give them there.")
     E106 = ("python -m spacy_crf.fit does not train transition_templates yet: train this "
             "config with python -m spacy train, or remove transition_templates.")
     E107 = ("The scores given to structure '{structure}' have no token transitions of shape "
@@ -209,9 +210,9 @@ class Errors(metaclass=_Codes):
     E114 = ("structure = \"chain_tree\" gives its chain the model's templates that read the "
             "words, but every template of this model reads the parse. Add word templates "
             "(e.g. \"NORM[-1..1]\", \"SUFFIX3\") to the model's templates.")
-    E115 = ("structure = \"chain_tree\" needs a spacy-crf.FeatureCRF.v1 model (its chain and "
+    E115 = ("structure = \"chain_tree\" needs a spacy-crf.FeatureCRF model (its chain and "
             "its tree each get a copy of the hashed features), got '{model}'. Use "
-            "spacy-crf.FeatureCRF.v1, or structure = \"tree\" with this model.")
+            "spacy-crf.FeatureCRF.v2, or structure = \"tree\" with this model.")
     E116 = ("python -m spacy_crf.fit does not train structure = \"chain_tree\" (two CRFs in "
             "one model): train this config with python -m spacy train.")
 
@@ -228,7 +229,7 @@ class Errors(metaclass=_Codes):
             "The default is 0.2 (chosen on EWT UPOS dev); for the tok2vec alone, "
             "leave out templates.")
     E121 = ("structure = '{structure}' cannot train a pool of experts "
-            "(spacy-crf.NeuralCRF.v2 with templates): {why}. Use structure = \"chain\", "
+            "(spacy-crf.NeuralCRF.v3 with templates): {why}. Use structure = \"chain\", "
             "\"tree\" or order = 2, or spacy-crf.NeuralCRF.v1 (one CRF over the summed scores).")
     E122 = ("spacy-crf.fit_pool_weights.v1 (fitting a pool's weights on held-out data): "
             "{why}.")
@@ -352,6 +353,18 @@ class Errors(metaclass=_Codes):
             "segment_length). Run the component (nlp(text), nlp.pipe, pipe.predict), or give "
             "the model's segment layer its length first: "
             "model.get_ref or walk to 'crf_with_segment_scores', then set_dim('nD', D).")
+    # E181-E183: structure settings that shape the model (issue 30)
+    E181 = ("The model's label-interaction scores already hold {found} relation group(s); "
+            "the structure's n_relations = {n_groups} needs another model. Set n_relations "
+            "in the structure block before the model is initialized or loaded.")
+    E182 = ("{setting} is set both in the model ({model_value!r}, a setting of "
+            "spacy-crf.FeatureCRF.v1 / NeuralCRF.v1-v2) and in the structure block "
+            "({block_value!r}); it belongs in the block now: remove it from the model "
+            "(use spacy-crf.FeatureCRF.v2 / NeuralCRF.v3) and keep it in "
+            "[components.NAME.structure].")
+    E183 = ("transition_templates need a spacy-crf.FeatureCRF model (a featurize, a hashed "
+            "table and the label interactions); this component's model is '{model}'. Use "
+            "spacy-crf.FeatureCRF.v2, or remove transition_templates from the structure block.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -87,7 +87,7 @@ def fit(
     ----------
     config_path : str or Path
         A ``spacy train`` config with a ``crf_tagger`` whose model is
-        ``spacy-crf.FeatureCRF.v1``.
+        ``spacy-crf.FeatureCRF``.
     output_dir : str or Path, optional
         Where ``model-best`` and ``model-last`` go (nothing is saved if None).
     overrides : dict, optional

@@ -102,7 +102,7 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
 SPELLING_ONLY = {"cluster_templates": None, "boost_updates": 0}
 
 SMALL_MODEL = {
-    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "@architectures": "spacy-crf.FeatureCRF.v2",
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1"],
     "n_buckets": 4096,
     **SPELLING_ONLY,

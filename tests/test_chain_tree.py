@@ -257,7 +257,7 @@ def test_models_chain_tree_cannot_split_get_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="E115.*neural_crf"):
         nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree",
                                            "model": neural})
-    only_tree = {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["head:NORM", "DEP"]}
+    only_tree = {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["head:NORM", "DEP"]}
     with pytest.raises(ValueError, match="E114"):
         nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree",
                                            "model": only_tree})

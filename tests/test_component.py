@@ -298,7 +298,9 @@ def saved_pipeline(tmp_path_factory, toy):
     nlp, _ = toy.trained_nlp("tag", n_iter=8)
     path = tmp_path_factory.mktemp("saved") / "pipe"
     nlp.to_disk(path)
-    other, _ = toy.trained_nlp("tag", n_iter=2, model=dict(toy.SMALL_MODEL, n_relations=2))
+    # (the earlier architecture, which took a tree's relation groups, on a chain)
+    other, _ = toy.trained_nlp("tag", n_iter=2, model=dict(
+        toy.SMALL_MODEL, n_relations=2, **{"@architectures": "spacy-crf.FeatureCRF.v1"}))
     assert other.get_pipe("crf_tagger").labels == nlp.get_pipe("crf_tagger").labels
     (path.parent / "other_model").write_bytes(other.get_pipe("crf_tagger").model.to_bytes())
     return path
@@ -583,7 +585,7 @@ def test_an_input_the_docs_lack_is_named_once():
     whose tags its training copied): W005 names TAG, once per component."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "pos", "model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "TAG"],
+        "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "TAG"],
         "n_buckets": 1024}})
     words, tags, pos = ["the", "cat", "sat"], ["DT", "NN", "VBD"], ["DET", "NOUN", "VERB"]
     with warnings.catch_warnings():

@@ -92,8 +92,8 @@ def test_dep_target_tree_defaults_leave_out_features_that_read_dep():
 def test_tree_templates_already_in_templates_are_not_added_twice():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={
-        "target": "pos", "structure": "tree",
-        "model": {"templates": ["NORM", "head:NORM"], "tree_templates": ["head:NORM", "HEAD_DIST"]}})
+        "target": "pos", "model": {"templates": ["NORM", "head:NORM"]},
+        "structure": {"@structures": "spacy-crf.Tree.v1", "tree_templates": ["head:NORM", "HEAD_DIST"]}})
     assert _template_names(nlp) == ["NORM[0]", "head:NORM[0]", "HEAD_DIST[0]"]
 
 

@@ -154,7 +154,7 @@ def trained(structure, loss="nll"):
     nlp.add_pipe("crf_tagger", config={
         "target": "tag", "structure": structure, "sequence": "sentence", "loss": loss,
         "store_confidence": True,
-        "model": {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM[-1..1]"],
+        "model": {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM[-1..1]"],
                   "n_buckets": 1024, "cluster_templates": None, "boost_updates": 0}})
     examples = [Example(p, g) for p, g in zip(two_sentence_docs(nlp.vocab),
                                               two_sentence_docs(nlp.vocab, gold=True))]

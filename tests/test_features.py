@@ -102,7 +102,7 @@ def test_unknown_attribute_error_lists_the_options():
 
 def test_template_errors_surface_at_add_pipe():
     nlp = spacy.blank("en")
-    model = {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM[-1..1]|SHAPE"],
+    model = {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM[-1..1]|SHAPE"],
              "n_buckets": 64}
     with pytest.raises(ValueError, match="one-part"):
         nlp.add_pipe("crf_tagger", config={"model": model})

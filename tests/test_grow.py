@@ -65,7 +65,7 @@ def ner_examples(nlp, drop=()):
 def neural(version):
     model = {"@architectures": f"spacy-crf.NeuralCRF.{version}", "tok2vec": tiny_tok2vec(),
              "n_buckets": 4096}
-    if version == "v2":
+    if version == "v3":
         model.update(templates=["NORM", "SUFFIX2"], cluster_templates=None, boost_updates=0)
     return model
 
@@ -74,20 +74,22 @@ def neural(version):
 CASES = [
     ("chain", "tag", {}, SMALL_MODEL),
     ("order2", "tag", {"structure": chain(2)}, SMALL_MODEL),
-    ("transitions", "tag", {}, {**SMALL_MODEL, "transition_templates": ["NORM[-1]|NORM[0]"],
-                                "transition_buckets": 1024}),
-    ("tree", "tag", {"structure": "tree"}, {**SMALL_MODEL, "tree_templates": ["head:NORM"]}),
-    ("chain_tree", "tag", {"structure": "chain_tree"},
-     {**SMALL_MODEL, "tree_templates": ["head:NORM"]}),
+    ("transitions", "tag", {"structure": {"@structures": "spacy-crf.Chain.v1",
+                                          "transition_templates": ["NORM[-1]|NORM[0]"],
+                                          "transition_buckets": 1024}}, SMALL_MODEL),
+    ("tree", "tag", {"structure": {"@structures": "spacy-crf.Tree.v1",
+                                   "tree_templates": ["head:NORM"]}}, SMALL_MODEL),
+    ("chain_tree", "tag", {"structure": {"@structures": "spacy-crf.ChainTree.v1",
+                                         "tree_templates": ["head:NORM"]}}, SMALL_MODEL),
     ("hmm", "tag", {}, {"@architectures": "spacy-crf.HMM.v1", "n_buckets": 4096}),
     ("neural_v1", "tag", {}, neural("v1")),
-    ("neural_v2", "tag", {}, neural("v2")),
+    ("neural_v3", "tag", {}, neural("v3")),
     ("ents", "ents", {}, SMALL_MODEL),
     ("ents_bio_order2", "ents", {"scheme": "BIO", "structure": chain(2)}, SMALL_MODEL),
     ("semi_markov", "ents", {"structure": "semi_markov"}, SMALL_MODEL),
 ]
 NBEST = {"chain", "order2", "ents", "ents_bio_order2", "semi_markov", "hmm",
-         "neural_v1", "neural_v2"}
+         "neural_v1", "neural_v3"}
 
 
 def build(target, settings, model, drop, case):

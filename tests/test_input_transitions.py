@@ -19,7 +19,7 @@ from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
-from conftest import chain
+from confection import ConfigValidationError
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = list(range(8))
@@ -124,11 +124,17 @@ def test_labelling_counts_are_the_gradient_of_the_path_score():
 # -- the component --------------------------------------------------------------
 
 def model(**extra):
-    return {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "SHAPE"],
-            "n_buckets": 4096, "transition_templates": TRANSITION_TEMPLATES,
-            "transition_buckets": 1024,
+    return {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "SHAPE"],
+            "n_buckets": 4096,
             # no word clusters: every "x" must look alike to the token features
             "cluster_templates": None, **extra}
+
+
+def transitions(order=None, block="spacy-crf.Chain.v1", templates=TRANSITION_TEMPLATES):
+    """A structure block with input-dependent transitions."""
+    settings = {"order": order} if block == "spacy-crf.Chain.v1" else {}
+    return {"@structures": block, **settings, "transition_templates": templates,
+            "transition_buckets": 1024}
 
 
 def alternation_examples(nlp):
@@ -142,9 +148,10 @@ def alternation_examples(nlp):
 
 def test_transition_templates_learn_what_token_features_cannot(tmp_path):
     results = {}
-    for name, extra in (("plain", {"transition_templates": None}), ("input", {})):
+    for name, structure in (("plain", transitions(templates=None)), ("input", transitions())):
         nlp = spacy.blank("en")
-        nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(**extra)})
+        nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(),
+                                           "structure": structure})
         examples = alternation_examples(nlp)
         optimizer = nlp.initialize(lambda: examples)
         for _ in range(60):
@@ -167,7 +174,8 @@ def test_transition_templates_learn_what_token_features_cannot(tmp_path):
 
 def test_gradient_reaches_the_transition_table():
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model()})
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(),
+                                       "structure": transitions()})
     examples = alternation_examples(nlp)
     optimizer = nlp.initialize(lambda: examples)
     pair_layer = [node for node in nlp.get_pipe("crf_tagger").model.walk()
@@ -181,7 +189,8 @@ def test_gradient_reaches_the_transition_table():
 @pytest.mark.parametrize("loss", ["perceptron", "hinge"])
 def test_margin_losses_train_with_transition_templates(loss):
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(), "loss": loss})
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(), "loss": loss,
+                                       "structure": transitions()})
     examples = alternation_examples(nlp)
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(30):
@@ -190,16 +199,41 @@ def test_margin_losses_train_with_transition_templates(loss):
 
 
 @pytest.mark.parametrize("config, code", [
-    ({"structure": "semi_markov", "target": "ents"}, "E105"),
-    ({"structure": chain(3)}, "E094"),
-    ({"n_best": 2}, "E019"),
+    # a model of the earlier release, which took them, under a structure without them
+    ({"structure": "semi_markov", "target": "ents",
+      "model": {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM"],
+                "transition_templates": TRANSITION_TEMPLATES}}, "E105"),
+    # a block without them cannot take them
+    ({"structure": {"@structures": "spacy-crf.SemiMarkov.v1",
+                    "transition_templates": TRANSITION_TEMPLATES}, "target": "ents"},
+     "transition_templates"),
+    ({"structure": transitions(order=3)}, "E094"),
+    ({"structure": transitions(), "n_best": 2}, "E019"),
     # (order 1: the default order for ents, 2, computes them with transition templates)
-    ({"target": "ents", "store_confidence": True, "structure": chain(1)}, "E096"),
+    ({"target": "ents", "store_confidence": True, "structure": transitions(order=1)}, "E096"),
 ])
 def test_combinations_that_do_not_exist_are_named(config, code):
-    with pytest.raises(ValueError, match=code):
+    with pytest.raises((ValueError, ConfigValidationError), match=code):
         spacy.blank("en").add_pipe("crf_tagger", config={"target": "tag", "model": model(),
                                                          **config})
+
+
+def test_they_need_a_feature_crf():
+    """Input-dependent transitions add a hashed table beside a FeatureCRF's own:
+    another model is named (E183) rather than wrapped wrongly."""
+    from spacy_crf.models.architectures import HMM
+    from spacy_crf.models.token_transitions import add_token_transitions
+
+    with pytest.raises(ValueError, match="E183"):
+        add_token_transitions(HMM(64), ["NORM"], 64)
+    with pytest.raises(ValueError, match="E183"):  # a pool of two experts (NeuralCRF.v3)
+        spacy.blank("en").add_pipe("crf_tagger", config={
+            "target": "tag", "structure": transitions(order=1),
+            "model": {"@architectures": "spacy-crf.NeuralCRF.v3", "templates": ["NORM"],
+                      "tok2vec": {"@architectures": "spacy.HashEmbedCNN.v2", "width": 8,
+                                  "depth": 1, "embed_size": 64, "window_size": 1,
+                                  "maxout_pieces": 2, "subword_features": False,
+                                  "pretrained_vectors": None}}})
 
 
 @pytest.mark.slow
@@ -324,7 +358,7 @@ def test_order2_with_token_transitions_gradient_and_counts(seed):
 
 def test_order2_with_transition_templates_trains_and_gives_confidences(tmp_path):
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": chain(2), "model": model(),
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": transitions(order=2), "model": model(),
                                        "store_confidence": True, "n_best": 2})
     examples = alternation_examples(nlp)
     optimizer = nlp.initialize(lambda: examples)
@@ -423,9 +457,10 @@ def test_tree_with_transition_templates_trains_saves_and_loads(tmp_path):
     """Labels that depend on the head's word through the edge: "x" is A under
     "to" and B under "of", where "to" and "of" share the label P."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": "tree", "model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM"], "n_buckets": 4096,
-        "transition_templates": ["head:NORM"], "transition_buckets": 1024}})
+    nlp.add_pipe("crf_tagger", config={
+        "target": "tag", "structure": transitions(block="spacy-crf.Tree.v1", templates=["head:NORM"]),
+        "model": {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM"],
+                  "n_buckets": 4096}})
 
     def doc(words, tags=None):
         d = Doc(nlp.vocab, words=words, heads=[1, 1, 3, 3], deps=["dep", "ROOT", "dep", "ROOT"],

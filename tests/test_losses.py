@@ -376,8 +376,9 @@ def test_tree_structure_trains_with_margin_losses(loss):
     from test_tree_component import TREE_TEXT, labels_of, parsed_doc, pos_examples, tree_model
 
     nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "tree", "loss": loss,
-                                       "model": tree_model(n_relations=2)})
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "loss": loss, "model": tree_model(),
+                                       "structure": {"@structures": "spacy-crf.Tree.v1",
+                                                     "n_relations": 2}})
     examples = pos_examples(nlp)
     nlp.initialize(lambda: examples)
     optimizer = SGD(0.1, L2=0.0, grad_clip=0.0, use_averages=False)

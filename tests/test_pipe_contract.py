@@ -25,7 +25,7 @@ from spacy_crf.models.serialize import KEY, model_from_bytes, model_to_bytes
 from conftest import SPELLING_ONLY, TOY_NER, semi_markov
 
 MODEL = {
-    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "@architectures": "spacy-crf.FeatureCRF.v2",
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1", "IS_TITLE[-1..1]"],
     "n_buckets": 4096,
     **SPELLING_ONLY,

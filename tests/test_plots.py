@@ -52,7 +52,7 @@ from thinc.api import Adam  # noqa: E402
 from spacy_crf.plots import figures, train_log  # noqa: E402
 
 SMALL_MODEL = {
-    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "@architectures": "spacy-crf.FeatureCRF.v2",
     "templates": ["NORM[-1..1]", "SUFFIX2"],
     "n_buckets": 4096,
 }
@@ -177,7 +177,8 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     the heatmap names each group, and the whole command runs with ``--copy HEAD DEP``."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={
-        "model": dict(SMALL_MODEL, n_relations=3), "target": "tag", "structure": "tree"})
+        "model": SMALL_MODEL, "target": "tag",
+        "structure": {"@structures": "spacy-crf.Tree.v1", "n_relations": 3}})
     # det -> noun, noun -> verb (nsubj), and a root verb; "obj" is rarer than the others
     rows = [
         (["the", "cat", "sat"], ["DT", "NN", "VBD"], [1, 2, 2], ["det", "nsubj", "ROOT"]),
@@ -210,11 +211,11 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
 
 
 def test_a_pool_of_experts_plots_the_pools_transitions(tmp_path):
-    """NeuralCRF.v2 decodes the weighted sum of its experts' label interactions:
+    """NeuralCRF.v3 decodes the weighted sum of its experts' label interactions:
     that is what the heatmap draws, not the first expert's."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "tag", "model": {
-        "@architectures": "spacy-crf.NeuralCRF.v2", "templates": SMALL_MODEL["templates"],
+        "@architectures": "spacy-crf.NeuralCRF.v3", "templates": SMALL_MODEL["templates"],
         "n_buckets": 256, "neural_weight": 0.3,
         "tok2vec": {"@architectures": "spacy.HashEmbedCNN.v2", "width": 16, "depth": 1,
                     "embed_size": 100, "window_size": 1, "maxout_pieces": 2,

@@ -41,7 +41,7 @@ def trained_pool(steps=20):
     fix_random_seed(0)
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "pos", "model": {
-        "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": TOK2VEC,
+        "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": TOK2VEC,
         "templates": ["NORM[-1..1]", "SUFFIX2"], "n_buckets": 256, "neural_weight": 0.2}})
     examples = examples_of(nlp, TRAIN)
     optimizer = nlp.initialize(lambda: examples)

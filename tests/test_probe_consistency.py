@@ -2,7 +2,7 @@
 
 ``doc._.crf_nbest`` of an empty doc, n-best entries in process and from
 ``nlp.pipe(n_process=2)``, the structures E018 / E019 name, W003's fix and the
-``spacy-crf.NeuralCRF.v2`` entry point."""
+``spacy-crf.NeuralCRF.v3`` entry point."""
 
 import subprocess
 import sys
@@ -47,14 +47,18 @@ def test_n_best_entries_are_the_same_in_process_and_from_n_process_2(nlp):
     assert isinstance(here[0][0][0], list)
 
 
-def test_neural_crf_v2_resolves_in_a_fresh_process(tmp_path):
-    """No entry point: registry.architectures.get failed unless spacy_crf was imported."""
+@pytest.mark.parametrize("name, function", [("spacy-crf.NeuralCRF.v3", "NeuralCRF"),
+                                            ("spacy-crf.NeuralCRF.v2", "NeuralCRF_v2"),
+                                            ("spacy-crf.FeatureCRF.v1", "FeatureCRF_v1")])
+def test_neural_crf_v2_resolves_in_a_fresh_process(tmp_path, name, function):
+    """No entry point: registry.architectures.get failed unless spacy_crf was imported
+    (the earlier versions, kept for saved pipelines, have theirs too)."""
     script = ("from spacy.util import registry\n"
-              "print(registry.architectures.get('spacy-crf.NeuralCRF.v2').__name__)\n")
+              f"print(registry.architectures.get('{name}').__name__)\n")
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "NeuralCRF_v2"
+    assert run.stdout.strip() == function
 
 
 def test_every_registered_architecture_has_an_entry_point():
@@ -82,7 +86,7 @@ def test_w003_says_how_to_fix_it():
 def test_e015_from_the_feature_templates_names_the_component():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", name="my_tagger", config={"model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "head:NORM"],
+        "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "head:NORM"],
         "cluster_templates": None}})
     examples = [Example.from_dict(nlp.make_doc("the cat sat"), {"tags": ["D", "N", "V"]})]
     with pytest.raises(ValueError, match=r"\[E015\] 'my_tagger' needs a dependency parse"):
@@ -96,7 +100,7 @@ def test_w003_is_said_without_a_line_of_our_code():
         "from spacy.training import Example\n"
         "nlp = spacy.blank('en')\n"
         "nlp.add_pipe('crf_tagger', config={'target': 'ents', 'sequence': 'sentence',\n"
-        "    'model': {'@architectures': 'spacy-crf.FeatureCRF.v1', 'templates': ['NORM'],\n"
+        "    'model': {'@architectures': 'spacy-crf.FeatureCRF.v2', 'templates': ['NORM'],\n"
         "              'cluster_templates': None}})\n"
         "# an entity across a sentence boundary breaks the scheme in each sentence\n"
         "words, starts = ['a', 'b', 'c', 'd'], [True, False, True, False]\n"

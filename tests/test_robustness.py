@@ -44,7 +44,7 @@ SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,
                                        HealthCheck.function_scoped_fixture])
 
 TAG_MODEL = {
-    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "@architectures": "spacy-crf.FeatureCRF.v2",
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1", "SHAPE[-1..1]",
                   "IS_TITLE", "LIKE_NUM"],
     "n_buckets": 4096,

@@ -189,7 +189,7 @@ def period_examples(nlp):
 def trained(order):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": chain(order), "model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM"], "n_buckets": 64,
+        "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM"], "n_buckets": 64,
         "learn_rate_scale": 1.0}})
     examples = period_examples(nlp)
     from thinc.api import Adam
@@ -412,7 +412,8 @@ def test_ents_default_to_order_2_over_every_pair_the_scheme_allows():
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("crf_tagger", config={"target": "ents"})
     assert pipe.cfg["order"] == 2 and nlp.config["components"]["crf_tagger"]["structure"] == {
-        "@structures": "spacy-crf.Chain.v1", "order": None}
+        "@structures": "spacy-crf.Chain.v1", "order": None, "transition_templates": None,
+        "transition_buckets": 2**16}
     reference = Doc(nlp.vocab, words=["Ann", "met", "Bob"], ents=["B-PER", "", ""])
     eg = Example(Doc(nlp.vocab, words=["Ann", "met", "Bob"]), reference)
     nlp.initialize(lambda: [eg])

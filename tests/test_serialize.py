@@ -23,7 +23,7 @@ def table(nlp):
 def trained():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "n_buckets": N_BUCKETS,
+        "@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": N_BUCKETS,
         "templates": ["NORM[-1..1]", "SUFFIX3", "SHAPE"],
         # no word tables: the file then holds the weights alone
         "cluster_templates": None}})
@@ -53,7 +53,7 @@ def test_saved_file_holds_only_the_written_rows_and_loads_identically(trained, t
     # and through bytes (nlp.to_bytes / pickling of a pipeline)
     again = spacy.blank("en")
     again.add_pipe("crf_tagger", config={"model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "n_buckets": N_BUCKETS,
+        "@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": N_BUCKETS,
         "templates": ["NORM[-1..1]", "SUFFIX3", "SHAPE"], "cluster_templates": None}})
     again.get_pipe("crf_tagger").from_bytes(trained.get_pipe("crf_tagger").to_bytes())
     assert np.array_equal(table(again), W)
@@ -62,7 +62,7 @@ def test_saved_file_holds_only_the_written_rows_and_loads_identically(trained, t
 def test_an_untrained_table_round_trips(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "n_buckets": 1024, "templates": ["NORM"]}})
+        "@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": 1024, "templates": ["NORM"]}})
     nlp.get_pipe("crf_tagger").add_label("X")
     nlp.initialize()
     model = nlp.get_pipe("crf_tagger").model

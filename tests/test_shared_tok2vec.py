@@ -21,7 +21,7 @@ LINES = [
 ]
 
 
-def shared_tok2vec_nlp(templates=None, architecture="spacy-crf.NeuralCRF.v2"):
+def shared_tok2vec_nlp(templates=None, architecture="spacy-crf.NeuralCRF.v3"):
     nlp = spacy.blank("en")
     nlp.add_pipe("tok2vec", config={"model": {
         "@architectures": "spacy.Tok2Vec.v2",
@@ -62,7 +62,7 @@ def train(nlp, egs, n_iter, optimizer=None):
     return optimizer, history
 
 
-@pytest.mark.parametrize("architecture", ["spacy-crf.NeuralCRF.v1", "spacy-crf.NeuralCRF.v2"])
+@pytest.mark.parametrize("architecture", ["spacy-crf.NeuralCRF.v1", "spacy-crf.NeuralCRF.v3"])
 @pytest.mark.parametrize("templates", [None, ["NORM", "SUFFIX2"]])
 def test_the_crf_listens_to_the_shared_tok2vec_beside_a_parser(templates, architecture):
     nlp = shared_tok2vec_nlp(templates, architecture)
@@ -81,7 +81,7 @@ def test_the_crf_listens_to_the_shared_tok2vec_beside_a_parser(templates, archit
     assert doc.has_annotation("DEP")
 
 
-@pytest.mark.parametrize("architecture", ["spacy-crf.NeuralCRF.v1", "spacy-crf.NeuralCRF.v2"])
+@pytest.mark.parametrize("architecture", ["spacy-crf.NeuralCRF.v1", "spacy-crf.NeuralCRF.v3"])
 def test_a_loaded_shared_tok2vec_pipeline_predicts_the_same_and_trains_on(tmp_path, architecture):
     nlp = shared_tok2vec_nlp(["NORM"], architecture)
     egs = examples(nlp.vocab)

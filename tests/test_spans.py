@@ -618,7 +618,7 @@ def well_formed_pair(prev, tag, scheme):
 # ---------------------------------------------------------------- 3. the component
 
 MODEL = {
-    "@architectures": "spacy-crf.FeatureCRF.v1",
+    "@architectures": "spacy-crf.FeatureCRF.v2",
     "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX2", "PREFIX1", "IS_TITLE[-1..1]"],
     "n_buckets": 4096,
 }

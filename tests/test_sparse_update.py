@@ -260,7 +260,7 @@ TEXTS = [
 def _pipeline(n_buckets=64):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "SUFFIX2"],
+        "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "SUFFIX2"],
         # spelling only: the paths are compared to float32 rounding (atol 1e-6),
         # which the factory's cluster features, with their larger weights here, exceed
         "n_buckets": n_buckets, "cluster_templates": None}})
@@ -339,7 +339,7 @@ def test_radam_falls_back_to_the_dense_path():
 def test_full_model_gradient_matches_finite_differences():
     nlp = spacy.blank("en")
     tagger = nlp.add_pipe("crf_tagger", config={"model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1",
+        "@architectures": "spacy-crf.FeatureCRF.v2",
         "templates": ["NORM[-1..1]", "SUFFIX2"], "n_buckets": 16}})
     words = [["the", "cat", "sat", "down"], ["a", "dog", "ran"], ["birds", "sang"]]
     tags = [["DT", "NN", "VBD", "RB"], ["DT", "NN", "VBD"], ["NN", "VBD"]]

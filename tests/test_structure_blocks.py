@@ -12,6 +12,8 @@ import pytest
 import spacy
 from spacy.util import registry
 
+from spacy_crf.structures.tree import DEFAULT_TREE_TEMPLATES
+
 from conftest import chain, semi_markov
 
 SAVED_BEFORE = Path(__file__).parent / "assets" / "saved_before_structure_blocks"
@@ -21,21 +23,34 @@ def component(**config):
     return spacy.blank("en").add_pipe("crf_tagger", config=config)
 
 
+TREE = {"n_relations": 1, "tree_templates": DEFAULT_TREE_TEMPLATES}
+
+
 @pytest.mark.parametrize("block, name, settings, strategy", [
     (chain(1), "chain", {"order": 1}, "chain"),
     (chain(2), "chain", {"order": 2}, "chain_order2"),
-    ({"@structures": "spacy-crf.Tree.v1"}, "tree", {}, "tree"),
-    ({"@structures": "spacy-crf.ChainTree.v1"}, "chain_tree", {}, "chain_tree"),
+    ({"@structures": "spacy-crf.Tree.v1"}, "tree", TREE, "tree"),
+    ({"@structures": "spacy-crf.ChainTree.v1"}, "chain_tree", TREE, "chain_tree"),
+    ({**chain(1), "transition_templates": ["SUFFIX2"]}, "chain",
+     {"order": 1, "transition_templates": ["SUFFIX2"], "transition_buckets": 2**16}, "chain_input"),
+    ({"@structures": "spacy-crf.Tree.v1", "n_relations": 3, "tree_templates": ["head:NORM"],
+      "transition_templates": ["SUFFIX2"], "transition_buckets": 64}, "tree",
+     {"n_relations": 3, "tree_templates": ["head:NORM"], "transition_templates": ["SUFFIX2"],
+      "transition_buckets": 64}, "tree_input"),
 ])
 def test_each_block_gives_its_structure_and_only_its_settings(block, name, settings, strategy):
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("crf_tagger", config={"structure": block})
     assert pipe.crf_structure.name == strategy
     assert pipe.structure_spec.settings == settings
-    assert nlp.config["components"]["crf_tagger"]["structure"] == block
+    filled = nlp.config["components"]["crf_tagger"]["structure"]
+    assert {key: filled[key] for key in block} == block
     # the cfg saved with the model: the name, and the structure's own settings beside it
     assert pipe.cfg["structure"] == name
-    for other in {"order", "max_segment_length"} - set(settings):
+    for key, value in settings.items():
+        assert pipe.cfg[key] == value
+    for other in {"order", "max_segment_length", "n_relations", "tree_templates",
+                  "transition_templates"} - set(settings):
         assert other not in pipe.cfg
 
 
@@ -122,7 +137,7 @@ def test_pipelines_saved_before_the_blocks_load_and_predict_as_they_did(name, tm
 def test_a_block_config_loads_in_a_fresh_process_without_an_import(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "ents", "structure": semi_markov(4),
-                                       "model": {"@architectures": "spacy-crf.FeatureCRF.v1",
+                                       "model": {"@architectures": "spacy-crf.FeatureCRF.v2",
                                                  "n_buckets": 1024, "templates": ["NORM"],
                                                  "cluster_templates": None}})
     with pytest.warns(UserWarning, match="W016"):  # no examples: no entity types
@@ -166,3 +181,82 @@ def test_pipelines_saved_before_structures_declared_parameters_predict_as_they_d
         assert [[t._.crf_confidence for t in d] for d in docs] == expected["token_confidence"]
         if where == path:
             nlp.to_disk(tmp_path / "again")
+
+
+# -- settings that shape the model: the structure's block, or an earlier architecture --
+
+V1 = {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM", "SUFFIX2"],
+      "n_buckets": 1024}
+V2 = {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "SUFFIX2"],
+      "n_buckets": 1024, "boost_updates": 0, "cluster_templates": None}
+TREE_SETTINGS = {"n_relations": 3, "tree_templates": ["head:NORM", "HEAD_DIST"],
+                 "transition_templates": ["SUFFIX2"], "transition_buckets": 512}
+
+
+def _layers(pipe):
+    return [(node.name, {dim: node.maybe_get_dim(dim) for dim in node.dim_names},
+             list(getattr(node.attrs.get("templates"), "source", [])),
+             node.attrs.get("tree_templates"))
+            for node in pipe.model.walk()]
+
+
+def test_an_earlier_architectures_structure_settings_move_into_the_block():
+    """A config of the earlier release (FeatureCRF.v1 with the tree's settings)
+    gives the component the model and the settings of the same config written
+    with the block: the same layers, dims and templates, the settings in its cfg."""
+    old = component(target="pos", structure="tree", model={**V1, **TREE_SETTINGS})
+    new = component(target="pos", model=V2,
+                    structure={"@structures": "spacy-crf.Tree.v1", **TREE_SETTINGS})
+    assert old.structure_spec.settings == new.structure_spec.settings == TREE_SETTINGS
+    assert old.crf_structure.name == new.crf_structure.name == "tree_input"
+    for key, value in TREE_SETTINGS.items():
+        assert old.cfg[key] == value
+    assert _layers(old) == _layers(new)
+    assert old.n_relation_groups == 3
+
+
+def test_an_earlier_chains_tree_templates_did_nothing_and_are_dropped():
+    pipe = component(model={**V1, "tree_templates": ["head:NORM"], "n_relations": 1})
+    assert pipe.structure_spec.settings == {"order": 1}
+    assert "tree_templates" not in pipe.cfg
+
+
+def test_a_setting_in_both_the_model_and_the_block_is_named():
+    with pytest.raises(ValueError, match=r"E182.*n_relations"):
+        component(target="pos", model={**V1, "n_relations": 3},
+                  structure={"@structures": "spacy-crf.Tree.v1", "n_relations": 2})
+    # left at the earlier default in the model, the block's value holds
+    pipe = component(target="pos", model=V1,
+                     structure={"@structures": "spacy-crf.Tree.v1", "n_relations": 2,
+                                "tree_templates": ["HEAD_DIST"]})
+    assert pipe.n_relation_groups == 2
+    # (FeatureCRF.v1's tree_templates = null meant none: the block's list holds)
+    assert pipe.structure_spec.settings["tree_templates"] == ["HEAD_DIST"]
+
+
+@pytest.mark.parametrize("block, message", [
+    ({"@structures": "spacy-crf.Tree.v1", "n_relations": 0}, "E005"),
+    ({"@structures": "spacy-crf.Tree.v1", "tree_templates": ["head:NROM"]}, "NROM"),
+    ({"@structures": "spacy-crf.Chain.v1", "transition_templates": ["SUFIX2"]}, "SUFIX2"),
+    ({"@structures": "spacy-crf.Chain.v1", "transition_templates": ["NORM"],
+      "transition_buckets": 0}, "E005"),
+    ({"@structures": "spacy-crf.ChainTree.v1", "n_relations": -1}, "E005"),
+])
+def test_bad_settings_of_a_block_are_named_when_the_pipeline_is_built(block, message):
+    with pytest.raises(ValueError, match=message):
+        component(target="pos", model=V2, structure=block)
+
+
+def test_the_tree_block_sets_relation_groups_before_the_weights_exist():
+    """n_relations sizes the pair scores; a model that holds other ones is refused (E181)."""
+    from spacy_crf.models.potentials import set_relation_groups
+
+    pipe = component(target="pos", model=V2,
+                     structure={"@structures": "spacy-crf.Tree.v1", "n_relations": 4})
+    assert pipe.n_relation_groups == 4
+    potentials = next(n for n in pipe.model.walk() if n.name == "crf_potentials")
+    potentials.set_dim("nO", 3)
+    potentials.set_param("pair", potentials.ops.alloc3f(4, 3, 3))
+    set_relation_groups(pipe.model, 4)  # the same: nothing to do
+    with pytest.raises(ValueError, match="E181"):
+        set_relation_groups(pipe.model, 2)

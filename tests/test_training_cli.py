@@ -57,7 +57,7 @@ def test_ewt_model_best_reproduces_its_dev_score(ewt_run):
 
 @pytest.mark.slow
 def test_the_neural_config_fits_its_pool_weight_on_dev_and_keeps_it(tmp_path):
-    """configs/ewt_upos_neural.cfg refits NeuralCRF.v2's pool weight before every
+    """configs/ewt_upos_neural.cfg refits NeuralCRF.v3's pool weight before every
     evaluation (spacy-crf.fit_pool_weights.v1): the saved models carry a fitted
     weight, and model-best scores on dev what it scored when it was chosen."""
     from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node

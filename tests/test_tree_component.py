@@ -55,14 +55,16 @@ ALL_TREE_TEMPLATES = ["NORM", "head:NORM", "head:DEP", "N_CHILDREN", "DEPTH", "H
                       "LCHILD_DEP", "RCHILD_DEP", "DEP|head:POS"]
 
 
-def tree_model(templates=TREE_TEMPLATES, n_relations=1, n_buckets=4096):
+def tree_model(templates=TREE_TEMPLATES, n_buckets=4096):
     # spelling only: the block is merged into the factory's default model,
     # whose cluster templates would read spacy-lookups-data's clusters here
-    return {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": list(templates),
-            "n_buckets": n_buckets, "n_relations": n_relations, "cluster_templates": None}
+    return {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": list(templates),
+            "n_buckets": n_buckets, "cluster_templates": None}
 
 
-def make_nlp(target="pos", structure="tree", **model):
+def make_nlp(target="pos", structure="tree", n_relations=None, **model):
+    if n_relations is not None:  # a setting of the tree's block
+        structure = {"@structures": "spacy-crf.Tree.v1", "n_relations": n_relations}
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": target, "structure": structure,
                                        "model": tree_model(**model)})
@@ -158,7 +160,7 @@ def test_n_relations_picks_most_frequent_relations(pos_tree):
 
 def test_tree_chain_is_not_used_and_default_relations_empty():
     """n_relations = 1 (the default) chooses no relation; chain structure none either."""
-    for structure, n_relations in (("tree", 1), ("chain", 3)):
+    for structure, n_relations in (("tree", 1), ("chain", None)):
         nlp = make_nlp(structure=structure, n_relations=n_relations)
         examples = pos_examples(nlp)
         nlp.initialize(lambda: examples)

@@ -16,13 +16,12 @@ from .hmm import hmm
 from .pooled_experts import pooled_experts
 from .potentials import CRFScores, crf_potentials
 from .sparse_table import ATTR as SPARSE_TABLE, BOOST_UPDATES, LR_SCALE, UPDATES_DONE
-from .sum_emissions import sum_emissions
+from .token_transitions import FEATURE_CRF, LABEL_PAIR_SIZED
 from .weight_average import average_weights as average_weights_of
-from .token_transitions import LABEL_PAIR_SIZED, with_token_transitions
 
 #: default learning-rate scale of the sparse (hashed) weights and the potentials
 SPARSE_LR_SCALE = 3.0
-#: the tok2vec CRF's share of NeuralCRF.v2's pool (chosen on EWT UPOS dev)
+#: the tok2vec CRF's share of NeuralCRF.v3's pool (chosen on EWT UPOS dev)
 DEFAULT_NEURAL_WEIGHT = 0.2
 
 
@@ -86,12 +85,12 @@ def _outputs_labels(node: Model) -> bool:
             and _outputs_labels(node.layers[-1]))
 
 
-def _label_sized(*layers: Model) -> None:
+def label_sized(*layers: Model) -> None:
     for layer in layers:
         layer.attrs[LABEL_SIZED] = True
 
 
-def _scale_learn_rate(scale: float, *layers: Model) -> None:
+def scale_learn_rate(scale: float, *layers: Model) -> None:
     if not is_number(scale) or not scale > 0:
         raise ValueError(Errors.E021.format(value=scale))
     for layer in layers:
@@ -105,20 +104,16 @@ def _boost(boost_updates: int, *layers: Model) -> None:
             layer.attrs[UPDATES_DONE] = 0
 
 
-def _check_positive(name: str, value: int) -> None:
+def check_positive(name: str, value: int) -> None:
     if not is_count(value):
         raise ValueError(Errors.E005.format(name=name, value=value))
 
 
-@registry.architectures("spacy-crf.FeatureCRF.v1")
+@registry.architectures("spacy-crf.FeatureCRF.v2")
 def FeatureCRF(
     templates: List[str],
     n_buckets: int = 2**18,
-    n_relations: int = 1,
     learn_rate_scale: float = SPARSE_LR_SCALE,
-    tree_templates: Optional[List[str]] = None,
-    transition_templates: Optional[List[str]] = None,
-    transition_buckets: int = 2**16,
     cluster_templates: Optional[List[str]] = None,
     boost_updates: int = 0,
     average_weights: bool = True,
@@ -126,32 +121,23 @@ def FeatureCRF(
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over hashed sparse features of feature templates.
 
+    What a structure adds to the model (a tree's relation groups and the
+    templates that read the parse, input-dependent transitions) is set in the
+    structure's block (``spacy_crf.structures``), which adds it when the
+    component is made. v1 took those settings here (``models/legacy.py``).
+
     Parameters
     ----------
     templates : list of str
         Feature templates, e.g. ``["NORM[-2..2]", "NORM[-1]|NORM[0]", "SUFFIX3"]``.
     n_buckets : int
         Rows of the hashed weight table (each row holds one weight per label).
-    n_relations : int
-        Relation groups with their own pair matrix (tree structure only).
     learn_rate_scale : float
         Multiplies the optimizer's learning rate for this model's weights.
         A sparse feature is seen in few batches, so it needs a larger step
         per update than a dense neural weight; the default makes spaCy's
         default optimizer (Adam, 0.001) train the CRF well. Set 1.0 to use
         the optimizer's rate as it is.
-    tree_templates : list of str, optional
-        Templates added to ``templates`` when the component's structure is
-        ``"tree"`` (its docs then have a parse), e.g. ``["head:NORM",
-        "HEAD_DIST"]``; those reading DEP are left out for a ``dep`` target.
-    transition_templates : list of str, optional
-        Input-dependent transitions (CRF++'s ``B`` templates with ``%x``):
-        templates evaluated at each token (e.g. ``"NORM[-1]|NORM[0]"``, the
-        word pair the move crosses) whose hashed weights score every label
-        pair, added to the transitions into that token. Chain structure,
-        order 1 or 2; trained by ``spacy train`` and ``nlp.update``.
-    transition_buckets : int
-        Rows of their hashed table (each row holds a weight per label pair).
     cluster_templates : list of str, optional
         Templates added to ``templates`` when the component finds a Brown
         cluster table at ``initialize`` (spacy-lookups-data for the language,
@@ -175,87 +161,27 @@ def FeatureCRF(
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
-    _check_positive("n_buckets", n_buckets)
-    _check_positive("n_relations", n_relations)
+    check_positive("n_buckets", n_buckets)
     if not is_count(boost_updates, 0):
         raise ValueError(Errors.E127.format(value=boost_updates))
     linear = hashed_linear(n_buckets, nO=nO)
-    potentials = crf_potentials(nO=nO, n_relations=n_relations)
-    _label_sized(linear, potentials)
-    _scale_learn_rate(learn_rate_scale, linear, potentials)
+    potentials = crf_potentials(nO=nO)
+    label_sized(linear, potentials)
+    scale_learn_rate(learn_rate_scale, linear, potentials)
     _boost(boost_updates, linear, potentials)
     if average_weights:
         average_weights_of(linear, potentials)
-    features = featurize(templates, tree_templates or (), cluster_templates or ())
-    if not transition_templates:
-        model = chain(features, linear, potentials)
-    else:
-        _check_positive("transition_buckets", transition_buckets)
-        pair_linear = hashed_linear(transition_buckets)
-        pair_linear.attrs[LABEL_PAIR_SIZED] = True
-        _scale_learn_rate(learn_rate_scale, pair_linear)
-        _boost(boost_updates, pair_linear)
-        if average_weights:
-            average_weights_of(pair_linear)
-        scores = with_token_transitions(chain(features, linear),
-                                        chain(featurize(transition_templates), pair_linear))
-        model = chain(scores, potentials)
-    model.name = "feature_crf"
+    model = chain(featurize(templates, (), cluster_templates or ()), linear, potentials)
+    model.name = FEATURE_CRF
     return model
 
 
-def has_token_transitions(model: Model) -> bool:
-    """Whether ``model`` scores input-dependent transitions (``transition_templates``)."""
-    return model is not None and any(node.attrs.get(LABEL_PAIR_SIZED) for node in model.walk())
-
-
-@registry.architectures("spacy-crf.NeuralCRF.v1")
+@registry.architectures("spacy-crf.NeuralCRF.v3")
 def NeuralCRF(
-    tok2vec: Model[List[Doc], List[Floats2d]],
-    templates: Optional[List[str]] = None,
-    n_buckets: int = 2**18,
-    n_relations: int = 1,
-    learn_rate_scale: float = SPARSE_LR_SCALE,
-    nO: Optional[int] = None,
-) -> Model[List[Doc], CRFScores]:
-    """A CRF whose emissions come from a spaCy tok2vec (own or listener), plus
-    optional hashed features.
-
-    Parameters
-    ----------
-    tok2vec : Model
-        Any spaCy tok2vec: ``spacy.Tok2Vec.v2``, ``spacy.Tok2VecListener.v1``,
-        a transformer listener.
-    templates : list of str, optional
-        Feature templates whose hashed weights are added to the emissions.
-    n_buckets, n_relations, learn_rate_scale, nO
-        As in ``spacy-crf.FeatureCRF.v1``; ``learn_rate_scale`` applies to the
-        hashed weights and the potentials, not to the tok2vec or its output
-        layer.
-    """
-    _check_positive("n_relations", n_relations)
-    neural, potentials = _tok2vec_emissions(tok2vec, n_relations, learn_rate_scale, nO)
-    if templates:
-        _check_positive("n_buckets", n_buckets)
-        linear = hashed_linear(n_buckets, nO=nO)
-        _label_sized(linear)
-        _scale_learn_rate(learn_rate_scale, linear)
-        emissions = sum_emissions(neural, chain(featurize(templates), linear))
-    else:
-        emissions = neural
-    model = chain(emissions, potentials)
-    model.name = "neural_crf"
-    model.set_ref("tok2vec", tok2vec)
-    return model
-
-
-@registry.architectures("spacy-crf.NeuralCRF.v2")
-def NeuralCRF_v2(
     tok2vec: Model[List[Doc], List[Floats2d]],
     templates: Optional[List[str]] = None,
     neural_weight: float = DEFAULT_NEURAL_WEIGHT,
     n_buckets: int = 2**20,
-    n_relations: int = 1,
     learn_rate_scale: float = SPARSE_LR_SCALE,
     cluster_templates: Optional[List[str]] = None,
     boost_updates: int = 0,
@@ -268,21 +194,24 @@ def NeuralCRF_v2(
     With templates the model is a logarithmic opinion pool
     (``models/pooled_experts.py``) of two CRFs with scores of their own: one
     over the tok2vec (a linear layer and its own label interactions) and one
-    exactly as ``spacy-crf.FeatureCRF.v1`` over the templates. Each expert is
+    exactly as ``spacy-crf.FeatureCRF.v2`` over the templates. Each expert is
     trained on its own likelihood; the component decodes the pool, whose
     scores are ``neural_weight`` times the tok2vec CRF's plus ``1 -
-    neural_weight`` times the feature CRF's. v1 instead trains one CRF over
-    the summed emissions, where the tok2vec, which fits the training data
-    fastest, takes the gradient from the hashed features; on EWT UPOS and
-    UNER that joint model scores below the feature CRF alone; the pool scores
-    above it on EWT UPOS, and about 1 F1 below it on UNER.
+    neural_weight`` times the feature CRF's. v1 (``models/legacy.py``)
+    instead trains one CRF over the summed emissions, where the tok2vec,
+    which fits the training data fastest, takes the gradient from the hashed
+    features; on EWT UPOS and UNER that joint model scores below the feature
+    CRF alone; the pool scores above it on EWT UPOS, and about 1 F1 below it
+    on UNER. v3 is v2 without ``n_relations``, which is the tree structure's
+    setting now.
 
-    Without templates the model is the tok2vec CRF alone, as in v1.
+    Without templates the model is the tok2vec CRF alone.
 
     Parameters
     ----------
     tok2vec : Model
-        As in ``spacy-crf.NeuralCRF.v1``.
+        Any spaCy tok2vec: ``spacy.Tok2Vec.v2``, ``spacy.Tok2VecListener.v1``,
+        a transformer listener.
     templates : list of str, optional
         Feature templates of the hashed-feature expert.
     neural_weight : float
@@ -295,23 +224,21 @@ def NeuralCRF_v2(
         Rows of the feature expert's hashed table; the default is the
         ``crf_tagger`` factory's, so with the factory's templates the feature
         expert is the factory's default model.
-    n_relations, learn_rate_scale, nO
-        As in ``spacy-crf.FeatureCRF.v1``; ``learn_rate_scale`` applies to the
+    learn_rate_scale, nO
+        As in ``spacy-crf.FeatureCRF.v2``; ``learn_rate_scale`` applies to the
         hashed weights and both experts' label interactions, not to the
         tok2vec or its output layer.
     cluster_templates, boost_updates
-        As in ``spacy-crf.FeatureCRF.v1``, for the feature expert (the
+        As in ``spacy-crf.FeatureCRF.v2``, for the feature expert (the
         factory's default model has ``CLUSTER`` templates and 300).
     """
-    _check_positive("n_relations", n_relations)
-    neural, potentials = _tok2vec_emissions(tok2vec, n_relations, learn_rate_scale, nO)
+    neural, potentials = tok2vec_emissions(tok2vec, learn_rate_scale, nO)
     if not templates:
         model = chain(neural, potentials)
     else:
         if not is_number(neural_weight) or not 0.0 < neural_weight < 1.0:
             raise ValueError(Errors.E120.format(value=neural_weight))
-        features = FeatureCRF(templates, n_buckets=n_buckets, n_relations=n_relations,
-                              learn_rate_scale=learn_rate_scale,
+        features = FeatureCRF(templates, n_buckets=n_buckets, learn_rate_scale=learn_rate_scale,
                               cluster_templates=cluster_templates,
                               boost_updates=boost_updates, nO=nO)
         model = pooled_experts([features, chain(neural, potentials)],
@@ -321,14 +248,14 @@ def NeuralCRF_v2(
     return model
 
 
-def _tok2vec_emissions(tok2vec: Model, n_relations: int, learn_rate_scale: float,
-                       nO: Optional[int]) -> Tuple[Model, Model]:
+def tok2vec_emissions(tok2vec: Model, learn_rate_scale: float,
+                      nO: Optional[int]) -> Tuple[Model, Model]:
     """The tok2vec's emissions (a linear layer over its vectors) and label
     interactions for them."""
     output = declare_label_axes(Linear(nO=nO), {"W": ("out", None), "b": ("out",)})
-    potentials = crf_potentials(nO=nO, n_relations=n_relations)
-    _label_sized(output, potentials)
-    _scale_learn_rate(learn_rate_scale, potentials)
+    potentials = crf_potentials(nO=nO)
+    label_sized(output, potentials)
+    scale_learn_rate(learn_rate_scale, potentials)
     return chain(tok2vec, list2array(), output), potentials
 
 
@@ -351,9 +278,9 @@ def HMM(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
     nO : int, optional
         Number of tags, usually inferred from the component's labels.
     """
-    _check_positive("n_buckets", n_buckets)
+    check_positive("n_buckets", n_buckets)
     if not is_number(smoothing) or not smoothing > 0:
         raise ValueError(Errors.E104.format(value=smoothing))
     model = hmm(n_buckets, float(smoothing), nO=nO)
-    _label_sized(model)
+    label_sized(model)
     return model

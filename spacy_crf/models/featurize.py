@@ -79,6 +79,18 @@ def by_sentence(model: Model) -> bool:
     return model.attrs.get(SEQUENCE, SEQUENCE_SENTENCE) == SEQUENCE_SENTENCE
 
 
+def set_tree_templates(model: Model, templates: Sequence[str]) -> None:
+    """Make ``templates`` the tree templates of every featurize layer of
+    ``model`` (those :func:`use_tree_templates` adds; a tree structure's
+    ``tree_templates``), validated."""
+    templates = list(templates)
+    if templates:
+        FeatureTemplates(templates)
+    for node in model.walk():
+        if TREE_TEMPLATES in node.attrs:
+            node.attrs[TREE_TEMPLATES] = templates
+
+
 def use_tree_templates(model: Model, allow_dep: bool = True) -> None:
     """Add each featurize layer's tree templates to its templates (those not
     there already); with ``allow_dep`` false, leave out those that read DEP

@@ -30,7 +30,7 @@ from .potentials import CRFScores
 
 NAME = "crf_pooled_experts"
 #: attrs key of a pool's weights; it marks the pool whatever its name
-#: (an architecture may rename it, as NeuralCRF.v2 does)
+#: (an architecture may rename it, as NeuralCRF.v3 does)
 WEIGHTS = "crf_pool_weights"
 
 

@@ -27,6 +27,7 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from ..errors import Errors
+from ..util import is_count
 from .grow import LABEL_AXES, axis_size
 
 #: registered score name -> the kind of each of its axes (see the module docstring)
@@ -211,6 +212,27 @@ def relation_groups(model: Model) -> int:
     model without a ``crf_potentials`` layer, such as the HMM)."""
     potentials = find_potentials(model)
     return 1 if potentials is None else potentials.get_dim("nR")
+
+
+def set_relation_groups(model: Model, n_groups: int) -> None:
+    """Give every ``crf_potentials`` layer of ``model`` ``n_groups`` relation
+    groups (the length of its pair scores' first axis; a tree structure's
+    ``n_relations``), before its parameters are allocated.
+
+    Raises
+    ------
+    ValueError
+        E005 for a count that is not positive; E181 if a layer already holds
+        parameters for another number of groups.
+    """
+    if not is_count(n_groups):
+        raise ValueError(Errors.E005.format(name="n_relations", value=n_groups))
+    for node in model.walk():
+        if node.name != "crf_potentials" or node.get_dim("nR") == n_groups:
+            continue
+        if any(node.has_param(name) for name in node.param_names):
+            raise ValueError(Errors.E181.format(found=node.get_dim("nR"), n_groups=n_groups))
+        node.set_dim("nR", int(n_groups), force=True)
 
 
 def is_initialized(model: Model) -> bool:

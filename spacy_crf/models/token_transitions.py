@@ -1,5 +1,8 @@
 """Combinator: emissions and input-dependent transition scores from the same Docs.
 
+A structure with ``transition_templates`` in its block (a chain or a tree)
+adds them to the component's model with :func:`add_token_transitions`.
+
 ``with_token_transitions(emissions, pair_scores)`` runs an emission model
 (``(N, L)``) and a model of hashed token-pair features whose output has one
 column per label pair (``(N, L * L)``: CRF++'s ``B`` templates with ``%x``),
@@ -8,15 +11,20 @@ and hands both to ``crf_potentials`` as the per-token score ``token_transitions`
 its transitions at every token. Gradients flow back into both.
 """
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Doc
-from thinc.api import Model
+from thinc.api import Model, chain
 from thinc.types import Floats2d, Floats3d
 
-from .grow import LABEL_PAIR_SIZED  # noqa: F401 (the architectures import it from here)
+from ..errors import Errors
+from .featurize import featurize
+from .grow import LABEL_PAIR_SIZED
+from .hashed_linear import hashed_linear
 from .potentials import ROW, register_scores
+from .sparse_table import BOOST_UPDATES, LR_SCALE, UPDATES_DONE
+from .weight_average import AVERAGE_WEIGHTS
 
 #: the per-token score: label i at token t - 1 then j at t, added to the
 #: transitions at row t (row 0 of a sequence unused)
@@ -53,3 +61,45 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[OutT, Callab
 def init(model: Model, X: Optional[List[Doc]] = None, Y=None) -> None:
     for layer in model.layers:
         layer.initialize(X=X)
+
+
+#: the name of a model of ``spacy-crf.FeatureCRF``, the one that can take them
+FEATURE_CRF = "feature_crf"
+#: attrs that the pair table takes from the model's own hashed table
+_SHARED_ATTRS = (LR_SCALE, BOOST_UPDATES, AVERAGE_WEIGHTS)
+
+
+def has_token_transitions(model: Optional[Model]) -> bool:
+    """Whether ``model`` scores input-dependent transitions (transition templates)."""
+    return model is not None and any(node.attrs.get(LABEL_PAIR_SIZED) for node in model.walk())
+
+
+def add_token_transitions(model: Model, templates: Sequence[str], n_buckets: int) -> Model:
+    """``model`` (``spacy-crf.FeatureCRF``: featurize, hashed table, label
+    interactions) with input-dependent transitions over ``templates``: a
+    hashed table of ``n_buckets`` rows of one weight per label pair, stepped,
+    boosted and averaged as the model's own table. A model that has them
+    already is returned as it is (a pipeline saved with them, rebuilt).
+
+    Raises
+    ------
+    ValueError
+        E183 for a model of another architecture.
+    """
+    if has_token_transitions(model):
+        return model
+    if model.name != FEATURE_CRF or len(model.layers) != 3:
+        raise ValueError(Errors.E183.format(model=model.name))
+    features, linear, potentials = model.layers
+    pair_linear = hashed_linear(n_buckets)
+    pair_linear.attrs[LABEL_PAIR_SIZED] = True
+    for key in _SHARED_ATTRS:
+        if key in linear.attrs:
+            pair_linear.attrs[key] = linear.attrs[key]
+    if BOOST_UPDATES in pair_linear.attrs:
+        pair_linear.attrs[UPDATES_DONE] = 0
+    pair_scores = chain(featurize(templates), pair_linear)
+    wrapped = chain(with_token_transitions(chain(features, linear), pair_scores), potentials)
+    wrapped.name = FEATURE_CRF
+    wrapped.attrs.update(model.attrs)
+    return wrapped

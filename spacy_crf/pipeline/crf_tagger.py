@@ -28,14 +28,14 @@ from thinc.api import Model, Optimizer
 
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_DOC, DocBatch, doc_lengths
-from ..models.architectures import has_token_transitions
 from ..models.featurize import set_owner, set_sequence
 from ..models.potentials import CRFScores, is_initialized, relation_groups
 from ..models.sparse_table import step_model, sync_averages
+from ..models.token_transitions import has_token_transitions
 from ..models.weight_average import WeightAverages
 from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
-                          spec_from_cfg, strategy_of)
+                          migrate_model_settings, spec_from_cfg, strategy_of)
 from . import learning, saved_state
 from .extensions import register_confidence_extension
 from .initialize import initialize
@@ -55,8 +55,10 @@ class CRFTagger(TrainablePipe):
                  scheme: str = "BILUO", keep_existing: Optional[bool] = None,
                  store_confidence: bool = False, n_best: int = 0, loss: str = "nll",
                  scorer: Optional[Callable] = score_crf) -> None:
-        # E012 for a name that is no structure's; settings left null chosen for this component
-        spec = resolve_structure(as_spec(structure), model, target, scheme)
+        # E012 for a name that is no structure's; settings an old architecture
+        # was given moved into the block; those left null chosen for this component
+        spec = migrate_model_settings(as_spec(structure), model)
+        spec = resolve_structure(spec, model, target, scheme)
         settings = dict(target=target, sequence=sequence, scheme=scheme, loss=loss,
                         keep_existing=keep_existing, store_confidence=store_confidence,
                         n_best=n_best)
@@ -69,7 +71,7 @@ class CRFTagger(TrainablePipe):
         self._rehearsal_model: Optional[Model] = None
         self._averages = WeightAverages()  # the moving average, predicted with
         register_confidence_extension()
-        self.model = crf_structure.prepare_model(self.model, target) or self.model
+        self.model = crf_structure.prepare_model(self.model, target, spec.settings) or self.model
         set_sequence(self.model, sequence)
         set_owner(self.model, name)
         if target == "dep":

@@ -22,10 +22,9 @@ from .pipe_meta import declare_pipe_meta
 
 DEFAULT_MODEL_CONFIG = """
 [model]
-@architectures = "spacy-crf.FeatureCRF.v1"
+@architectures = "spacy-crf.FeatureCRF.v2"
 n_buckets = 1048576
 templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-2..2]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "SUFFIX3[-1]", "SUFFIX3[1]", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM", "ORTH"]
-tree_templates = ["head:NORM", "head:SUFFIX", "DEP", "head:DEP", "DEP|head:DEP", "HEAD_DIST", "N_CHILDREN", "LCHILD_DEP", "RCHILD_DEP"]
 cluster_templates = ["CLUSTER[-1..1]", "CLUSTER6[-1..1]", "CLUSTER[-1]|CLUSTER[0]", "CLUSTER[0]|CLUSTER[1]"]
 boost_updates = 300
 """
@@ -74,7 +73,7 @@ def make_crf_tagger(
     Parameters
     ----------
     model : Model
-        Docs -> CRFScores, e.g. ``spacy-crf.FeatureCRF.v1``.
+        Docs -> CRFScores, e.g. ``spacy-crf.FeatureCRF.v2``.
     target : str
         Where gold labels come from and predictions go: ``tag``, ``pos``,
         ``dep``, ``ents``, ``spans:KEY`` or ``_.NAME`` (a token extension).
@@ -84,8 +83,10 @@ def make_crf_tagger(
         (``spacy_crf.structures``): ``spacy-crf.Chain.v1`` (``order`` 1 or 2,
         by default ``null``: 2 for span targets, 1 for the others; a
         linear-chain CRF per doc, per sentence with ``sequence =
-        "sentence"``), ``spacy-crf.Tree.v1`` (a CRF over each doc's
-        dependency parse), ``spacy-crf.ChainTree.v1`` (both, as experts),
+        "sentence"``; ``transition_templates``: input-dependent
+        transitions), ``spacy-crf.Tree.v1`` (a CRF over each doc's
+        dependency parse; ``n_relations``, ``tree_templates``, the templates
+        the parse adds), ``spacy-crf.ChainTree.v1`` (both, as experts),
         ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``). A structure's
         name (``"tree"``) is short for its block with the default settings.
     sequence : str

@@ -11,8 +11,8 @@ from thinc.api import Model
 from .. import schemes
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCES
-from ..models.architectures import has_token_transitions
 from ..models.hooks import scorable_structures
+from ..models.token_transitions import has_token_transitions
 from ..losses import get_loss
 from ..structures import CRFStructure, StructureSpec, strategy_of
 from ..targets import Target, make_target

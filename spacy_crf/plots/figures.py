@@ -30,7 +30,7 @@ from .entities import (MISSED, SPURIOUS, expected_calibration_error,  # noqa: E4
 
 def potentials_params(component: CRFTagger) -> Dict[str, np.ndarray]:
     """The label-interaction parameters the component decodes with: those of its
-    potentials layer, or for a pool of experts (NeuralCRF.v2) the weighted sum
+    potentials layer, or for a pool of experts (NeuralCRF.v3) the weighted sum
     of its experts' (the pool's own)."""
     pool = pool_weights_node(component.model)
     if pool is None:

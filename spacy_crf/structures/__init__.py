@@ -1,9 +1,10 @@
 """CRF structures: the component's ``structure`` config block (``config``)
 and the strategies that run them (see ``base``).
 
-The blocks ``spacy-crf.Chain.v1`` (``order`` 1 or 2), ``spacy-crf.Tree.v1``,
-``spacy-crf.ChainTree.v1`` (a chain and a tree CRF as two experts, each with
-its own scores) and ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``) are
+The blocks ``spacy-crf.Chain.v1`` (``order`` 1 or 2, ``transition_templates``),
+``spacy-crf.Tree.v1`` (``n_relations``, ``tree_templates``,
+``transition_templates``), ``spacy-crf.ChainTree.v1`` (a chain and a tree CRF
+as two experts, each with its own scores) and ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``) are
 registered here; their strategies are ``chain``, ``chain_order2``,
 ``chain_input``, ``tree``, ``tree_input``, ``chain_tree`` and
 ``semi_markov``. A new structure is a new module that subclasses
@@ -16,7 +17,7 @@ such a module: nothing here imports it).
 
 from .base import (BatchLayout, ComponentView, CRFStructure, get_structure,  # noqa: F401
                    register_structure, strategy_of, structure_names)
-from .config import StructureSpec, as_spec, spec_from_cfg  # noqa: F401
+from .config import StructureSpec, as_spec, migrate_model_settings, spec_from_cfg  # noqa: F401
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
 from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401

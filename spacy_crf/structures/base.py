@@ -33,6 +33,7 @@ from .._kernels.shard_nll import scatter_sum
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE, batch_sequence_lengths
 from ..models.potentials import CRFScores, declare_params, param_shape
+from ..models.token_transitions import add_token_transitions
 # the ragged-batch helpers, for the structures that import them from here
 from ..ragged import positions_in_sequence, previous_in_sequence, sequence_ends  # noqa: F401
 
@@ -63,12 +64,13 @@ def structure_names() -> Tuple[str, ...]:
 def strategy_of(spec, token_transitions: bool = False) -> "CRFStructure":
     """The registered strategy that runs ``spec`` (a ``config.StructureSpec``).
 
-    With ``token_transitions`` (a model with transition templates) the chain
-    of order 1 becomes ``chain_input``, the tree ``tree_input``, and the
-    second-order chain reads them as it is; E105 for any other structure.
+    With transition templates (in the block, or in a model of an earlier
+    release: ``token_transitions``) the chain of order 1 becomes
+    ``chain_input``, the tree ``tree_input``, and the second-order chain
+    reads them as it is; E105 for any other structure.
     """
     key = spec.strategy_key
-    if token_transitions:
+    if token_transitions or spec.settings.get("transition_templates"):
         if key not in TOKEN_TRANSITION_STRUCTURES:
             raise ValueError(Errors.E105.format(structure=spec.describe()))
         key = TOKEN_TRANSITION_STRUCTURES[key]
@@ -192,14 +194,19 @@ class CRFStructure:
         if store_confidence and target.is_span_target and not self.supports_span_probabilities:
             raise ValueError(Errors.E096.format(target=target.name, structure=self.name))
 
-    def prepare_model(self, model, target: str):
-        """Adjust a component's model for this structure: declare its
-        parameters (``params``) on the model's ``crf_potentials`` layers, and
-        what else it needs (e.g. tree features). A structure that needs more
-        returns the model to use (e.g. wrapped with segment features), else
-        ``None``."""
-        if model is not None:
-            declare_params(model, self.params)
+    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
+        """The component's model adjusted for this structure: its parameters
+        (``params``) declared on the model's ``crf_potentials`` layers, and
+        what its block's ``settings`` add (input-dependent transitions for
+        ``transition_templates``; a subclass adds more, e.g. tree features,
+        or wraps the model with segment features)."""
+        if model is None:
+            return None
+        declare_params(model, self.params)
+        templates = (settings or {}).get("transition_templates")
+        if templates:
+            model = add_token_transitions(model, templates, settings["transition_buckets"])
+        return model
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """Settings read from the training data at ``initialize`` (after the

@@ -7,7 +7,8 @@ likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_marginals.py``
 """
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from functools import partial
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from ..util import is_count
 from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, check_spans,
                    gradient_in_dtype, labels_or_free, positions_in_sequence, register_structure,
                    sequence_ends, sequence_lengths)
-from .config import StructureSpec, register_spec
+from .config import TRANSITION_BUCKETS, StructureSpec, register_spec, transition_settings
 
 # a chain's label-interaction scores: label i then j; the first label; the last
 register_scores(transitions=("out", "out"), start=("out",), end=("out",))
@@ -29,7 +30,8 @@ ORDERS = {1: "chain", 2: "chain_order2"}
 
 
 @register_spec("spacy-crf.Chain.v1", "chain")
-def chain_structure(order: Optional[int] = None) -> StructureSpec:
+def chain_structure(order: Optional[int] = None, transition_templates: Optional[List[str]] = None,
+                    transition_buckets: int = TRANSITION_BUCKETS) -> StructureSpec:
     """A linear-chain CRF over each sequence (``sequence``: a doc or a sentence).
 
     Parameters
@@ -44,19 +46,32 @@ def chain_structure(order: Optional[int] = None) -> StructureSpec:
         runs and +1.17 through ``spacy train`` (filled config), for 19%
         slower decoding; on EWT UPOS, whose 17 tags follow one another
         freely, +0.15 for 4 times the training time.
+    transition_templates : list of str, optional
+        Input-dependent transitions (CRF++'s ``B`` templates with ``%x``):
+        templates evaluated at each token (e.g. ``"NORM[-1]|NORM[0]"``, the
+        word pair the move crosses) whose hashed weights score every label
+        pair, added to the transitions into that token
+        (``structures/input_chain.py`` at order 1); the model must be a
+        ``spacy-crf.FeatureCRF``. Trained by ``spacy train`` and
+        ``nlp.update``.
+    transition_buckets : int
+        Rows of their hashed table (each row holds a weight per label pair).
     """
+    transitions = transition_settings(transition_templates, transition_buckets)
     if order is None:
-        return StructureSpec("chain", {"order": None}, key=ORDERS[1], by_component=_order_for)
+        return StructureSpec("chain", {"order": None, **transitions}, key=ORDERS[1],
+                             by_component=partial(_order_for, transitions))
     if not is_count(order) or order not in ORDERS:
         raise ValueError(Errors.E094.format(order=order, structure="chain",
                                             available=", ".join(map(str, ORDERS))))
-    return StructureSpec("chain", {"order": order}, key=ORDERS[order])
+    return StructureSpec("chain", {"order": order, **transitions}, key=ORDERS[order])
 
 
-def _order_for(is_span_target: bool, scorable: Optional[Sequence[str]]) -> StructureSpec:
+def _order_for(transitions: Dict[str, Any], is_span_target: bool,
+               scorable: Optional[Sequence[str]]) -> StructureSpec:
     """``order = null`` chosen for a component (see :func:`chain_structure`)."""
     second = is_span_target and (scorable is None or ORDERS[2] in scorable)
-    return chain_structure(2 if second else 1)
+    return chain_structure(2 if second else 1, **transitions)
 
 
 @dataclass

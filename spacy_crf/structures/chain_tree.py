@@ -27,7 +27,7 @@ span labelling (E018).
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,14 +39,22 @@ from ..models.potentials import CRFScores
 from .base import BatchLayout, CRFStructure, ComponentView, as_f64, register_structure
 from .chain import ChainLayout, ChainStructure
 from .config import StructureSpec, register_spec
-from .tree import TreeLayout, TreeStructure
+from .tree import TreeLayout, TreeStructure, apply_tree_settings, tree_settings
 
 
 @register_spec("spacy-crf.ChainTree.v1", "chain_tree")
-def chain_tree_structure() -> StructureSpec:
+def chain_tree_structure(n_relations: int = 1, tree_templates: Optional[List[str]] = None
+                         ) -> StructureSpec:
     """A chain and a tree CRF as two experts, each with scores of its own,
-    decoded as their pool (the docs need a parse)."""
-    return StructureSpec("chain_tree")
+    decoded as their pool (the docs need a parse).
+
+    Parameters
+    ----------
+    n_relations, tree_templates
+        The tree expert's, as in ``spacy-crf.Tree.v1`` (the chain expert
+        reads the words alone).
+    """
+    return StructureSpec("chain_tree", tree_settings(n_relations, tree_templates))
 
 _CHAIN = ChainStructure()
 _TREE = TreeStructure()
@@ -97,17 +105,18 @@ class ChainTreeStructure(CRFStructure):
     exact_map = False
     batch_trainer_error = Errors.E116
 
-    def prepare_model(self, model, target: str):
+    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
         """Two experts from the component's model: a copy reading the words
         alone (the chain's), and the model with its tree templates (the tree's)."""
         if model is None or is_two_experts(model):
             return model
         if model.name != "feature_crf":
             raise ValueError(Errors.E115.format(model=model.name))
+        apply_tree_settings(model, settings)  # the copy is made with them, as the tree is
         words_only = model.copy()
         drop_tree_templates(words_only)
         _CHAIN.prepare_model(words_only, target)
-        _TREE.prepare_model(model, target)
+        _TREE.prepare_model(model, target, settings)
         return two_experts(words_only, model, _CHAIN.params)
 
     def emission_width(self, n_labels: int) -> int:

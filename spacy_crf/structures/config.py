@@ -17,13 +17,18 @@ components saved before the blocks existed did, so both load alike
 ``spacy_structures`` entry points.
 """
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import catalogue
 from spacy.util import registry
+from thinc.api import Model
 
 from ..errors import Errors
+from ..features.templates import FeatureTemplates
+from ..models.legacy import LEGACY_STRUCTURE_SETTINGS, NO_STRUCTURE_SETTINGS
+from ..util import is_count
 
 if not hasattr(registry, "structures"):
     # as spaCy makes its own registries: entry points in the group
@@ -64,8 +69,10 @@ class StructureSpec:
         return {"structure": self.name, **self.settings}
 
     def describe(self) -> str:
-        """The structure as a config names it, for messages."""
-        settings = ", ".join(f"{k} = {v!r}" for k, v in self.settings.items())
+        """The structure as a config names it, for messages (a list of
+        templates by its length)."""
+        settings = ", ".join(f"{k} = [{len(v)} templates]" if isinstance(v, list)
+                             else f"{k} = {v!r}" for k, v in self.settings.items())
         return f"'{self.name}'" + (f" ({settings})" if settings else "")
 
 
@@ -101,6 +108,31 @@ def _block(name: Any) -> Callable[..., StructureSpec]:
     return _BLOCKS[name][1]
 
 
+def _params(block: Callable[..., StructureSpec]) -> Dict[str, Any]:
+    """The settings a structure's block takes, with their defaults."""
+    return {name: param.default for name, param in inspect.signature(block).parameters.items()}
+
+
+#: rows of the hashed table of input-dependent transitions, by default
+TRANSITION_BUCKETS = 2**16
+
+
+def transition_settings(templates: Optional[List[str]], n_buckets: int) -> Dict[str, Any]:
+    """The settings of input-dependent transitions, for the block of a
+    structure that has them (a chain, a tree): ``transition_templates``
+    (CRF++'s ``B`` templates with ``%x``: templates evaluated at each token,
+    e.g. ``"NORM[-1]|NORM[0]"``, the word pair the move crosses, whose hashed
+    weights score every label pair, added to the transitions into that
+    token) and ``transition_buckets``, the rows of their hashed table. None
+    without templates."""
+    if not templates:
+        return {}
+    FeatureTemplates(list(templates))  # a typo fails with the config
+    if not is_count(n_buckets):
+        raise ValueError(Errors.E005.format(name="transition_buckets", value=n_buckets))
+    return {"transition_templates": list(templates), "transition_buckets": n_buckets}
+
+
 def as_spec(value: Union[str, StructureSpec, Any]) -> StructureSpec:
     """A ``structure`` setting as a spec: a spec as it is, a structure's name as
     its block with the default settings; E012 names the structures otherwise."""
@@ -124,7 +156,7 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
     if not given:
         return spec
     block = _block(spec.name)
-    own = block().settings
+    own = _params(block)
     for key, value in given.items():
         if isinstance(structure, StructureSpec):
             raise ValueError(Errors.E170.format(setting=key, value=value,
@@ -137,6 +169,34 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
     return block(**{key: value for key, value in given.items() if key in own})
 
 
+def migrate_model_settings(spec: StructureSpec, model: Optional[Model]) -> StructureSpec:
+    """``spec`` with the structure settings an architecture of an earlier
+    release was given (``models/legacy.py``: ``n_relations``,
+    ``tree_templates``, ``transition_templates``, ``transition_buckets`` in
+    ``spacy-crf.FeatureCRF.v1``), so a pipeline saved with it loads as it was.
+
+    A setting goes into the block where the block leaves it at its default;
+    one the structure does not take did nothing then and is dropped (E105
+    follows for transition templates, which the model scores). E182 for one
+    set, differently, in both the model and the block."""
+    legacy = None if model is None else model.attrs.get(LEGACY_STRUCTURE_SETTINGS)
+    if not legacy:
+        return spec
+    block = _block(spec.name)
+    params, defaults = _params(block), block().settings
+    changes = {}
+    for key, value in legacy.items():
+        if key not in params:
+            continue
+        current = spec.settings.get(key, params[key])
+        if current == defaults.get(key, params[key]):
+            changes[key] = value
+        elif value != NO_STRUCTURE_SETTINGS.get(key) and value != current:
+            raise ValueError(Errors.E182.format(setting=key, model_value=value,
+                                                block_value=current))
+    return block(**{**spec.settings, **changes}) if changes else spec
+
+
 def spec_from_cfg(cfg: Dict[str, Any]) -> StructureSpec:
     """The spec a component's cfg holds (the structure's name and, beside it,
     its settings; a setting a cfg lacks takes its default), checked as the
@@ -144,4 +204,4 @@ def spec_from_cfg(cfg: Dict[str, Any]) -> StructureSpec:
     block = _block(cfg.get("structure"))
     # a setting a cfg lacks was saved before it existed: its default then
     return block(**{key: cfg.get(key, FLAT_SETTINGS.get(key, value))
-                     for key, value in block().settings.items()})
+                     for key, value in _params(block).items()})

@@ -26,7 +26,7 @@ left out of training.
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -146,14 +146,14 @@ class SemiMarkovStructure(CRFStructure):
 
     # -- building ------------------------------------------------------------
 
-    def prepare_model(self, model, target: str):
+    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
         """The component's model with segment features (once)."""
         if is_pooled(model):
             raise ValueError(Errors.E121.format(
                 structure=self.name, why="its segment features would score the pool, while "
                                          "each expert trains as a CRF of its own"))
-        super().prepare_model(model, target)
-        return model if is_wrapped(model) else with_segment_scores(model)
+        model = super().prepare_model(model, target, settings)
+        return model if model is None or is_wrapped(model) else with_segment_scores(model)
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``segment_length``: ``max_segment_length``, or the longest gold span

@@ -9,7 +9,7 @@ belief propagation, leaves to root and back) and ``_kernels/shard_nll.py``.
 """
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 from spacy.attrs import DEP, HEAD
@@ -18,22 +18,68 @@ from .._kernels import shard_nll as shard_kernels
 from .._kernels import tree
 from ..errors import Errors
 from ..features.doc_arrays import batch_heads, doc_lengths
-from ..models.featurize import use_tree_templates
-from ..models.potentials import CRFScores, register_scores
+from ..features.templates import FeatureTemplates
+from ..models.featurize import set_tree_templates, use_tree_templates
+from ..models.potentials import CRFScores, register_scores, set_relation_groups
+from ..util import is_count
 from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, gradient_in_dtype,
                    register_structure)
-from .config import StructureSpec, register_spec
+from .config import TRANSITION_BUCKETS, StructureSpec, register_spec, transition_settings
 
 # a tree's: child label c under head label h on an edge of relation group r
 # (pair[r, c, h]), and a root's label
 register_scores(pair=(None, "out", "out"), root=("out",))
 
 
+#: the templates a tree adds to its model's by default: the head's word and
+#: suffix, the relation and the head's, the distance to the head, the children
+DEFAULT_TREE_TEMPLATES = ["head:NORM", "head:SUFFIX", "DEP", "head:DEP", "DEP|head:DEP",
+                          "HEAD_DIST", "N_CHILDREN", "LCHILD_DEP", "RCHILD_DEP"]
+
+
 @register_spec("spacy-crf.Tree.v1", "tree")
-def tree_structure() -> StructureSpec:
+def tree_structure(n_relations: int = 1, tree_templates: Optional[List[str]] = None,
+                   transition_templates: Optional[List[str]] = None,
+                   transition_buckets: int = TRANSITION_BUCKETS) -> StructureSpec:
     """A CRF over each doc's dependency parse: every token's label interacts
-    with its head's (the docs need a parse)."""
-    return StructureSpec("tree")
+    with its head's (the docs need a parse).
+
+    Parameters
+    ----------
+    n_relations : int
+        Relation groups with a pair matrix of their own: the most frequent
+        ``n_relations - 1`` relations of the training data get one each, the
+        rest share the first.
+    tree_templates : list of str, optional
+        Templates added to the model's own, which read the parse (e.g.
+        ``"head:NORM"``, ``"HEAD_DIST"``); those reading DEP are left out for
+        a ``dep`` target. ``null``: :data:`DEFAULT_TREE_TEMPLATES`; ``[]``: none.
+    transition_templates, transition_buckets
+        Input-dependent edge scores (``structures/input_tree.py``), as the
+        chain's input-dependent transitions (``spacy-crf.Chain.v1``).
+    """
+    return StructureSpec("tree", {**tree_settings(n_relations, tree_templates),
+                                  **transition_settings(transition_templates, transition_buckets)})
+
+
+def tree_settings(n_relations: int, tree_templates: Optional[List[str]]) -> Dict[str, Any]:
+    """The settings of a tree's block that shape its model, checked."""
+    if not is_count(n_relations):
+        raise ValueError(Errors.E005.format(name="n_relations", value=n_relations))
+    templates = list(DEFAULT_TREE_TEMPLATES if tree_templates is None else tree_templates)
+    if templates:
+        FeatureTemplates(templates)  # a typo fails with the config
+    return {"n_relations": n_relations, "tree_templates": templates}
+
+
+def apply_tree_settings(model, settings: Optional[Mapping[str, Any]]) -> None:
+    """Give ``model`` the relation groups and the tree templates its block
+    sets (none given: the model's as they are)."""
+    settings = settings or {}
+    if "n_relations" in settings:
+        set_relation_groups(model, settings["n_relations"])
+    if "tree_templates" in settings:
+        set_tree_templates(model, settings["tree_templates"])
 
 
 @dataclass
@@ -73,11 +119,14 @@ class TreeStructure(CRFStructure):
     layout_class = TreeLayout
     needs_parse = True
 
-    def prepare_model(self, model, target: str) -> None:
-        super().prepare_model(model, target)
-        # the docs have a parse: add the model's tree templates (not those
-        # reading DEP when DEP is what the component predicts)
-        use_tree_templates(model, allow_dep=target != "dep")
+    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
+        model = super().prepare_model(model, target, settings)
+        if model is not None:
+            apply_tree_settings(model, settings)
+            # the docs have a parse: add the tree templates (not those
+            # reading DEP when DEP is what the component predicts)
+            use_tree_templates(model, allow_dep=target != "dep")
+        return model
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``relations``: the most frequent ``n_relations - 1`` relations of the

@@ -37,7 +37,7 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
     Raises
     ------
     ValueError
-        E031 if ``model`` is not a ``spacy-crf.FeatureCRF.v1``.
+        E031 if ``model`` is not a ``spacy-crf.FeatureCRF``.
     """
     if model.name != FEATURE_CRF:
         raise ValueError(Errors.E031.format(model=model.name))

@@ -1,6 +1,6 @@
 """Fit the weights of a pool of experts on held-out data (the dev set).
 
-``spacy-crf.NeuralCRF.v2`` trains each expert of its pool on its own likelihood
+``spacy-crf.NeuralCRF.v3`` trains each expert of its pool on its own likelihood
 (``models/pooled_experts.py``), so no gradient ever reaches the weights between
 them: ``neural_weight`` fixes them. A fixed weight does not bound an expert's
 say, though. An expert that overfits (a tok2vec CRF on a small NER corpus)
@@ -186,7 +186,7 @@ def create_fit_pool_weights(every: int = 200,
             if not pooled_crfs(nlp):
                 raise ValueError(Errors.E122.format(
                     why="no crf_tagger of the pipeline has a pool of experts "
-                        "(spacy-crf.NeuralCRF.v2 with templates); remove "
+                        "(spacy-crf.NeuralCRF.v3 with templates); remove "
                         "[training.before_update]"))
             return
         if step % every:

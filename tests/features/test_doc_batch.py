@@ -50,7 +50,7 @@ def trained(structure, templates):
     # a chain per sentence: the structure reads the sentences too
     nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": structure,
                                        "sequence": "sentence", "model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": templates, "n_buckets": 1024}})
+        "@architectures": "spacy-crf.FeatureCRF.v2", "templates": templates, "n_buckets": 1024}})
     examples = [Example(parsed(nlp.vocab), parsed(nlp.vocab, pos=True))]
     nlp.initialize(lambda: examples)
     return nlp, examples

@@ -20,7 +20,7 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 #: written by spacy-crf at commit 4f22749 (signed mapping): a tagger with a
 #: 1000-row table, the feature ids of three texts, their emissions and tags
 LEGACY = ASSETS / "legacy_signed_buckets.msgpack"
-LEGACY_MODEL = {"@architectures": "spacy-crf.FeatureCRF.v1", "n_buckets": 1000,
+LEGACY_MODEL = {"@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": 1000,
                 "templates": ["NORM[-1..1]", "NORM[-1]|NORM[0]", "SUFFIX3", "SHAPE"]}
 TOP = 2**63
 
@@ -324,8 +324,9 @@ def test_a_seeded_tables_masks_are_its_own_and_go_on_after_a_save():
 def test_the_component_seeds_its_tables_from_the_configs_training_seed():
     nlp = spacy.blank("en")
     # input-dependent transitions: a second hashed table
-    nlp.add_pipe("crf_tagger", config={"model": dict(LEGACY_MODEL, n_buckets=4096,
-                                                     transition_templates=["NORM[0]"])})
+    nlp.add_pipe("crf_tagger", config={"model": dict(LEGACY_MODEL, n_buckets=4096),
+                                       "structure": {"@structures": "spacy-crf.Chain.v1",
+                                                     "transition_templates": ["NORM[0]"]}})
     nlp.config["system"]["seed"] = 5  # as spacy train --system.seed 5
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TOY]
     nlp.initialize(lambda: examples)

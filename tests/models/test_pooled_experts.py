@@ -1,10 +1,10 @@
-"""The pool of experts (``models/pooled_experts.py``) and NeuralCRF.v2.
+"""The pool of experts (``models/pooled_experts.py``) and NeuralCRF.v3.
 
 * the pool's scores are the weighted sum of its experts', which it carries;
 * backprop gives each expert its weight of the pooled gradient plus its own
   (finite differences through the whole model);
 * ``each_expert``: the loss of a pool is the sum of its experts' own losses,
-  and the feature expert of NeuralCRF.v2 learns exactly as a FeatureCRF alone;
+  and the feature expert of NeuralCRF.v3 learns exactly as a FeatureCRF alone;
 * decoding reads the pool; span targets constrain every expert;
 * bad weights and structures that cannot train a pool are clear errors.
 """
@@ -18,7 +18,7 @@ from thinc.api import Adam
 
 from finite_differences import central_difference
 from spacy_crf import inference, losses
-from spacy_crf.models.architectures import FeatureCRF, NeuralCRF_v2
+from spacy_crf.models.architectures import FeatureCRF, NeuralCRF as NeuralCRF_v3
 from spacy_crf.structures import get_structure
 from spacy_crf.models.pooled_experts import is_pooled, pooled_experts, weighted_sum
 from spacy_crf.structures.chain import ChainLayout
@@ -141,7 +141,7 @@ def test_every_objective_sums_over_the_experts(docs, layout, loss):
 def neural_nlp(target="pos", weight=0.2, **config):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": target, **config, "model": {
-        "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": TOK2VEC,
+        "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": TOK2VEC,
         "templates": TEMPLATES, "n_buckets": 256, "neural_weight": weight}})
     return nlp
 
@@ -153,14 +153,14 @@ def pos_examples(nlp):
 
 @pytest.mark.parametrize("drop", [0.0, 0.3])
 def test_the_feature_expert_learns_exactly_as_a_feature_crf_alone(drop):
-    """No expert trains through the other: NeuralCRF.v2's feature expert takes
-    the same steps as FeatureCRF.v1 with the same templates and optimizer, with
+    """No expert trains through the other: NeuralCRF.v3's feature expert takes
+    the same steps as FeatureCRF.v2 with the same templates and optimizer, with
     dropout too (the tok2vec's dropout draws do not move the features' masks)."""
     pooled = neural_nlp()
     alone = spacy.blank("en")
     alone.add_pipe("crf_tagger", config={"target": "pos", "model": {
-        "@architectures": "spacy-crf.FeatureCRF.v1", "templates": TEMPLATES, "n_buckets": 256,
-        # as NeuralCRF.v2's own defaults for its feature expert
+        "@architectures": "spacy-crf.FeatureCRF.v2", "templates": TEMPLATES, "n_buckets": 256,
+        # as NeuralCRF.v3's own defaults for its feature expert
         "cluster_templates": None, "boost_updates": 0}})
     trained = []
     for nlp in (pooled, alone):
@@ -223,12 +223,12 @@ def test_a_span_target_constrains_every_expert_and_predicts_well_formed_spans():
 @pytest.mark.parametrize("weight", [0, 1, 1.5, -0.2, True, "0.2"])
 def test_neural_weight_outside_zero_one_is_a_clear_error(weight):
     with pytest.raises(ValueError, match="E120.*neural_weight"):
-        NeuralCRF_v2(spacy.registry.resolve({"t": TOK2VEC})["t"], templates=TEMPLATES,
+        NeuralCRF_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], templates=TEMPLATES,
                      neural_weight=weight)
 
 
 def test_without_templates_v2_is_the_tok2vec_crf_alone():
-    model = NeuralCRF_v2(spacy.registry.resolve({"t": TOK2VEC})["t"], neural_weight=5)
+    model = NeuralCRF_v3(spacy.registry.resolve({"t": TOK2VEC})["t"], neural_weight=5)
     assert not is_pooled(model) and model.name == "neural_crf"
 
 
@@ -273,7 +273,7 @@ def test_the_feature_expert_defaults_to_the_factory_model():
 
     nlp = spacy.blank("en")
     crf = nlp.add_pipe("crf_tagger", config={"model": {
-        "@architectures": "spacy-crf.NeuralCRF.v2", "tok2vec": TOK2VEC,
+        "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": TOK2VEC,
         "templates": list(DEFAULT_MODEL["templates"])}})
     table = next(n for n in crf.model.walk() if n.name == "crf_hashed_linear")
     assert table.get_dim("nV") == DEFAULT_MODEL["n_buckets"]

@@ -8,7 +8,7 @@ import spacy
 from spacy.language import Language
 
 
-SMALL_MODEL = {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM[-1..1]"],
+SMALL_MODEL = {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM[-1..1]"],
                "n_buckets": 1024}
 
 
