@@ -14,7 +14,7 @@ DEPS = [["det", "nsubj", "ROOT", "det", "obj", "punct"], ["det", "nsubj", "ROOT"
 POS = [["DET", "NOUN", "VERB", "DET", "NOUN", "PUNCT"], ["DET", "NOUN", "VERB", "ADV", "PUNCT"],
        ["DET", "ADJ", "NOUN", "VERB", "ADV", "PUNCT"], ["PROPN", "VERB", "PROPN", "ADP", "PROPN", "PUNCT"]]
 ENTS = [["O"] * 6, ["O"] * 5, ["O"] * 6, ["B-PER", "O", "B-PER", "O", "B-LOC", "O"]]
-MODEL = {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM[-1..1]", "SUFFIX2", "SHAPE"],
+MODEL = {"@architectures": "spacy-crf.FeatureCRF.v1", "templates": ["NORM[-1..1]", "SUFFIX2", "SHAPE"],
          "n_buckets": 1024, "cluster_templates": None, "boost_updates": 0}
 CASES = {
     "chain_pos": {"target": "pos", "structure": "chain", "store_confidence": True, "model": MODEL},
