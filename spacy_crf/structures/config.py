@@ -19,6 +19,7 @@ components saved before the blocks existed did, so both load alike
 
 import inspect
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import catalogue
@@ -108,8 +109,10 @@ def _block(name: Any) -> Callable[..., StructureSpec]:
     return _BLOCKS[name][1]
 
 
+@lru_cache(maxsize=None)
 def _params(block: Callable[..., StructureSpec]) -> Dict[str, Any]:
-    """The settings a structure's block takes, with their defaults."""
+    """The settings a structure's block takes, with their defaults (read
+    once: the component reads its spec from its cfg at every batch)."""
     return {name: param.default for name, param in inspect.signature(block).parameters.items()}
 
 
