@@ -6,7 +6,8 @@ job) and again with the cache the cold run filled (warm):
 
 * **quick start**: the README's Python example (a 3-word example, 20 updates,
   one prediction), with the time of ``initialize``, the first update and the
-  first prediction; the anchor is the same script with spaCy's own ``tagger``
+  first prediction, and the seconds each kernel takes to compile (numba's
+  compile events); the anchor is the same script with spaCy's own ``tagger``
   (nothing to compile);
 * **first prediction**: ``spacy.load`` of the pipeline the quick start saved
   and one ``nlp(text)``; the anchor is ``spacy.blank("en")`` and one ``nlp(text)``;
@@ -32,7 +33,31 @@ from typing import Any, Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "assets" / "ewt_sample" / "en_ewt-train.conllu"
 
-QUICK_START = """
+#: a numba compile-event listener: seconds spent compiling each kernel, less
+#: the kernels it calls (they compile inside it), in ``KERNEL_SECONDS``
+COMPILE_CLOCK = """
+import collections, time
+from numba.core import event
+KERNEL_SECONDS = collections.defaultdict(float)
+_open = []
+
+class _Clock(event.Listener):
+    def on_start(self, ev):
+        _open.append([time.perf_counter(), 0.0])
+
+    def on_end(self, ev):
+        started, inner = _open.pop()
+        took = time.perf_counter() - started
+        if _open:
+            _open[-1][1] += took
+        func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+        name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+        KERNEL_SECONDS[name] += took - inner
+
+event.register("numba:compile", _Clock())
+"""
+
+QUICK_START = COMPILE_CLOCK + """
 import json, sys, time
 t0 = time.perf_counter()
 import spacy
@@ -52,7 +77,8 @@ doc = nlp("the dog sat")
 t5 = time.perf_counter()
 nlp.to_disk(sys.argv[2])
 print(json.dumps({"import_and_setup_s": t1 - t0, "initialize_s": t2 - t1,
-                  "first_update_s": t3 - t2, "first_prediction_s": t5 - t4, "total_s": t5 - t0}))
+                  "first_update_s": t3 - t2, "first_prediction_s": t5 - t4, "total_s": t5 - t0,
+                  "compile_by_kernel": dict(KERNEL_SECONDS)}))
 """
 
 FIRST_PREDICTION = """
@@ -130,6 +156,14 @@ def print_report(report: Dict[str, Any]) -> None:
                           if k.endswith("_s") and k not in ("total_s", "process_wall_s"))
         print(f"{name:42} {cold['process_wall_s']:8.2f} {warm['process_wall_s']:8.2f}  "
               f"{parts}{'; notice printed' if cold['notice'] else ''}")
+    kernels = report["quick start, crf_tagger"]["cold"].get("compile_by_kernel") or {}
+    if kernels:
+        ours = {k: v for k, v in kernels.items() if k.startswith("spacy_crf.")}
+        print(f"\nquick start, cold: {sum(kernels.values()):.2f} s compiling ({sum(ours.values()):.2f} s "
+              f"in {len(ours)} kernels of spacy_crf, the rest numba's own numpy functions); "
+              "seconds per kernel, less the kernels it calls:")
+        for name, seconds in sorted(ours.items(), key=lambda kv: -kv[1])[:12]:
+            print(f"  {seconds:6.2f}  {name}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
