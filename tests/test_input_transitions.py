@@ -480,6 +480,10 @@ def test_tree_with_transition_templates_trains_saves_and_loads(tmp_path):
         nlp.update(examples, sgd=optimizer)
     crf = nlp.get_pipe("crf_tagger")
     assert crf.crf_structure.name == "tree_input"
+    # the tree's templates go to the emissions, the transitions read their own alone
+    sources = [list(node.attrs["templates"].source) for node in crf.model.walk()
+               if node.name == "crf_featurize"]
+    assert sources[1] == ["head:NORM"] and "HEAD_DIST" in sources[0]
     test, _ = doc(["x", "of", "x", "to"])
     assert [t.tag_ for t in crf(test)] == ["B", "P", "A", "P"]
     nlp.to_disk(tmp_path / "m")

@@ -157,12 +157,15 @@ SAVED_BEFORE_DECLARED = Path(__file__).parent / "assets" / "saved_before_declare
 
 
 @pytest.mark.parametrize("name", ["chain_pos", "chain_ents", "tree_pos", "chain_tree_pos",
-                                  "transitions_pos"])
+                                  "transitions_pos", "tree_transitions_pos"])
 def test_pipelines_saved_before_structures_declared_parameters_predict_as_they_did(name,
                                                                                    tmp_path):
     """Saved at f25486b (``make.py`` beside them), when every model held a
-    chain's and a tree's parameters whatever its structure: they load and
-    predict bit-identically, saved again too."""
+    chain's and a tree's parameters whatever its structure, and at 2511cc2
+    (``tree_transitions_pos``: a tree's relation groups, its templates and
+    input-dependent edge scores in spacy-crf.FeatureCRF.v1, before they moved
+    into the tree's block): they load and predict bit-identically, saved
+    again too."""
     # the texts and the doc builder of make.py (its head: no training, no saving)
     source = (SAVED_BEFORE_DECLARED / "make.py").read_text()
     namespace: dict = {}

@@ -19,7 +19,7 @@ from thinc.api import Model, chain
 from thinc.types import Floats2d, Floats3d
 
 from ..errors import Errors
-from .featurize import featurize
+from .featurize import TREE_TEMPLATES, featurize
 from .grow import LABEL_PAIR_SIZED
 from .hashed_linear import hashed_linear
 from .potentials import ROW, register_scores
@@ -98,7 +98,10 @@ def add_token_transitions(model: Model, templates: Sequence[str], n_buckets: int
             pair_linear.attrs[key] = linear.attrs[key]
     if BOOST_UPDATES in pair_linear.attrs:
         pair_linear.attrs[UPDATES_DONE] = 0
-    pair_scores = chain(featurize(templates), pair_linear)
+    pair_features = featurize(templates)
+    # its templates are the block's alone: a tree's templates go to the emissions
+    del pair_features.attrs[TREE_TEMPLATES]
+    pair_scores = chain(pair_features, pair_linear)
     wrapped = chain(with_token_transitions(chain(features, linear), pair_scores), potentials)
     wrapped.name = FEATURE_CRF
     wrapped.attrs.update(model.attrs)

@@ -4,8 +4,8 @@ and the strategies that run them (see ``base``).
 The blocks ``spacy-crf.Chain.v1`` (``order`` 1 or 2, ``transition_templates``),
 ``spacy-crf.Tree.v1`` (``n_relations``, ``tree_templates``,
 ``transition_templates``), ``spacy-crf.ChainTree.v1`` (a chain and a tree CRF
-as two experts, each with its own scores) and ``spacy-crf.SemiMarkov.v1`` (``max_segment_length``) are
-registered here; their strategies are ``chain``, ``chain_order2``,
+as two experts, each with its own scores) and ``spacy-crf.SemiMarkov.v1``
+(``max_segment_length``) are registered here; their strategies are ``chain``, ``chain_order2``,
 ``chain_input``, ``tree``, ``tree_input``, ``chain_tree`` and
 ``semi_markov``. A new structure is a new module that subclasses
 :class:`CRFStructure`, decorates it with :func:`register_structure`,

@@ -126,7 +126,7 @@ def transition_settings(templates: Optional[List[str]], n_buckets: int) -> Dict[
     (CRF++'s ``B`` templates with ``%x``: templates evaluated at each token,
     e.g. ``"NORM[-1]|NORM[0]"``, the word pair the move crosses, whose hashed
     weights score every label pair, added to the transitions into that
-    token) and ``transition_buckets``, the rows of their hashed table. None
+    token) and ``transition_buckets``, the rows of their hashed table; none
     without templates."""
     if not templates:
         return {}

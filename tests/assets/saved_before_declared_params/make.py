@@ -1,4 +1,5 @@
-"""Save small trained pipelines with the code on PYTHONPATH, and what they predict."""
+"""Save small trained pipelines with the code on PYTHONPATH, and what they predict
+(``python make.py OUT [CASE ...]``: every case, or those named)."""
 import json, sys
 from pathlib import Path
 import spacy
@@ -25,6 +26,10 @@ CASES = {
     "chain_tree_pos": {"target": "pos", "structure": "chain_tree", "store_confidence": True, "model": MODEL},
     "transitions_pos": {"target": "pos", "structure": "chain", "store_confidence": True,
                         "model": {**MODEL, "transition_templates": ["SUFFIX2"], "transition_buckets": 512}},
+    # saved at 2511cc2, the last commit before the tree's settings moved into its block
+    "tree_transitions_pos": {"target": "pos", "structure": "tree", "store_confidence": True,
+                             "model": {**MODEL, "n_relations": 2, "tree_templates": ["head:NORM", "HEAD_DIST"],
+                                       "transition_templates": ["head:NORM"], "transition_buckets": 512}},
 }
 
 
@@ -36,6 +41,8 @@ def doc(vocab, i, gold=False, parse=True):
 
 
 for name, config in CASES.items():
+    if len(sys.argv) > 2 and name not in sys.argv[2:]:
+        continue
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config=config)
     examples = [Example(doc(nlp.vocab, i), doc(nlp.vocab, i, gold=True)) for i in range(len(WORDS))]
