@@ -13,7 +13,11 @@ job) and again with the cache the cold run filled (warm):
   and one ``nlp(text)``; the anchor is ``spacy.blank("en")`` and one ``nlp(text)``;
 * **one epoch**: ``nlp.initialize`` and one epoch of ``nlp.update`` over the
   600 sentences of the shipped EWT sample (UPOS, batches of 32, factory
-  defaults without a cluster table).
+  defaults without a cluster table);
+* **a second copy of the code**: the quick start from a copy of the package
+  (a new venv, clone or install of the same code on the same machine), with
+  an empty shared cache (cold), then from a second copy (warm: it reads what
+  the first compiled, ``spacy_crf/_kernels/shared_cache.py``).
 
 Run from a checkout::
 
@@ -23,6 +27,7 @@ Run from a checkout::
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,9 +118,16 @@ print(json.dumps({"epoch_s": t2 - t1, "total_s": t2 - t0}))
 """
 
 
-def run(script: str, args: List[str], cache: Path) -> Dict[str, Any]:
-    """One fresh process; its own timings and the process's wall time."""
+def run(script: str, args: List[str], cache: Path,
+        code: Optional[Path] = None) -> Dict[str, Any]:
+    """One fresh process; its own timings and the process's wall time. With
+    ``code`` (a directory holding a copy of the package), that copy runs
+    with ``cache`` as spacy-crf's own shared cache (``SPACY_CRF_NUMBA_CACHE``)
+    rather than numba's ``NUMBA_CACHE_DIR``."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    if code is not None:
+        env.pop("NUMBA_CACHE_DIR")
+        env.update(SPACY_CRF_NUMBA_CACHE=str(cache), PYTHONPATH=str(code))
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
                           text=True, timeout=900)
@@ -145,6 +157,19 @@ def measure(work: Path) -> Dict[str, Any]:
     report["first prediction, blank spaCy (anchor)"] = cold_and_warm(FIRST_PREDICTION, ["blank"],
                                                                      work, "blank")
     report["one epoch, 600 sentences"] = cold_and_warm(ONE_EPOCH, [str(SAMPLE)], work, "epoch")
+    # a new venv, clone or install of the same code on the same machine: a copy
+    # of the package elsewhere, with new file times, reads the kernels the
+    # first copy compiled (spacy-crf's shared cache, _kernels/shared_cache.py)
+    shared = work / "shared-cache"
+    copies = []
+    for name in ("first", "second"):
+        copy = work / f"code-{name}"
+        shutil.copytree(ROOT / "spacy_crf", copy / "spacy_crf",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(copy)
+    report["quick start, a second copy of the code"] = {
+        "cold": run(QUICK_START, ["crf_tagger", str(work / "crf-first")], shared, copies[0]),
+        "warm": run(QUICK_START, ["crf_tagger", str(work / "crf-second")], shared, copies[1])}
     return report
 
 

@@ -5,6 +5,7 @@ Importing the package registers the ``crf_tagger`` factory, the
 ``pyproject.toml`` make spaCy do that without an explicit import.
 """
 
+from . import _kernels  # noqa: F401  (first: where numba caches the kernels, shared_cache.py)
 from . import augmenters, scoring  # noqa: F401  (registrations)
 from .training import add_labels, train_logger  # noqa: F401  (registers callbacks, the logger)
 from .models import CRFScores, FeatureCRF, NeuralCRF
