@@ -53,16 +53,21 @@ def kernel_digest() -> str:
 
 
 def cache_root() -> Optional[Path]:
-    """This code's cache directory, or None where numba's default applies."""
+    """This code's cache directory, or None where numba's default applies
+    (also where it cannot be named: no home directory, sources not on disk)."""
     setting = os.environ.get(ENV, "").strip()
     if setting.lower() in _OFF or config.CACHE_DIR:
         return None
-    if setting:
-        base = Path(setting).expanduser()
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "spacy-crf" / "numba"
-    version = f"numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
-    return base / f"{version}-{kernel_digest()[:20]}"
+    try:
+        if setting:
+            base = Path(setting).expanduser()
+        else:
+            home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+            base = Path(home) / "spacy-crf" / "numba"
+        version = f"numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+        return base / f"{version}-{kernel_digest()[:20]}"
+    except (OSError, RuntimeError, ValueError):
+        return None
 
 
 # numba's base class of locators (private: where a numba release lacks it,
