@@ -14,7 +14,8 @@ plugin cannot add to it. This command loads a training config the same way
   training docs without the annotation (they train as unannotated);
 * for span targets: overlapping spans (a CRF keeps the longest of each group),
   spans whose ends fall inside a token of the pipeline's tokenisation, the
-  longest span (the semi-Markov CRF's ``max_segment_length``);
+  longest span (and what the structure says of them: the semi-Markov CRF's
+  ``max_segment_length``);
 * the token annotations the component reads (a parse, TAG, POS, ...) and
   whether the training docs, or a component that annotates in training,
   give them.
@@ -344,24 +345,12 @@ def _report_spans(checks: Checks, target: Target, pipe, train: CorpusStats) -> N
         return
     longest = max(train.span_lengths)
     checks.info(f"Longest train span: {longest} tokens")
-    if pipe.cfg["structure"] == "semi_markov":
-        _report_segment_length(checks, pipe, train, longest)
-
-
-def _report_segment_length(checks: Checks, pipe, train: CorpusStats, longest: int) -> None:
-    """Spans longer than the semi-Markov CRF's segments (W006 in training)."""
-    from .structures.semi_markov import DEFAULT_CAP
-
-    setting = int(pipe.cfg.get("max_segment_length") or 0)
-    length = setting or max(1, min(longest, DEFAULT_CAP))
-    n_long = sum(n for size, n in train.span_lengths.items() if size > length)
-    where = "max_segment_length" if setting else f"max_segment_length = 0: capped at {DEFAULT_CAP}"
-    if n_long:
-        checks.warn(f"{n_long} train spans are longer than {length} tokens ({where}): "
-                    f"their sentences are left out of training (W006)",
-                    "Raise max_segment_length in the component's structure block.")
-    else:
-        checks.good(f"Every train span fits max_segment_length ({length})")
+    # what the structure says of them (the semi-Markov CRF: its segments' length)
+    for kind, text, fix in pipe.crf_structure.span_length_report(pipe.cfg, train.span_lengths):
+        if kind == "warn":
+            checks.warn(text, fix)
+        else:
+            checks.good(text)
 
 
 def _report_inputs(checks: Checks, nlp: Language, name: str, inputs: Sequence[Tuple[str, str]],

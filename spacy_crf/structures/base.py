@@ -219,6 +219,14 @@ class CRFStructure:
         component from ``n_old`` to ``n_new`` labels (the new ones last)."""
         return {}
 
+    def span_length_report(self, cfg: Mapping[str, Any],
+                           span_lengths: Mapping[int, int]) -> List[Tuple[str, str, str]]:
+        """What ``spacy debug data`` says of a corpus's gold span lengths
+        (length -> count) for this structure with the component's ``cfg``:
+        ``(kind, text, fix)`` lines, ``kind`` ``"good"`` or ``"warn"``. Most
+        structures take spans of any length: nothing."""
+        return []
+
     def layout(self, docs: Sequence, component: ComponentView) -> BatchLayout:
         """The batch layout of ``docs`` (a ``DocBatch``, whose readings the
         model's features then share) for ``component``."""

@@ -26,7 +26,7 @@ left out of training.
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -154,6 +154,23 @@ class SemiMarkovStructure(CRFStructure):
                                          "each expert trains as a CRF of its own"))
         model = super().prepare_model(model, target, settings)
         return model if model is None or is_wrapped(model) else with_segment_scores(model)
+
+    def span_length_report(self, cfg: Mapping[str, Any],
+                           span_lengths: Mapping[int, int]) -> List[Tuple[str, str, str]]:
+        """Spans longer than the segments (W006 in training), as
+        :meth:`initialize_cfg` will cap them."""
+        if not span_lengths:
+            return []
+        setting = int(cfg.get("max_segment_length") or 0)
+        length = setting or max(1, min(max(span_lengths), DEFAULT_CAP))
+        n_long = sum(n for size, n in span_lengths.items() if size > length)
+        where = ("max_segment_length" if setting
+                 else f"max_segment_length = 0: capped at {DEFAULT_CAP}")
+        if n_long:
+            return [("warn", f"{n_long} train spans are longer than {length} tokens ({where}): "
+                             f"their sentences are left out of training (W006)",
+                     "Raise max_segment_length in the component's structure block.")]
+        return [("good", f"Every train span fits max_segment_length ({length})", "")]
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``segment_length``: ``max_segment_length``, or the longest gold span
