@@ -22,6 +22,7 @@ code are kept, older ones removed when a new one is made.
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 from functools import lru_cache
@@ -111,12 +112,19 @@ class SharedCacheLocator(_LOCATOR or object):
         return locator
 
 
+#: the name of a code directory (:func:`cache_root`); nothing else is ever pruned
+CODE_DIRECTORY = re.compile(r"numba[0-9A-Za-z.+_]*-py[0-9]+-[0-9a-f]{20}")
+
+
 def prune(root: Path, keep: int = KEEP) -> None:
     """Remove all but the ``keep`` most recently written code directories
     beside ``root`` (each change to the kernels' sources makes a new one, of
-    up to ~15 MB); ``root`` itself stays."""
+    up to ~15 MB); ``root`` itself stays, and so does anything not named as
+    a code directory (``SPACY_CRF_NUMBA_CACHE`` may name a directory that
+    holds other things)."""
     try:
-        others = [path for path in root.parent.iterdir() if path.is_dir() and path != root]
+        others = [path for path in root.parent.iterdir()
+                  if path != root and path.is_dir() and CODE_DIRECTORY.fullmatch(path.name)]
         others.sort(key=lambda path: path.stat().st_mtime, reverse=True)
     except OSError:
         return

@@ -98,16 +98,25 @@ def test_numbas_own_cache_where_asked_or_where_ours_cannot_be_written(tmp_path, 
         assert any((copy / "spacy_crf").rglob("__pycache__/*.nbi"))
 
 
-def test_old_code_directories_are_pruned(tmp_path):
+def test_old_code_directories_are_pruned_and_nothing_else(tmp_path):
     base = tmp_path / "cache"
-    for i in range(12):
-        old = base / f"numba0-py3-{i:02d}"
+    names = [f"numba0.68.1-py311-{i:020x}" for i in range(12)]
+    for i, name in enumerate(names):
+        old = base / name
         old.mkdir(parents=True)
         os.utime(old, (1000 + i, 1000 + i))
-    root = base / "numba0-py3-current"
+    # SPACY_CRF_NUMBA_CACHE may name a directory that holds other things
+    (base / "my_project").mkdir()
+    (base / "numba-notes").mkdir()
+    os.utime(base / "my_project", (1, 1))
+    root = base / f"numba0.68.1-py311-{'f' * 20}"
     shared_cache.prune(root, keep=4)
-    assert sorted(p.name for p in base.iterdir()) == ["numba0-py3-09", "numba0-py3-10",
-                                                      "numba0-py3-11"]
+    assert sorted(p.name for p in base.iterdir()) == sorted(names[-3:] + ["my_project",
+                                                                          "numba-notes"])
+    # the name cache_root gives matches what prune removes
+    assert shared_cache.CODE_DIRECTORY.fullmatch(root.name)
+    real = shared_cache.cache_root()
+    assert real is None or shared_cache.CODE_DIRECTORY.fullmatch(real.name)
 
 
 def test_the_digest_covers_every_file_with_jitted_code():
