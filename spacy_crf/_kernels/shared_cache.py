@@ -27,7 +27,7 @@ import shutil
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional
 
 import numba
 from numba.core import caching, config
@@ -42,14 +42,21 @@ KEEP = 8
 
 
 @lru_cache(maxsize=None)
+def jitted_sources() -> Dict[str, str]:
+    """Relative path -> sha256 of each source file of the package that holds
+    jitted code, read once per process (the directory's name and every
+    function's source stamp come from it)."""
+    return {path.relative_to(PACKAGE_ROOT).as_posix(): hashlib.sha256(data).hexdigest()
+            for path in sorted(PACKAGE_ROOT.rglob("*.py"))
+            for data in (path.read_bytes(),) if b"njit" in data}
+
+
 def kernel_digest() -> str:
     """sha256 over the package's source files that hold jitted code."""
     digest = hashlib.sha256()
-    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
-        data = path.read_bytes()
-        if b"njit" in data:
-            digest.update(path.relative_to(PACKAGE_ROOT).as_posix().encode())
-            digest.update(hashlib.sha256(data).digest())
+    for relative, sha in jitted_sources().items():
+        digest.update(relative.encode())
+        digest.update(bytes.fromhex(sha))
     return digest.hexdigest()
 
 
@@ -82,15 +89,17 @@ class SharedCacheLocator(_LOCATOR or object):
     def __init__(self, py_func, py_file: str, root: Path) -> None:
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        relative = Path(py_file).resolve().relative_to(PACKAGE_ROOT)
-        self._cache_path = str(root / relative.parent)
+        self._relative = Path(py_file).resolve().relative_to(PACKAGE_ROOT)
+        self._cache_path = str(root / self._relative.parent)
 
     def get_cache_path(self) -> str:
         return self._cache_path
 
     def get_source_stamp(self) -> str:
         # the content, not the file's time: a fresh copy of the same code matches
-        return hashlib.sha256(Path(self._py_file).read_bytes()).hexdigest()
+        # (hashed once, with the directory's digest)
+        stamp = jitted_sources().get(self._relative.as_posix())
+        return stamp or hashlib.sha256(Path(self._py_file).read_bytes()).hexdigest()
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)

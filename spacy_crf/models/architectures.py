@@ -171,7 +171,7 @@ def FeatureCRF(
     _boost(boost_updates, linear, potentials)
     if average_weights:
         average_weights_of(linear, potentials)
-    model = chain(featurize(templates, (), cluster_templates or ()), linear, potentials)
+    model = chain(featurize(templates, cluster_templates or ()), linear, potentials)
     model.name = FEATURE_CRF
     return model
 

@@ -30,8 +30,7 @@ LEXICON = "crf_lexicon"
 OWNER = "crf_owner"
 
 
-def featurize(templates: Sequence[str], tree_templates: Sequence[str] = (),
-              cluster_templates: Sequence[str] = ()) -> Model[InT, OutT]:
+def featurize(templates: Sequence[str], cluster_templates: Sequence[str] = ()) -> Model[InT, OutT]:
     """Hash the feature templates at every token of a batch of Docs.
 
     Parameters
@@ -39,21 +38,16 @@ def featurize(templates: Sequence[str], tree_templates: Sequence[str] = (),
     templates : sequence of str
         Template strings (see ``spacy_crf.features.templates``); validated here,
         so a typo fails when the pipeline is built, not during training.
-    tree_templates : sequence of str
-        Templates added by :func:`use_tree_templates` when the component's
-        structure is a tree (the docs then have a parse); validated here too.
     cluster_templates : sequence of str
         Templates added by :func:`set_lexicon` when the component has a Brown
         cluster table (they read ``CLUSTER`` / ``CLUSTERk``); validated here too.
     """
     parsed = FeatureTemplates(templates)
-    tree = list(tree_templates)
-    if tree:
-        FeatureTemplates(tree)
     clusters = list(cluster_templates)
     if clusters:
         FeatureTemplates(clusters)
-    return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: tree,
+    # the tree templates are a tree structure's (set_tree_templates), none until then
+    return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: [],
                                                   CLUSTER_TEMPLATES: clusters,
                                                   CLUSTER_TEMPLATES_ADDED: [],
                                                   SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None})

@@ -71,6 +71,13 @@ def semi_markov_structure(max_segment_length: int = 0) -> StructureSpec:
     return StructureSpec("semi_markov", {"max_segment_length": max_segment_length})
 
 
+def segment_length(setting: int, longest: int) -> int:
+    """The longest segment: ``max_segment_length`` where set, else the longest
+    gold span, capped at :data:`DEFAULT_CAP` (``initialize`` and ``spacy debug
+    data`` say the same)."""
+    return setting or max(1, min(longest, DEFAULT_CAP))
+
+
 @dataclass
 class SemiMarkovLayout(BatchLayout):
     """Chains of a batch, the longest segment and how tags make segments.
@@ -162,7 +169,7 @@ class SemiMarkovStructure(CRFStructure):
         if not span_lengths:
             return []
         setting = int(cfg.get("max_segment_length") or 0)
-        length = setting or max(1, min(max(span_lengths), DEFAULT_CAP))
+        length = segment_length(setting, max(span_lengths))
         n_long = sum(n for size, n in span_lengths.items() if size > length)
         where = ("max_segment_length" if setting
                  else f"max_segment_length = 0: capped at {DEFAULT_CAP}")
@@ -187,7 +194,7 @@ class SemiMarkovStructure(CRFStructure):
         found = np.concatenate(span_lengths)
         setting = int(component.cfg.get("max_segment_length", 0))
         longest = int(found.max()) if found.size else 1
-        length = setting or max(1, min(longest, DEFAULT_CAP))
+        length = segment_length(setting, longest)
         too_long = int((found > length).sum())
         if too_long:
             warnings.warn(Warnings.W006.format(n=too_long, name=component.name, length=length,
