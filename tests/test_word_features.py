@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import spacy
 import srsly
+from spacy.tokens import Span
 from spacy.training import Example
 from spacy.vectors import Vectors
 
@@ -22,8 +23,9 @@ from spacy_crf._kernels.features import SEED, mix64
 from spacy_crf.features import brown_clusters
 from spacy_crf.features.brown_clusters import path_value, read_cluster_file
 from spacy_crf.features.extract import extract_features
-from spacy_crf.features.gazetteer import (CODE_B, CODE_I, CODE_L, CODE_U, Gazetteer,
-                                          read_gazetteer)
+from spacy_crf.features.gazetteer import (CODE_B, CODE_I, CODE_L, CODE_U, EVERY_FOLD,
+                                          Gazetteer, document_fold, read_gazetteer,
+                                          training_phrases)
 from spacy_crf.features.lexicon import Lexicon
 from spacy_crf.features.templates import FeatureTemplates
 from spacy_crf.features.vector_clusters import kmeans, unit_rows
@@ -328,6 +330,22 @@ def test_gazetteer_positions_lists_overlaps_and_case():
                                               int(gaz_value(("LOC", CODE_U)))]
 
 
+def test_gazetteer_features_without_other_word_tables_or_affixes():
+    # templates that read the gazetteer and no affix or cluster once got no
+    # gazetteer column at all, and the hashing read past the values
+    nlp = spacy.blank("en")
+    lexicon = Lexicon(gazetteer=Gazetteer([("CITY", ("Paris",))]))
+    docs = [nlp.make_doc(t) for t in ("we saw Paris", "we saw Rome")]
+    alone = extract_features(docs, FeatureTemplates(["GAZETTEER", "NORM"]), lexicon=lexicon)
+    with_affix = extract_features(docs, FeatureTemplates(["GAZETTEER", "NORM", "SUFFIX3"]),
+                                  lexicon=lexicon)
+    assert np.array_equal(alone, with_affix[:, :2])
+    assert np.array_equal(alone, extract_features(docs, FeatureTemplates(["GAZETTEER", "NORM"]),
+                                                  lexicon=lexicon))
+    gaz = alone[:, 0]
+    assert gaz[2] != gaz[5] and len({gaz[0], gaz[1], gaz[3], gaz[4], gaz[5]}) == 1
+
+
 def test_gazetteer_files_and_bad_rows(tmp_path):
     jsonl = tmp_path / "gaz.jsonl"
     jsonl.write_text('{"label": "CITY", "pattern": "New York"}\n\n{"label": "ORG", "pattern": "ACME"}\n',
@@ -375,6 +393,118 @@ def test_a_gazetteer_without_a_template_to_read_it_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"\[E125\].*GAZETTEER"):
         nlp.get_pipe("crf_tagger").initialize(lambda: ner_examples(nlp), nlp=nlp,
                                               gazetteer=str(path))
+
+
+def texts_in_folds(template, n):
+    """``n`` texts made from ``template`` whose documents fall in ``n`` different folds."""
+    nlp = spacy.blank("en")
+    found = {}
+    for k in range(10_000):
+        text = template.format(k)
+        found.setdefault(document_fold(nlp.make_doc(text)), text)
+        if len(found) == n:
+            return list(found.values())
+    raise AssertionError("no texts in enough folds")
+
+
+def held_out_reference(docs_and_spans, given, doc):
+    """What a training doc's gazetteer should be, by definition: the phrases of
+    every *other* fold's documents, plus those given (a file's)."""
+    fold = document_fold(doc)
+    phrases = [(s.label_, tuple(t.text for t in s)) for d, spans in docs_and_spans
+               if document_fold(d) != fold for s in spans]
+    return Gazetteer(phrases + given)
+
+
+def test_a_training_gazetteer_holds_out_each_documents_own_fold():
+    nlp = spacy.blank("en")
+    one, two, three = (nlp.make_doc(t) for t in texts_in_folds("Ann met Bob in Rome {}", 3))
+    # "Rome" comes from two folds, "Bob" from one, "Ann" from one and a file
+    spans = [(one, [Span(one, 2, 3, "PER"), Span(one, 0, 1, "PER")]),
+             (two, [Span(two, 4, 5, "LOC")]), (three, [Span(three, 4, 5, "LOC")])]
+    phrases, folds = training_phrases(spans)
+    given = [("PER", ("Ann",))]
+    gaz = Gazetteer(given + phrases, folds=[EVERY_FOLD] + folds)
+    assert gaz.from_training and not Gazetteer(given).from_training
+    for doc in (one, two, three):
+        # predicting (new text) sees every phrase; training sees the other folds'
+        assert gaz.column([doc]).tolist() == Gazetteer(given + phrases).column([doc]).tolist()
+        assert (gaz.column([doc], held_out=True).tolist()
+                == held_out_reference(spans, given, doc).column([doc]).tolist())
+    # Bob is held out of his only document, Ann (also a file's) and Rome are not
+    first = gaz.column([one], held_out=True)
+    assert first[2] == 0 and first[0] != 0 and first[4] != 0
+    # a batch is the docs one by one
+    batch = gaz.column([one, two, three], held_out=True)
+    assert batch.tolist() == sum((gaz.column([d], held_out=True).tolist()
+                                  for d in (one, two, three)), [])
+    # the folds are saved, and an old saved gazetteer (no folds) holds everywhere
+    assert Gazetteer.from_dict(gaz.to_dict()).folds == gaz.folds
+    assert "folds" not in Gazetteer(given).to_dict()
+
+
+def test_held_out_matches_a_jackknife_on_random_corpora():
+    rng = np.random.default_rng(0)
+    nlp = spacy.blank("en")
+    words = ["Ann", "Bob", "Rome", "Oslo", "new", "york", "the", "met"]
+    for _ in range(30):
+        spans = []
+        for k in range(int(rng.integers(2, 8))):
+            toks = [words[i] for i in rng.integers(0, len(words), size=6)] + [str(k)]
+            doc = nlp.make_doc(" ".join(toks))
+            start = int(rng.integers(0, 5))
+            label = "A" if rng.random() < 0.5 else "B"
+            spans.append((doc, [Span(doc, start, start + int(rng.integers(1, 3)), label)]))
+        phrases, folds = training_phrases(spans)
+        gaz = Gazetteer(phrases, folds=folds)
+        for doc, _ in spans:
+            assert (gaz.column([doc], held_out=True).tolist()
+                    == held_out_reference(spans, [], doc).column([doc]).tolist())
+
+
+def test_gazetteer_from_training_in_the_pipeline(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "model": {
+        **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER[-1..1]"], "cluster_templates": []}})
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"gazetteer_from_training": True}
+    examples = ner_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe("crf_tagger")
+    featurize = next(n for n in pipe.model.walk() if n.name == "crf_featurize")
+    gaz = featurize.attrs["crf_lexicon"].gazetteer
+    assert sorted(gaz.entries) == [(0, ("Paris",)), (0, ("Rome",))] and gaz.from_training
+    doc = nlp.make_doc("Alice flew to Paris")
+    # training features hold Paris out of its own document; prediction sees it
+    assert not np.array_equal(featurize([doc], is_train=True)[0], featurize.predict([doc]))
+    other = nlp.make_doc("We flew to Paris")
+    if document_fold(other) != document_fold(doc):
+        assert np.array_equal(featurize([other], is_train=True)[0], featurize.predict([other]))
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    again = next(n for n in loaded.get_pipe("crf_tagger").model.walk()
+                 if n.name == "crf_featurize").attrs["crf_lexicon"].gazetteer
+    assert again == gaz and again.folds == gaz.folds
+    texts = ["Bob flew to Rome", "Alice met Carol in Paris"]
+    assert ([[(e.text, e.label_) for e in d.ents] for d in nlp.pipe(texts)]
+            == [[(e.text, e.label_) for e in d.ents] for d in loaded.pipe(texts)])
+
+
+def test_gazetteer_from_training_needs_spans():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": {
+        **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER"], "cluster_templates": []}})
+    with pytest.raises(ValueError, match=r"\[E125\].*has none"):
+        nlp.get_pipe("crf_tagger").initialize(lambda: tag_examples(nlp), nlp=nlp,
+                                              gazetteer_from_training=True)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "model": {
+        **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER"], "cluster_templates": []}})
+    no_ents = [Example.from_dict(nlp.make_doc("Carol met Dave"), {"entities": []})]
+    with pytest.raises(ValueError, match=r"\[E125\].*no gold spans"):
+        nlp.get_pipe("crf_tagger").initialize(lambda: no_ents, nlp=nlp, labels=["O", "U-LOC"],
+                                              gazetteer_from_training=True)
 
 
 # -- save and load ---------------------------------------------------------------

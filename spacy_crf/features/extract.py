@@ -17,7 +17,7 @@ from .templates import FeatureTemplates
 
 def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
                      by_sentence: bool = True, lexicon: Optional[Lexicon] = None,
-                     owner: str = "the feature templates") -> np.ndarray:
+                     owner: str = "the feature templates", held_out: bool = False) -> np.ndarray:
     """Hash every template at every token of the batch.
 
     Parameters
@@ -34,6 +34,9 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
         ``GAZETTEER`` read (the component's, set at ``initialize``).
     owner : str
         Who reads them, for messages (the component's name).
+    held_out : bool
+        Training: a gazetteer drawn from the training data holds out what
+        each document gave it (``gazetteer.py``); no other feature changes.
 
     Returns
     -------
@@ -59,20 +62,27 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
         raise ValueError(Errors.E126.format(attrs=", ".join(missing)))
     source = tuple(templates.source)
     hashed = batch_memo(docs, "features")
-    # two feature layers share hashed columns only if they read the same word tables
-    tables = id(lexicon) if templates.lexicon_attrs else None
+    held_out = bool(held_out and lexicon is not None and lexicon.holds_out)
+    tables = _tables(templates, lexicon, held_out)
     key = (by_sentence, tables, source)
     if key not in hashed:
-        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, owner, hashed)
+        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, owner, hashed, held_out)
     return hashed[key]
 
 
+def _tables(templates: FeatureTemplates, lexicon: Optional[Lexicon], held_out: bool) -> object:
+    """What the columns of ``templates`` read beyond the docs: two feature layers
+    share hashed columns only if they read the same word tables, alike held out."""
+    return (id(lexicon), held_out) if templates.lexicon_attrs else None
+
+
 def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
-                 lexicon: Optional[Lexicon], owner: str, hashed: dict) -> np.ndarray:
+                 lexicon: Optional[Lexicon], owner: str, hashed: dict,
+                 held_out: bool = False) -> np.ndarray:
     """The features of ``templates``, from the batch's ``hashed`` lists where one
     begins with them or they begin with the longest of those that can serve."""
     source = tuple(templates.source)
-    tables = id(lexicon) if templates.lexicon_attrs else None
+    tables = _tables(templates, lexicon, held_out)
     done, done_source = None, ()
     for (sequence, other_tables, other), features in hashed.items():
         if sequence != by_sentence or (other_tables is not None and other_tables != tables):
@@ -82,15 +92,17 @@ def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: 
         if source[:len(other)] == other and len(other) > len(done_source):
             done, done_source = features, other
     if done is None:
-        return _hash(docs, templates, by_sentence, 0, lexicon, owner)
+        return _hash(docs, templates, by_sentence, 0, lexicon, owner, held_out)
     rest = FeatureTemplates(source[len(done_source):])
-    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1], lexicon, owner)])
+    return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1], lexicon, owner,
+                                  held_out)])
 
 
 def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
-          first: int, lexicon: Optional[Lexicon], owner: str) -> np.ndarray:
+          first: int, lexicon: Optional[Lexicon], owner: str,
+          held_out: bool = False) -> np.ndarray:
     """The features of ``templates``, placed at ``first`` in their list."""
-    values = _value_columns(docs, templates, lexicon)
+    values = _value_columns(docs, templates, lexicon, held_out)
     n_tokens = values.shape[0]
     if templates.uses_tree:
         values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values,
@@ -99,6 +111,10 @@ def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
     begin = np.empty(n_tokens, dtype=np.int64)
     end = np.empty(n_tokens, dtype=np.int64)
     kernels.sequence_bounds(lengths, begin, end)
+    if templates.part_col.size and values.shape[1] <= int(templates.part_col.max()):
+        # the kernel does not check its reads: a missing column would be read past the array
+        raise RuntimeError(f"the templates read column {int(templates.part_col.max())} of "
+                           f"{values.shape[1]} value columns ({templates.source})")
     features = np.empty((n_tokens, len(templates)), dtype=np.uint64)
     kernels.hash_templates(values, begin, end, templates.part_ptr, templates.part_col,
                            templates.part_off, first, features)
@@ -106,7 +122,7 @@ def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
 
 
 def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
-                   lexicon: Optional[Lexicon]) -> np.ndarray:
+                   lexicon: Optional[Lexicon], held_out: bool = False) -> np.ndarray:
     """The spaCy attribute columns of the batch, then the affix and word-table columns.
 
     The affixes and tables are looked up by word hashes (``LOWER``, ``ORTH``)
@@ -123,7 +139,7 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
     # is a template) comes from their column, not from a second read
     columns = attr_ids + [IDS[k] for k in keys if IDS[k] not in attr_ids]
     values = attribute_matrix(docs, columns)
-    if not keys:
+    if not templates.uses_affixes and not templates.lexicon_attrs:
         return values
     key_columns: Dict[str, np.ndarray] = {k: np.ascontiguousarray(values[:, columns.index(IDS[k])])
                                           for k in keys}
@@ -132,7 +148,7 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
         blocks.append(affix_columns(key_columns["LOWER"], docs[0].vocab.strings)
                       if docs else np.zeros((0, N_AFFIX_COLUMNS), dtype=np.uint64))
     if templates.lexicon_attrs:
-        blocks.append(lexicon.columns(docs, templates.lexicon_attrs, key_columns))
+        blocks.append(lexicon.columns(docs, templates.lexicon_attrs, key_columns, held_out))
     return np.ascontiguousarray(np.hstack(blocks))
 
 

@@ -82,8 +82,14 @@ class Lexicon:
             return self.vector_clusters
         return None
 
+    @property
+    def holds_out(self) -> bool:
+        """Whether the columns differ while training (a gazetteer drawn from the
+        training data holds each document's own phrases out; ``gazetteer.py``)."""
+        return self.gazetteer is not None and self.gazetteer.from_training
+
     def columns(self, docs: Sequence[Doc], attrs: Sequence[str],
-                keys: Dict[str, np.ndarray]) -> np.ndarray:
+                keys: Dict[str, np.ndarray], held_out: bool = False) -> np.ndarray:
         """``(N, len(attrs))`` uint64 values of ``attrs`` at every token of the batch.
 
         Parameters
@@ -94,6 +100,8 @@ class Lexicon:
             Word-representation attributes, each with its table here.
         keys : dict
             ``{"ORTH": (N,) uint64, "LOWER": ...}``: the hashes the tables look up.
+        held_out : bool
+            Training: the gazetteer holds out what each document itself gave it.
         """
         # the key arrays have one row a token; summing the docs' lengths in
         # Python costs as much as the lookup itself
@@ -103,7 +111,7 @@ class Lexicon:
         looked_up: Dict[int, np.ndarray] = {}
         for j, attr in enumerate(attrs):
             if attr == GAZETTEER:
-                out[:, j] = self.gazetteer.column(docs)
+                out[:, j] = self.gazetteer.column(docs, held_out)
                 continue
             table = self._table_of(attr)
             if id(table) not in looked_up:

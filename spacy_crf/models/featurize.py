@@ -239,7 +239,8 @@ def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, C
         restore_lexicon(model)  # loaded by thinc alone (the component restores at load)
     features = extract_features(docs, model.attrs["templates"], by_sentence(model),
                                 model.attrs.get(LEXICON),
-                                model.attrs.get(OWNER) or "the feature templates")
+                                model.attrs.get(OWNER) or "the feature templates",
+                                held_out=is_train)
 
     def backprop(d_features: OutT) -> InT:
         return []

@@ -198,7 +198,7 @@ class CRFTagger(TrainablePipe):
                    nlp: Optional[Language] = None, labels: Optional[Sequence[str]] = None,
                    clusters: Optional[str] = None, gazetteer: Optional[str] = None,
                    gazetteer_case_sensitive: bool = False, gazetteer_ruler: Optional[str] = None,
-                   keep_weights: bool = False) -> None:
+                   gazetteer_from_training: bool = False, keep_weights: bool = False) -> None:
         """Collect the labels, gather the word tables and allocate the model
         (the settings of ``[initialize.components.NAME]``).
 
@@ -221,13 +221,18 @@ class CRFTagger(TrainablePipe):
             Match the phrases with their case (default: ignore it).
         gazetteer_ruler : str, optional
             An ``entity_ruler`` whose phrase patterns are (also) the gazetteer.
+        gazetteer_from_training : bool
+            The training examples' gold spans (also) make the gazetteer, each
+            phrase held out of the documents it came from while training, so
+            that the model learns what a list is worth on text it has not seen.
         keep_weights : bool
             On a trained component, keep its labels and weights and add the
             examples' (or ``labels``', E167) new ones as ``add_label`` does.
         """
         initialize(self, get_examples, nlp=nlp, labels=labels, clusters=clusters,
                    gazetteer=gazetteer, gazetteer_case_sensitive=gazetteer_case_sensitive,
-                   gazetteer_ruler=gazetteer_ruler, keep_weights=keep_weights)
+                   gazetteer_ruler=gazetteer_ruler, keep_weights=keep_weights,
+                   gazetteer_from_training=gazetteer_from_training)
 
     def constrain_scores(self, scores: CRFScores) -> CRFScores:
         """``scores`` (the model's output) as the CRF decodes and trains on them:

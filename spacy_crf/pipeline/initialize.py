@@ -23,7 +23,8 @@ from .lexicon_setup import set_up_lexicon
 def initialize(pipe, get_examples: Callable[[], Iterable[Example]], *,
                nlp: Optional[Language], labels: Optional[Sequence[str]], clusters: Optional[str],
                gazetteer: Optional[str], gazetteer_case_sensitive: bool,
-               gazetteer_ruler: Optional[str], keep_weights: bool) -> None:
+               gazetteer_ruler: Optional[str], keep_weights: bool,
+               gazetteer_from_training: bool = False) -> None:
     """Initialize ``pipe`` (``CRFTagger.initialize`` documents the arguments)."""
     # the label set starts afresh (as in spaCy's own pipes): labels of an
     # earlier initialize or load are not merged in, and every label-sized
@@ -52,7 +53,9 @@ def initialize(pipe, get_examples: Callable[[], Iterable[Example]], *,
     # the word tables the templates read (clusters, vector clusters, gazetteer)
     set_up_lexicon(pipe.model, pipe.name, pipe.vocab, nlp, clusters=clusters,
                    gazetteer=gazetteer, gazetteer_case_sensitive=gazetteer_case_sensitive,
-                   gazetteer_ruler=gazetteer_ruler)
+                   gazetteer_ruler=gazetteer_ruler,
+                   gazetteer_spans=(_gold_spans(pipe, get_examples)
+                                    if gazetteer_from_training else None))
     sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
     needed = [attr for attr, _ in pipe.input_attrs()]
     pipe.model.initialize(X=upstream_annotated(pipe.name, needed, sample, nlp) or None)
@@ -61,3 +64,15 @@ def initialize(pipe, get_examples: Callable[[], Iterable[Example]], *,
     seed_dropout(pipe.model, [training_seed(nlp), zlib.crc32(pipe.name.encode("utf8"))])
     warn_no_lexeme_norm(pipe.model, pipe.vocab, pipe.name)
     fit_from_counts(pipe, get_examples)
+
+
+def _gold_spans(pipe, get_examples: Callable[[], Iterable[Example]]) -> list:
+    """(reference doc, gold spans) of every training example, for a gazetteer
+    drawn from them (E125 where the target has no spans: tags have none)."""
+    spans_of = getattr(pipe.target, "spans_of", None)
+    if spans_of is None:
+        raise ValueError(Errors.E125.format(
+            why=f"gazetteer_from_training makes phrase lists of gold spans, and "
+                f"'{pipe.name}' predicts {pipe.cfg['target']!r}, which has none: use it with "
+                f"target = \"ents\" or \"spans:KEY\""))
+    return [(eg.reference, spans_of(eg.reference) or []) for eg in get_examples()]

@@ -8,7 +8,7 @@ file or an ``entity_ruler``, tokenized as the pipeline tokenizes.
 
 import warnings
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Iterable, Optional, Tuple, Union
 
 from spacy.language import Language
 from spacy.tokens import Doc
@@ -17,7 +17,8 @@ from thinc.api import Model
 
 from ..errors import Errors, Warnings
 from ..features.brown_clusters import find_cluster_table
-from ..features.gazetteer import Gazetteer, read_gazetteer, ruler_phrases, tokenized
+from ..features.gazetteer import (Gazetteer, read_gazetteer, ruler_phrases, tokenized,
+                                  training_phrases, EVERY_FOLD)
 from ..features.lexicon import Lexicon, build_lexicon
 from ..features.templates import GAZETTEER, cluster_bits
 from ..models.featurize import has_cluster_templates, lexicon_attrs, set_lexicon
@@ -28,7 +29,9 @@ PathLike = Union[str, Path]
 def set_up_lexicon(model: Model, name: str, vocab: Vocab, nlp: Optional[Language], *,
                    clusters: Optional[PathLike] = None, gazetteer: Optional[PathLike] = None,
                    gazetteer_case_sensitive: bool = False,
-                   gazetteer_ruler: Optional[str] = None, seed: int = 0) -> Optional[Lexicon]:
+                   gazetteer_ruler: Optional[str] = None,
+                   gazetteer_spans: Optional[Iterable[Tuple[Doc, Iterable[Any]]]] = None,
+                   seed: int = 0) -> Optional[Lexicon]:
     """Build the word tables ``model``'s templates read and hand them to its layers.
 
     Parameters
@@ -50,6 +53,10 @@ def set_up_lexicon(model: Model, name: str, vocab: Vocab, nlp: Optional[Language
     gazetteer_ruler : str, optional
         The name of an ``entity_ruler`` of the pipeline whose phrase patterns
         are (also) the gazetteer.
+    gazetteer_spans : iterable of (Doc, iterable of Span), optional
+        Training documents and their gold spans, which (also) make the
+        gazetteer, each phrase held out of its own documents while training
+        (``gazetteer_from_training``; ``features/gazetteer.py``).
     seed : int
         Seed of the vectors' k-means.
 
@@ -64,7 +71,8 @@ def set_up_lexicon(model: Model, name: str, vocab: Vocab, nlp: Optional[Language
         A source that is given but unreadable, or missing where a template needs it.
     """
     attrs = lexicon_attrs(model)
-    given_gazetteer = gazetteer is not None or gazetteer_ruler is not None
+    given_gazetteer = (gazetteer is not None or gazetteer_ruler is not None
+                       or gazetteer_spans is not None)
     if given_gazetteer and GAZETTEER not in attrs:
         raise ValueError(Errors.E125.format(
             why=f"'{name}' was given a gazetteer but no feature template reads it: add "
@@ -76,13 +84,13 @@ def set_up_lexicon(model: Model, name: str, vocab: Vocab, nlp: Optional[Language
     def cluster_table():
         return find_cluster_table(vocab, lang, clusters)[0]
 
-    phrases = _gazetteer(nlp, vocab, gazetteer, gazetteer_ruler, gazetteer_case_sensitive) \
-        if GAZETTEER in attrs else None
+    phrases = _gazetteer(nlp, vocab, gazetteer, gazetteer_ruler, gazetteer_case_sensitive,
+                         gazetteer_spans) if GAZETTEER in attrs else None
     if GAZETTEER in attrs and phrases is None:
         raise ValueError(Errors.E125.format(
             why=f"the templates of '{name}' read GAZETTEER, but no gazetteer was given: "
                 f"set [initialize.components.{name}] gazetteer = PATH (or gazetteer_ruler = "
-                f"the name of an entity_ruler)"))
+                f"the name of an entity_ruler, or gazetteer_from_training = true)"))
     lexicon = build_lexicon(attrs, cluster_table=cluster_table,
                             vectors=vocab.vectors if len(vocab.vectors.key2row) else None,
                             gazetteer=phrases, seed=seed)
@@ -98,9 +106,12 @@ def set_up_lexicon(model: Model, name: str, vocab: Vocab, nlp: Optional[Language
 
 
 def _gazetteer(nlp: Optional[Language], vocab: Vocab, path: Optional[PathLike],
-               ruler_name: Optional[str], case_sensitive: bool) -> Optional[Gazetteer]:
-    """The gazetteer of a file and/or an entity_ruler, tokenized by the pipeline."""
-    if path is None and ruler_name is None:
+               ruler_name: Optional[str], case_sensitive: bool,
+               spans: Optional[Iterable[Tuple[Doc, Iterable[Any]]]] = None
+               ) -> Optional[Gazetteer]:
+    """The gazetteer of a file and/or an entity_ruler, tokenized by the pipeline,
+    and/or of the training documents' gold spans (with their folds)."""
+    if path is None and ruler_name is None and spans is None:
         return None
     pairs = list(read_gazetteer(path)) if path is not None else []
     if ruler_name is not None:
@@ -115,4 +126,11 @@ def _gazetteer(nlp: Optional[Language], vocab: Vocab, path: Optional[PathLike],
     else:
         def make_doc(text: str) -> Doc:
             return Doc(vocab, words=text.split())
-    return Gazetteer(tokenized(pairs, make_doc), case_sensitive=case_sensitive)
+    given = tokenized(pairs, make_doc)
+    from_training, folds = training_phrases(spans) if spans is not None else ([], [])
+    if spans is not None and not from_training:
+        raise ValueError(Errors.E125.format(
+            why="gazetteer_from_training found no gold spans in the training examples"))
+    # a phrase also given in a file or a ruler holds in every fold (its mask is all ones)
+    return Gazetteer(given + from_training, case_sensitive=case_sensitive,
+                     folds=[EVERY_FOLD] * len(given) + folds)

@@ -140,7 +140,9 @@ def featurize_corpus(pipe, examples: Sequence[Example],
         batch = examples[first:end]
         docs = pipe.read_batch([eg.predicted for eg in batch])
         batch_layout = docs.layout
-        features = np.ascontiguousarray(featurize.predict(docs), dtype=np.uint64)
+        # featurized as training does (a gazetteer drawn from this corpus holds
+        # each document's own phrases out)
+        features = np.ascontiguousarray(featurize(docs, is_train=True)[0], dtype=np.uint64)
         # the table row of every feature, mapped as the hashed layer maps it
         buckets = np.empty(features.shape, dtype=np.int64)
         feature_rows(features, n_buckets, unsigned, buckets)
