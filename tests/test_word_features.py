@@ -491,6 +491,23 @@ def test_gazetteer_from_training_in_the_pipeline(tmp_path):
             == [[(e.text, e.label_) for e in d.ents] for d in loaded.pipe(texts)])
 
 
+def test_gazetteer_from_training_reads_a_span_groups_gold():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "spans:sc", "model": {
+        **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER"], "cluster_templates": []}})
+    examples = []
+    for text, (start, end, label) in [("we met in Paris", (3, 4, "LOC")),
+                                      ("the acme corp sued", (1, 3, "ORG"))]:
+        reference = nlp.make_doc(text)
+        reference.spans["sc"] = [Span(reference, start, end, label)]
+        examples.append(Example(nlp.make_doc(text), reference))
+    pipe = nlp.get_pipe("crf_tagger")
+    pipe.initialize(lambda: examples, nlp=nlp, gazetteer_from_training=True)
+    gaz = next(n for n in pipe.model.walk() if n.name == "crf_featurize").attrs["crf_lexicon"].gazetteer
+    assert sorted((gaz.names[i], t) for i, t in gaz.entries) == [("LOC", ("Paris",)),
+                                                                  ("ORG", ("acme", "corp"))]
+
+
 def test_gazetteer_from_training_needs_spans():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "tag", "model": {
