@@ -387,7 +387,27 @@ def test_tree_structure_fits(sample_corpus, tmp_path):
     assert meta["performance"]["pos_acc"] > 0.8
 
 
-@pytest.mark.parametrize("kind", ["chain", "tree"])
+def random_order2_shard(rng, lengths, L=3, n_rows=6, K=2, partial=False, pruned=False):
+    from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs
+
+    N = int(sum(lengths))
+    layout = ParameterLayout(n_rows, L, structure="chain_order2")
+    rows = rng.integers(0, n_rows, size=(N, K)).astype(np.int64)
+    gold = rng.integers(0, L, size=N).astype(np.int64)
+    pairs = all_pairs(L)
+    if pruned:  # the gold's pairs and a few others, as initialize keeps them
+        from spacy_crf.structures.second_order import seen_pairs
+
+        seen = seen_pairs(gold, np.asarray(lengths))
+        extra = pairs[rng.random(len(pairs)) < 0.3]
+        pairs = np.unique(np.concatenate([seen, extra]), axis=0)
+    if partial:
+        gold[rng.random(N) < 0.3] = -1
+    return FeaturizedShard(layout, rows, gold, SecondOrderLayout(np.asarray(lengths), pairs))
+
+
+@pytest.mark.parametrize("kind", ["chain", "tree", "order2", "order2 pruned",
+                                  "order2 gold outside the pairs", "order2 beyond scaling"])
 @pytest.mark.parametrize("partial", [False, True])
 def test_the_generic_shard_likelihood_equals_each_structures_fused_kernel(kind, partial):
     """CRFStructure.shard_nll (gather, the structure's nll_and_gradient, scatter),
@@ -395,18 +415,32 @@ def test_the_generic_shard_likelihood_equals_each_structures_fused_kernel(kind, 
     from spacy_crf.structures import CRFStructure
 
     rng = np.random.default_rng(31)
-    make = random_chain_shard if kind == "chain" else random_tree_shard
-    shard = make(rng, [3, 1, 4], partial=partial)
+    lengths = [3, 1, 4, 0, 2]
+    if kind.startswith("order2"):
+        shard = random_order2_shard(rng, lengths, partial=partial, pruned=kind != "order2")
+        if kind == "order2 gold outside the pairs":  # the first gold pair is not kept
+            shard.gold[:2] = shard.gold[:2].clip(0)
+            keep = ~((shard.structure.pairs[:, 0] == shard.gold[0])
+                     & (shard.structure.pairs[:, 1] == shard.gold[1]))
+            shard.structure.pairs = shard.structure.pairs[keep]
+    else:
+        make = random_chain_shard if kind == "chain" else random_tree_shard
+        shard = make(rng, lengths, partial=partial)
     theta = rng.normal(size=shard.layout.size)
+    if kind == "order2 beyond scaling":  # scores the scaled passes cannot hold: the exact ones
+        theta *= 400.0
     structure = shard.structure.structure
     results = []
     for shard_nll in (structure.shard_nll, lambda *a: CRFStructure.shard_nll(structure, *a)):
         gradient = np.zeros(shard.layout.size)
         N, L = shard.n_tokens, shard.layout.n_labels
         workspace = (np.empty((N, L)), np.empty((N, L)), np.empty(len(shard.structure.lengths)))
-        loss = shard_nll(shard.rows, shard.structure, shard.gold, shard.layout.split(theta),
-                         shard.layout.split(gradient), workspace)
+        for _ in range(2):  # twice: the kept work arrays must start each evaluation clean
+            gradient[:] = 0.0
+            loss = shard_nll(shard.rows, shard.structure, shard.gold,
+                             shard.layout.split(theta), shard.layout.split(gradient), workspace)
         results.append((loss, gradient))
     (fused, g_fused), (generic, g_generic) = results
+    assert np.isfinite(fused)
     assert generic == pytest.approx(fused, rel=1e-10)
     np.testing.assert_allclose(g_generic, g_fused, rtol=1e-9, atol=1e-10)

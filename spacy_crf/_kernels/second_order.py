@@ -166,6 +166,30 @@ def _scaled_buffers(emissions, lengths, weight, start, end, force_log):
 
 
 @njit(cache=True)
+def _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr, in_edges,
+                     sign, marginals, edge_sum, start_sum, end_sum):
+    """``sign`` times the expected counts of a sequence's scaled pass (``n``
+    tokens): its pair marginals written into ``marginals[:n]``, its edge, start
+    and end counts added into ``edge_sum`` (E,), ``start_sum``, ``end_sum`` (P,)."""
+    P = alpha.shape[1]
+    for t in range(n):
+        for d in range(P):
+            marginals[t, d] = sign * alpha[t, d] * beta[t, d] / z_hat
+    for d in range(P):
+        start_sum[d] += sign * alpha[0, d] * beta[0, d] / z_hat
+        end_sum[d] += sign * alpha[n - 1, d] * exp_e[d] / z_hat
+    for t in range(1, n):
+        norm = scale[t] * z_hat
+        for b in range(P):
+            if alpha[t, b] == 0.0:
+                continue
+            tail = sign * ex[t, b] * beta[t, b] / norm
+            for k in range(in_ptr[b], in_ptr[b + 1]):
+                e = in_edges[k]
+                edge_sum[e] += alpha[t - 1, src[e]] * exp_w[e] * tail
+
+
+@njit(cache=True)
 def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, out_edges,
              start, end, log_z, marginals, edge_sum, start_sum, end_sum, status):
     """Log Z (S,), pair marginals added into ``marginals`` (N, P), expected edge,
@@ -176,6 +200,7 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
     alpha, beta, ex, scale, exp_w, exp_s, exp_e, shifts = _scaled_buffers(
         emissions, lengths, weight, start, end, FALSE)
     seq_log_z = np.zeros(1)
+    counts = np.empty_like(alpha)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -191,22 +216,115 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
             o += n
             continue
         log_z[s] = seq_log_z[0]
+        _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr, in_edges,
+                         1.0, counts, edge_sum, start_sum, end_sum)
         for t in range(n):
             for d in range(P):
-                marginals[o + t, d] += alpha[t, d] * beta[t, d] / z_hat
-        for d in range(P):
-            start_sum[d] += alpha[0, d] * beta[0, d] / z_hat
-            end_sum[d] += alpha[n - 1, d] * exp_e[d] / z_hat
-        for t in range(1, n):
-            norm = scale[t] * z_hat
-            for b in range(P):
-                if alpha[t, b] == 0.0:
-                    continue
-                tail = ex[t, b] * beta[t, b] / norm
-                for k in range(in_ptr[b], in_ptr[b + 1]):
-                    e = in_edges[k]
-                    edge_sum[e] += alpha[t - 1, src[e]] * exp_w[e] * tail
+                marginals[o + t, d] += counts[t, d]
         o += n
+
+
+@njit(cache=True, nogil=True)  # nogil: the batch trainer runs one shard per thread
+def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score, src, dst,
+               weight, in_ptr, in_edges, out_ptr, out_edges, start, end, sign, log_z,
+               d_emissions, per_pair, edge_sum, start_sum, end_sum, status):
+    """The batch trainer's sum pass over the pairs, from *token* emissions (N, L).
+
+    Each sequence's pair emissions are built as it is reached,
+    ``emissions[t, label[p]] + pair_score[p]`` (with ``clamp``, ``-inf`` for
+    the pairs that disagree with ``gold`` at the token or the one before, as
+    ``_Expanded.mask``), so no ``(N, P)`` array is made. ``sign`` times the
+    expected counts go into the token gradient ``d_emissions`` (N, L), at each
+    pair's label, and into ``per_pair`` (its summed marginals), ``edge_sum``,
+    ``start_sum``, ``end_sum``. A clamped sequence whose gold is all known has
+    one labelling: its path is scored and counted directly (``-inf`` and
+    nothing counted where a pair or edge of it is not kept). ``status[s]`` is 1
+    where sequence ``s`` must be recomputed exactly (nothing added for it).
+    """
+    P = label.shape[0]
+    max_n = 1
+    for s in range(lengths.shape[0]):
+        max_n = max(max_n, lengths[s])
+    pairs = np.empty((max_n, P))
+    alpha, beta, ex, scale, exp_w, exp_s, exp_e, shifts = _scaled_buffers(
+        pairs, lengths, weight, start, end, FALSE)
+    seq_log_z = np.zeros(1)
+    counts = np.empty_like(alpha)
+    path = np.empty(max_n, dtype=np.int64)
+    o = ZERO
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        status[s] = 0
+        if n == 0:
+            log_z[s] = 0.0
+            continue
+        known = clamp
+        for i in range(n):
+            if gold[o + i] < 0:
+                known = False
+        if known:
+            log_z[s] = _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr,
+                                  out_edges, dst, start, end, sign, path, d_emissions,
+                                  per_pair, edge_sum, start_sum, end_sum)
+            o += n
+            continue
+        for i in range(n):
+            t = o + i
+            g = gold[t] if clamp else -1
+            before = gold[t - 1] if clamp and i > 0 else -1
+            for p in range(P):
+                if (g >= 0 and label[p] != g) or (before >= 0 and prev[p] != before):
+                    pairs[i, p] = NEG_INF
+                else:
+                    pairs[i, p] = emissions[t, label[p]] + pair_score[p]
+        z_hat = _scaled_sequence(pairs, 0, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
+                                 out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale,
+                                 seq_log_z)
+        if z_hat != z_hat:
+            status[s] = 1
+            o += n
+            continue
+        log_z[s] = seq_log_z[0]
+        _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr, in_edges,
+                         sign, counts, edge_sum, start_sum, end_sum)
+        for i in range(n):
+            for d in range(P):
+                d_emissions[o + i, label[d]] += counts[i, d]
+                per_pair[d] += counts[i, d]
+        o += n
+
+
+@njit(cache=True)
+def _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr, out_edges, dst,
+               start, end, sign, path, d_emissions, per_pair, edge_sum, start_sum, end_sum):
+    """The score of the one labelling ``gold[o:o+n]`` (all known) and, where it is
+    finite, ``sign`` times its counts (one per pair, edge, start and end of the
+    path); ``-inf`` and no count where a pair or edge of it is not kept."""
+    first = pair_of[0, gold[o]]
+    if first < 0:
+        return NEG_INF
+    path[0] = first
+    score = start[first] + emissions[o, gold[o]] + pair_score[first]
+    for i in range(1, n):
+        p = pair_of[gold[o + i - 1] + 1, gold[o + i]]
+        if p < 0:
+            return NEG_INF
+        e = _edge(path[i - 1], p, out_ptr, out_edges, dst)
+        if e < 0:
+            return NEG_INF
+        path[i] = p
+        score += weight[e] + emissions[o + i, gold[o + i]] + pair_score[p]
+    score += end[path[n - 1]]
+    if not np.isfinite(score):
+        return score
+    start_sum[path[0]] += sign
+    end_sum[path[n - 1]] += sign
+    for i in range(n):
+        d_emissions[o + i, gold[o + i]] += sign
+        per_pair[path[i]] += sign
+        if i > 0:
+            edge_sum[_edge(path[i - 1], path[i], out_ptr, out_edges, dst)] += sign
+    return score
 
 
 @njit(cache=True)

@@ -61,3 +61,17 @@ def tree_nll(rows, lengths, heads, order, rel, gold, weights, bias, pair, root, 
                       d_emissions, d_pair, d_root, FALSE)
     scatter_sum(d_emissions, rows, d_weights, d_bias)
     return nll.sum()
+
+
+
+@njit(cache=True, nogil=True)
+def gather_zeroed(weights, bias, rows, emissions, d_emissions):
+    """The shard's emissions (``gather_sum``) and ``d_emissions`` zeroed, without the GIL."""
+    gather_sum(weights, bias, rows, np.float64(1.0), emissions)
+    d_emissions[:] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def scatter_gradient(d_emissions, rows, d_weights, d_bias):
+    """:func:`scatter_sum` without the GIL."""
+    scatter_sum(d_emissions, rows, d_weights, d_bias)

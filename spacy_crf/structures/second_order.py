@@ -40,6 +40,7 @@ import numpy as np
 
 from .._kernels import chain, kbest
 from .._kernels import second_order as kernels
+from .._kernels import shard_nll as shard_kernels
 from ..errors import Errors
 from ..models.potentials import CRFScores, register_scores
 from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, check_spans,
@@ -115,7 +116,9 @@ class _Expanded:
     """The first-order chain over the kept pairs of a layout, for given scores: pair
     emissions, and the edges between joining pairs (``_kernels/second_order.py``)."""
 
-    def __init__(self, scores: CRFScores, layout: SecondOrderLayout, emissions: np.ndarray):
+    def __init__(self, scores: CRFScores, layout: SecondOrderLayout, emissions: np.ndarray,
+                 expand: bool = True):
+        # expand=False: the pair graph alone (``pair_score`` for a kernel to expand)
         L = emissions.shape[1]
         pairs = layout.pairs
         if pairs.size and (pairs.max() >= L or pairs.min() < -1):
@@ -127,13 +130,17 @@ class _Expanded:
         self.prev_index = np.where(starts, L, self.prev)
         # E[t, (a, b)] = e[t, b] + transitions[a, b] (a START pair has no transition)
         # + token_transitions[t, a, b] (transition templates: the move into token t)
-        pair_score = np.where(starts, 0.0, trans[np.maximum(self.prev, 0), self.label])
-        self.emissions = emissions[:, self.label] + pair_score
+        self.pair_score = np.ascontiguousarray(
+            np.where(starts, 0.0, trans[np.maximum(self.prev, 0), self.label]))
         self.token = scores.token_transitions
-        if self.token is not None:
-            inner = np.flatnonzero(~starts)
-            self.emissions[:, inner] += as_f64(self.token)[:, self.prev[inner], self.label[inner]]
-        self.emissions = np.ascontiguousarray(self.emissions)
+        self.emissions = None
+        if expand:
+            self.emissions = emissions[:, self.label] + self.pair_score
+            if self.token is not None:
+                inner = np.flatnonzero(~starts)
+                self.emissions[:, inner] += as_f64(self.token)[:, self.prev[inner],
+                                                                self.label[inner]]
+            self.emissions = np.ascontiguousarray(self.emissions)
         # edges (a, b) -> (b, c), scored triples[a, b, c]
         self.src, self.dst = (np.ascontiguousarray(x, dtype=np.int64) for x in
                               np.nonzero(self.label[:, None] == self.prev[None, :]))
@@ -150,11 +157,14 @@ class _Expanded:
         """The pair emissions with ``-inf`` where a pair disagrees with ``fixed``."""
         if fixed is None or not (np.asarray(fixed) >= 0).any():
             return self.emissions
+        return self._masked(self.emissions, layout.lengths, fixed)
+
+    def _masked(self, emissions: np.ndarray, lengths: np.ndarray, fixed: np.ndarray) -> np.ndarray:
         fixed = np.asarray(fixed, dtype=np.int64)
-        before = previous_in_sequence(fixed, layout.lengths, fill=-1)
+        before = previous_in_sequence(fixed, lengths, fill=-1)
         bad = (fixed[:, None] >= 0) & (self.label[None, :] != fixed[:, None])
         bad |= (before[:, None] >= 0) & (self.prev[None, :] != before[:, None])
-        return np.where(bad, -np.inf, self.emissions)
+        return np.where(bad, -np.inf, emissions)
 
     def viterbi(self, emissions: np.ndarray, lengths: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         states = np.zeros(emissions.shape[0], dtype=np.int64)
@@ -218,21 +228,30 @@ class _Expanded:
 
     def gradient(self, marginals, edges, starts, ends) -> Dict[str, np.ndarray]:
         """Expected counts of every parameter from pair marginals and counts."""
+        d = {"emissions": self.token_marginals(marginals),
+             **self.pair_gradient(marginals.sum(axis=0), edges, starts, ends)}
+        if self.token is not None:
+            L = self.L
+            inner = self.prev >= 0
+            # d token_transitions[t, a, b] = P(y_{t-1} = a, y_t = b): the pair's marginal at t
+            d["token_transitions"] = np.zeros((marginals.shape[0], L, L))
+            np.add.at(d["token_transitions"].transpose(1, 2, 0),
+                      (self.prev[inner], self.label[inner]), marginals[:, inner].T)
+        return d
+
+    def pair_gradient(self, per_pair, edges, starts, ends) -> Dict[str, np.ndarray]:
+        """Expected counts of the label interactions (``transitions``, ``start``,
+        ``end``, ``triples``) from the pairs' summed marginals and the edge,
+        start and end counts."""
         L = self.L
-        d = {"emissions": self.token_marginals(marginals), "transitions": np.zeros((L, L)),
-             "start": np.zeros(L), "end": np.zeros(L), "triples": np.zeros((L + 1, L, L))}
+        d = {"transitions": np.zeros((L, L)), "start": np.zeros(L), "end": np.zeros(L),
+             "triples": np.zeros((L + 1, L, L))}
         inner = self.prev >= 0
-        per_pair = marginals.sum(axis=0)
         np.add.at(d["transitions"], (self.prev[inner], self.label[inner]), per_pair[inner])
         np.add.at(d["start"], self.label, starts)
         np.add.at(d["end"], self.label, ends)
         np.add.at(d["triples"], (self.prev_index[self.src], self.label[self.src],
                                  self.label[self.dst]), edges)
-        if self.token is not None:
-            # d token_transitions[t, a, b] = P(y_{t-1} = a, y_t = b): the pair's marginal at t
-            d["token_transitions"] = np.zeros((marginals.shape[0], L, L))
-            np.add.at(d["token_transitions"].transpose(1, 2, 0),
-                      (self.prev[inner], self.label[inner]), marginals[:, inner].T)
         return d
 
 
@@ -366,6 +385,70 @@ class SecondOrderChain(CRFStructure):
         nll[np.isneginf(free[0])] = 0.0
         d_free, d_gold = x.gradient(*free[1:]), x.gradient(*clamped[1:])
         return nll, gradient_in_dtype(scores, {k: d_free[k] - d_gold[k] for k in d_free})
+
+    # -- the batch trainer -----------------------------------------------------
+
+    def shard_nll(self, rows, layout, gold, params, grads, workspace):
+        """:meth:`nll_and_gradient` of a featurized shard, fused into two passes of
+        ``_kernels/second_order.shard_pass`` over the token emissions: no
+        ``(N, P)`` pair array is made, the passes hold no GIL (the shards run
+        side by side), and a sequence whose gold is all known is scored along
+        its one path instead of a clamped pass. A shard whose gold leaves the
+        kept pairs goes the generic way, which counts those sequences as
+        unannotated."""
+        emissions, d_emissions, nll = workspace
+        x = _Expanded(CRFScores(emissions, {name: params[name] for name in self.params}),
+                      layout, emissions, expand=False)
+        gold = np.ascontiguousarray(gold, dtype=np.int64)
+        shard_kernels.gather_zeroed(params["W"], params["b"], rows, emissions, d_emissions)
+        P = x.label.shape[0]
+        per_pair, edges, starts, ends = (np.zeros(P), np.zeros(x.src.shape[0]), np.zeros(P),
+                                         np.zeros(P))
+        log_z = []
+        for clamp, sign in ((False, 1.0), (True, -1.0)):
+            z = np.zeros(layout.lengths.shape[0])
+            status = np.zeros(layout.lengths.shape[0], dtype=np.int64)
+            kernels.shard_pass(emissions, layout.lengths, gold, clamp, x.label, x.prev,
+                               x.pair_of(), x.pair_score, x.src, x.dst, x.weight, x.in_ptr,
+                               x.in_edges, x.out_ptr, x.out_edges, x.start, x.end, sign, z,
+                               d_emissions, per_pair, edges, starts, ends, status)
+            if status.any():  # where scaling cannot hold: the exact pass, for those alone
+                redo = status.astype(bool)
+                z[redo] = self._exact_counts(x, emissions, layout.lengths, redo,
+                                             gold if clamp else None, sign, d_emissions,
+                                             (per_pair, edges, starts, ends))
+            log_z.append(z)
+        free, clamped = log_z
+        if (~np.isfinite(clamped) & np.isfinite(free)).any():
+            return CRFStructure.shard_nll(self, rows, layout, gold, params, grads, workspace)
+        with np.errstate(invalid="ignore"):
+            np.subtract(free, clamped, out=nll)
+        # as nll_and_gradient: no labelling at all in the kept pairs costs nothing
+        nll[np.isneginf(free)] = 0.0
+        shard_kernels.scatter_gradient(d_emissions, rows, grads["W"], grads["b"])
+        d = x.pair_gradient(per_pair, edges, starts, ends)
+        for name in self.params:
+            grads[name] += d[name]
+        return float(nll.sum())
+
+    @staticmethod
+    def _exact_counts(x: _Expanded, emissions: np.ndarray, lengths: np.ndarray,
+                      redo: np.ndarray, gold: Optional[np.ndarray], sign: float,
+                      d_emissions: np.ndarray, sums: Tuple[np.ndarray, ...]) -> np.ndarray:
+        """log Z of the sequences ``redo`` by :meth:`_Expanded.sum_pass` (exact
+        where scaling fails), ``sign`` times their counts added into
+        ``d_emissions`` and ``sums`` (per pair, edges, starts, ends)."""
+        rows = np.repeat(redo, lengths)
+        sub_lengths = lengths[redo]
+        pairs = emissions[rows][:, x.label] + x.pair_score
+        if gold is not None:
+            pairs = x._masked(pairs, sub_lengths, gold[rows])
+        log_z, marginals, edges, starts, ends = x.sum_pass(np.ascontiguousarray(pairs),
+                                                           sub_lengths)
+        d_emissions[rows] += sign * x.token_marginals(marginals)
+        for total, part in zip(sums, (marginals.sum(axis=0), edges, starts, ends)):
+            total += sign * part
+        return log_z
 
     def labelling_counts(self, layout, labels, weights, out):
         get_first_order().labelling_counts(layout, labels, weights, out)
