@@ -166,11 +166,18 @@ def _scaled_buffers(emissions, lengths, weight, start, end, force_log):
 
 
 @njit(cache=True)
-def _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr, in_edges,
-                     sign, marginals, edge_sum, start_sum, end_sum):
-    """``sign`` times the expected counts of a sequence's scaled pass (``n``
-    tokens): its pair marginals written into ``marginals[:n]``, its edge, start
-    and end counts added into ``edge_sum`` (E,), ``start_sum``, ``end_sum`` (P,)."""
+def _counted_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr, out_edges,
+                      exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z, sign, marginals,
+                      edge_sum, start_sum, end_sum):
+    """The scaled forward-backward of the sequence at rows ``o:o+n``
+    (:func:`_scaled_sequence`, its log Z in ``seq_log_z[0]``) and ``sign`` times
+    its expected counts: its pair marginals written into ``marginals[:n]``, its
+    edge, start and end counts added into ``edge_sum`` (E,), ``start_sum``,
+    ``end_sum`` (P,). False, and nothing counted, where scaling cannot hold."""
+    z_hat = _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
+                             out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z)
+    if z_hat != z_hat:
+        return False
     P = alpha.shape[1]
     for t in range(n):
         for d in range(P):
@@ -187,6 +194,7 @@ def _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr
             for k in range(in_ptr[b], in_ptr[b + 1]):
                 e = in_edges[k]
                 edge_sum[e] += alpha[t - 1, src[e]] * exp_w[e] * tail
+    return True
 
 
 @njit(cache=True)
@@ -208,19 +216,15 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
         if n == 0:
             log_z[s] = 0.0
             continue
-        z_hat = _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
-                                 out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale,
-                                 seq_log_z)
-        if z_hat != z_hat:
+        if _counted_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
+                             out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z,
+                             1.0, counts, edge_sum, start_sum, end_sum):
+            log_z[s] = seq_log_z[0]
+            for t in range(n):
+                for d in range(P):
+                    marginals[o + t, d] += counts[t, d]
+        else:
             status[s] = 1
-            o += n
-            continue
-        log_z[s] = seq_log_z[0]
-        _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr, in_edges,
-                         1.0, counts, edge_sum, start_sum, end_sum)
-        for t in range(n):
-            for d in range(P):
-                marginals[o + t, d] += counts[t, d]
         o += n
 
 
@@ -277,20 +281,16 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
                     pairs[i, p] = NEG_INF
                 else:
                     pairs[i, p] = emissions[t, label[p]] + pair_score[p]
-        z_hat = _scaled_sequence(pairs, 0, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
-                                 out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale,
-                                 seq_log_z)
-        if z_hat != z_hat:
+        if _counted_sequence(pairs, 0, n, src, dst, exp_w, in_ptr, in_edges, out_ptr, out_edges,
+                             exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z, sign,
+                             counts, edge_sum, start_sum, end_sum):
+            log_z[s] = seq_log_z[0]
+            for i in range(n):
+                for d in range(P):
+                    d_emissions[o + i, label[d]] += counts[i, d]
+                    per_pair[d] += counts[i, d]
+        else:
             status[s] = 1
-            o += n
-            continue
-        log_z[s] = seq_log_z[0]
-        _sequence_counts(alpha, beta, ex, scale, exp_w, exp_e, z_hat, n, src, in_ptr, in_edges,
-                         sign, counts, edge_sum, start_sum, end_sum)
-        for i in range(n):
-            for d in range(P):
-                d_emissions[o + i, label[d]] += counts[i, d]
-                per_pair[d] += counts[i, d]
         o += n
 
 
