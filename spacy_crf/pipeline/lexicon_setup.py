@@ -17,8 +17,8 @@ from thinc.api import Model
 
 from ..errors import Errors, Warnings
 from ..features.brown_clusters import find_cluster_table
-from ..features.gazetteer import (Gazetteer, read_gazetteer, ruler_phrases, tokenized,
-                                  training_phrases, EVERY_FOLD)
+from ..features.gazetteer import (EVERY_FOLD, Gazetteer, read_gazetteer, ruler_phrases,
+                                  tokenized, training_phrases)
 from ..features.lexicon import Lexicon, build_lexicon
 from ..features.templates import GAZETTEER, cluster_bits
 from ..models.featurize import has_cluster_templates, lexicon_attrs, set_lexicon
