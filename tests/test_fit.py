@@ -10,6 +10,7 @@
   pipeline predicts; the command line; clear errors.
 """
 
+import io
 import itertools
 import json
 import subprocess
@@ -375,6 +376,32 @@ def test_a_missing_corpus_is_named(sample_corpus, tmp_path):
     with pytest.raises(ValueError, match=r"\[E037\].*nowhere.spacy.*--paths.train"):
         fit(ROOT / "configs" / "ewt_upos.cfg", None,
             overrides=overrides(sample_corpus, **{"paths.train": str(tmp_path / "nowhere.spacy")}))
+
+
+def test_fit_holds_a_training_gazetteer_out_as_updates_do(tmp_path):
+    """fit featurizes its corpus in training mode: a gazetteer drawn from that
+    corpus (gazetteer_from_training) holds each document's own entities out, and
+    the check that the shards give the model's own emissions compares like with
+    like (it raised E035 before)."""
+    from spacy_crf.convert import convert_uner
+
+    sample = ROOT / "assets" / "ewt_sample"
+    paths = {}
+    for split in ("train", "dev"):
+        docs = convert_uner((sample / f"en_ewt-{split}.iob2").read_text(encoding="utf8"),
+                            spacy.blank("en").vocab)
+        paths[split] = tmp_path / f"{split}.spacy"
+        DocBin(docs=docs).to_disk(paths[split])
+    stream = io.StringIO()
+    nlp = fit(ROOT / "configs" / "uner_ner.cfg", tmp_path / "out", max_iterations=3,
+              overrides={"paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
+                         "components.crf_tagger.model.n_buckets": 65536,
+                         "components.crf_tagger.model.templates": ["NORM", "GAZETTEER[-1..1]"],
+                         "initialize.components.crf_tagger": {"gazetteer_from_training": True}},
+              stdout=stream)
+    featurize = next(n for n in nlp.get_pipe("crf_tagger").model.walk()
+                     if n.name == "crf_featurize")
+    assert featurize.attrs["crf_lexicon"].gazetteer.from_training
 
 
 def test_tree_structure_fits(sample_corpus, tmp_path):
