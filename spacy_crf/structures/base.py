@@ -325,7 +325,8 @@ class CRFStructure:
         This generic version gathers the emissions from the compact table,
         calls :meth:`nll_and_gradient` and scatters its emission gradient
         back, so every structure trains with ``spacy_crf.fit``; the chain and
-        the tree override it with one fused numba kernel each.
+        the tree override it with one fused numba kernel each, the
+        second-order chain with two fused passes over its label pairs.
         """
         emissions = workspace[0]
         gather_sum(params["W"], params["b"], rows, np.float64(1.0), emissions)
