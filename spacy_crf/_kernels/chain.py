@@ -22,8 +22,8 @@ log space, so results stay exact and finite. Viterbi is always in log space.
 import numpy as np
 from numba import njit
 
-from .primitives import (FALSE, LOG, MAX, NEG_INF, SCALED, UNDERFLOW_GUARD, ZERO, allowed,
-                         finite_max, logaddexp, within_guard)
+from .primitives import (FALSE, LOG, MAX, NEG_INF, SCALED, UNDERFLOW_GUARD, ZERO, all_known,
+                         allowed, finite_max, logaddexp, within_guard)
 
 
 
@@ -425,11 +425,7 @@ def nll_gradient(emissions, lengths, transitions, start, end, gold, nll,
         if n == 0:
             nll[s] = 0.0
             continue
-        complete = True
-        for t in range(n):
-            if gold[o + t] < 0:
-                complete = False
-                break
+        complete = all_known(gold, o, n)
         log_z = _sequence(emissions, o, n, transitions, start, end, scaled, free, 1.0,
                           d_emissions, d_transitions, d_start, d_end, dummy, FALSE,
                           alpha, beta, ex, scale, force_log)

@@ -1,5 +1,6 @@
 """What every CRF kernel shares: ``-inf``, the scaled passes' underflow guard,
-the semiring modes, log-add-exp, and whether a label is allowed at a row.
+the semiring modes, log-add-exp, and whether a label is allowed at a row
+(or every row of a sequence has its label).
 
 The modes and flags are numpy scalars on purpose. numba types a Python int or
 bool constant passed to a jitted function as a literal (``Literal[int](0)``)
@@ -34,6 +35,16 @@ UNDERFLOW_GUARD = -200.0
 def allowed(fixed, t, j):
     """Whether row ``t`` may take label ``j`` (``fixed[t]`` is -1 or the only label)."""
     return fixed[t] < 0 or fixed[t] == j
+
+
+@njit(cache=True)
+def all_known(fixed, o, n):
+    """Whether every row of ``o:o+n`` has its label (no -1): the likelihood's
+    clamped term is then one labelling, scored along its path."""
+    for t in range(o, o + n):
+        if fixed[t] < 0:
+            return False
+    return True
 
 
 @njit(cache=True)

@@ -29,7 +29,8 @@ import numpy as np
 from numba import njit
 
 # the first-order chain's shift, underflow guard and semiring modes: one rule for both kernels
-from .primitives import FALSE, MAX, NEG_INF, SCALED, ZERO, finite_max, logaddexp, within_guard
+from .primitives import (FALSE, MAX, NEG_INF, SCALED, ZERO, all_known, allowed, finite_max,
+                         logaddexp, within_guard)
 from .span_marginals import blocked_rows
 
 
@@ -262,11 +263,7 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
         if n == 0:
             log_z[s] = 0.0
             continue
-        known = clamp
-        for i in range(n):
-            if gold[o + i] < 0:
-                known = False
-        if known:
+        if clamp and all_known(gold, o, n):
             log_z[s] = _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr,
                                   out_edges, dst, start, end, sign, path, d_emissions,
                                   per_pair, edge_sum, start_sum, end_sum)
@@ -274,10 +271,10 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
             continue
         for i in range(n):
             t = o + i
-            g = gold[t] if clamp else -1
-            before = gold[t - 1] if clamp and i > 0 else -1
             for p in range(P):
-                if (g >= 0 and label[p] != g) or (before >= 0 and prev[p] != before):
+                # clamped: the pair's label agrees with gold here, its previous one there
+                if clamp and not (allowed(gold, t, label[p])
+                                  and (i == 0 or allowed(gold, t - 1, prev[p]))):
                     pairs[i, p] = NEG_INF
                 else:
                     pairs[i, p] = emissions[t, label[p]] + pair_score[p]

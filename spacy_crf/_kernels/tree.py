@@ -42,7 +42,7 @@ in log space.
 import numpy as np
 from numba import njit
 
-from .primitives import FALSE, LOG, MAX, NEG_INF, SCALED, ZERO, allowed, finite_max
+from .primitives import FALSE, LOG, MAX, NEG_INF, SCALED, ZERO, all_known, allowed, finite_max
 
 TINY = 1e-150
 
@@ -759,12 +759,7 @@ def nll_gradient(emissions, lengths, heads, order, pair_scores, rel, root, gold,
         if n == 0:
             nll[s] = 0.0
             continue
-        complete = True
-        # complete = every gold label of the segment is known
-        for t in range(o, o + n):
-            if gold[t] < 0:
-                complete = False
-                break
+        complete = all_known(gold, o, n)  # every gold label of the segment is known
         log_z = _forest(emissions, o, n, heads, order, pair_scores, exp_pair, pair_shift, rel,
                         root, free, 1.0, d_emissions, dummy, d_pair, d_root, FALSE, vec, tot,
                         force_log)
