@@ -404,12 +404,13 @@ class SecondOrderChain(CRFStructure):
         P = x.label.shape[0]
         per_pair, edges, starts, ends = (np.zeros(P), np.zeros(x.src.shape[0]), np.zeros(P),
                                          np.zeros(P))
+        pair_of = x.pair_of()
         log_z = []
         for clamp, sign in ((False, 1.0), (True, -1.0)):
             z = np.zeros(layout.lengths.shape[0])
             status = np.zeros(layout.lengths.shape[0], dtype=np.int64)
             kernels.shard_pass(emissions, layout.lengths, gold, clamp, x.label, x.prev,
-                               x.pair_of(), x.pair_score, x.src, x.dst, x.weight, x.in_ptr,
+                               pair_of, x.pair_score, x.src, x.dst, x.weight, x.in_ptr,
                                x.in_edges, x.out_ptr, x.out_edges, x.start, x.end, sign, z,
                                d_emissions, per_pair, edges, starts, ends, status)
             if status.any():  # where scaling cannot hold: the exact pass, for those alone
