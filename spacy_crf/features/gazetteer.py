@@ -93,17 +93,14 @@ class Gazetteer:
         self.names = list(names)
         self.entries = entries
         self.folds = masks
+        #: whether some phrase came from the training data (and so is held out
+        #: from the documents of its fold while training)
+        self.from_training = any(mask != EVERY_FOLD for mask in masks)
         self.case_sensitive = bool(case_sensitive)
         self._matcher: Optional[PhraseMatcher] = None
         self._vocab = None
         self._folds_by_key: Optional[Dict[Tuple[int, Tuple[str, ...]], int]] = None
         self.name_hashes = np.asarray([hash_string(n) for n in self.names], dtype=np.uint64)
-
-    @property
-    def from_training(self) -> bool:
-        """Whether some phrase came from the training data (and so is held out
-        from the documents of its fold while training)."""
-        return any(mask != EVERY_FOLD for mask in self.folds)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -148,7 +145,8 @@ class Gazetteer:
             if folds_of is not None and matches:
                 own = 1 << document_fold(doc)
                 matches = [(m, a, b) for m, a, b in matches
-                           if folds_of.get((index_of[m], self._key(doc[a:b])), EVERY_FOLD) != own]
+                           if folds_of.get((index_of[m], self._key([t.text for t in doc[a:b]])),
+                                           EVERY_FOLD) != own]
             for match_id, start, end in matches:
                 starts.append(offset + start)
                 ends.append(offset + end)
@@ -165,9 +163,8 @@ class Gazetteer:
                      len(self.names), out)
         return out
 
-    def _key(self, tokens: Iterable[Any]) -> Tuple[str, ...]:
-        """A matched span's (or a phrase's) tokens as the matcher compares them."""
-        texts = (t if isinstance(t, str) else t.text for t in tokens)
+    def _key(self, texts: Sequence[str]) -> Tuple[str, ...]:
+        """A phrase's (or a matched span's) token texts as the matcher compares them."""
         return tuple(texts) if self.case_sensitive else tuple(t.lower() for t in texts)
 
     def _fold_lookup(self) -> Dict[Tuple[int, Tuple[str, ...]], int]:
