@@ -11,7 +11,8 @@ and Universal NER English EWT (test exact-span F1):
   user without spacy-lookups-data gets);
 * factory defaults with spacy-lookups-data installed (its English Brown clusters);
   with ``--seeds N``, the same over shuffle seeds 1 to N - 1 (a whole-corpus
-  UNER row moves by about +-0.4 with the shuffle); the same without averaged
+  UNER row moves by about +-0.4 with the shuffle); the same without the L1
+  penalty (``l1_penalty = 0``, over the same seeds); without averaged
   weights (``average_weights = false``), and in batches of 128 (the loop of
   issue #34's trial);
 * the same plus ``VECTOR_CLUSTER64/256/1024[-1..1]`` templates over vectors made
@@ -292,6 +293,13 @@ def run(data_dir: Path, tasks: Sequence[str], epochs: int, batch_size: int,
             **{f"  the same, shuffle seed {seed} (whole corpus)": (
                 lambda seed=seed: run_isolated(phase_crf, task, train, test, {}, epochs,
                                                batch_size, seed=seed))
+               for seed in range(1, seeds)},
+            # the L1 penalty of the defaults (l1_penalty), paired with the seeds above
+            "  without the L1 penalty (l1_penalty = 0)": lambda: run_isolated(
+                phase_crf, task, train, test, {"l1_penalty": 0.0}, epochs, batch_size),
+            **{f"  without the L1 penalty, shuffle seed {seed}": (
+                lambda seed=seed: run_isolated(phase_crf, task, train, test, {"l1_penalty": 0.0},
+                                               epochs, batch_size, seed=seed))
                for seed in range(1, seeds)},
             "  without averaged weights (average_weights = false)": lambda: run_isolated(
                 phase_crf, task, train, test, {"average_weights": False}, epochs, batch_size),

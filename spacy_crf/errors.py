@@ -365,6 +365,8 @@ class Errors(metaclass=_Codes):
     E183 = ("transition_templates need a spacy-crf.FeatureCRF model (a featurize, a hashed "
             "table and the label interactions); this component's model is '{model}'. Use "
             "spacy-crf.FeatureCRF.v2, or remove transition_templates from the structure block.")
+    E184 = ("l1_penalty must be a number of at least 0 (the L1 penalty of the hashed "
+            "weights per update; 0 turns it off), got {value!r}.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -263,7 +263,8 @@ def _pipeline(n_buckets=64):
         "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "SUFFIX2"],
         # spelling only: the paths are compared to float32 rounding (atol 1e-6),
         # which the factory's cluster features, with their larger weights here, exceed
-        "n_buckets": n_buckets, "cluster_templates": None}})
+        # no L1 penalty: the dense fallback (thinc's step) has none
+        "n_buckets": n_buckets, "cluster_templates": None, "l1_penalty": 0.0}})
     return nlp
 
 

@@ -10,6 +10,28 @@ w, so its average catches up in one go,
     avg <- w + (avg - w) * prod_{i=s+1}^{t-1} d_i,   d_i = min((1+i)/(10+i), 0.9999)
 
 with the product read off a table of cumulative log decays.
+
+An L1 penalty is applied the same lazy way, as a proximal step (soft
+thresholding: ``w <- sign(w) max(0, |w| - p)``). Step ``t`` owes every weight
+that training has touched a shrink of
+
+    l1 * lr * sqrt(1 - b2^t) / max(sqrt(v) + eps, l1)
+
+the penalty's gradient ``l1 sign(w)`` preconditioned as Adam preconditions
+that weight's gradient (by its bias-corrected second moment; SGD: ``l1 * lr``).
+The floor ``l1`` keeps the shrink within Adam's own pace, ``lr`` a step, where
+the weight's gradient has all but vanished (a fitted feature, a fresh
+optimizer's first steps): without it one step could wipe out a trained model.
+``v`` stays constant while a row is left alone, so the shrink factors into a
+per-row term and a per-step rate. Successive
+soft thresholds of one weight add up to a single one of the summed amounts, so
+a row left alone from step s+1 to t-1 takes them in one go when it is next
+touched (before its own update), from a table of cumulative learning rates
+(the cumulative penalty of Tsuruoka et al. 2009). :func:`settle_l1` takes
+every row's arrears before the weights themselves predict: they are then
+exactly those of the per-step, every-row penalty. An average (above) catches
+up with a row's weights as they were after its last update, arrears not
+taken, however often it is synced.
 """
 
 import numpy as np
@@ -81,8 +103,46 @@ def catch_up_average(avg, weights, r, synced, cum_log_decay, upto):
 
 
 @njit(cache=True)
+def penalty_rate(learn_rate, b2, step, use_adam):
+    """The per-step factor of the L1 shrink of update ``step`` (module docstring)."""
+    if not use_adam:
+        return learn_rate
+    return learn_rate * np.sqrt(1.0 - b2 ** step)
+
+
+@njit(cache=True, inline="always")
+def soft_threshold(w, amount):
+    """``w`` moved ``amount`` towards 0, stopping at 0."""
+    if w > amount:
+        return w - amount
+    if w < -amount:
+        return w + amount
+    return 0.0
+
+
+@njit(cache=True, inline="always")
+def _shrink_per_rate(mom2, mr, j, l1, eps, use_adam):
+    """A weight's L1 shrink per unit of :func:`penalty_rate`: ``l1`` over the
+    floored root of its second moment (row ``mr``, column ``j`` of ``mom2``;
+    SGD keeps none)."""
+    if not use_adam:
+        return l1
+    return l1 / max(np.sqrt(mom2[mr, j]) + eps, l1)
+
+
+@njit(cache=True)
+def _take_arrears(weights, mom2, mr, r, rates, l1, eps, use_adam):
+    """Row ``r``'s L1 shrink over steps whose penalty rates sum to ``rates``
+    (its second moments, row ``mr`` of ``mom2``, unchanged over those steps)."""
+    for j in range(weights.shape[1]):
+        weights[r, j] = soft_threshold(weights[r, j],
+                                       rates * _shrink_per_rate(mom2, mr, j, l1, eps, use_adam))
+
+
+@njit(cache=True)
 def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, learn_rate, b1, b2,
-                eps, clip_scale, avg, synced, cum_log_decay, use_adam, use_avg):
+                eps, clip_scale, avg, synced, cum_log_decay, use_adam, use_avg,
+                l1, cum_rate, l1_synced):
     """One optimizer step on the touched rows.
 
     Adam (``use_adam``), as thinc's: m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
@@ -92,16 +152,24 @@ def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, lear
     ``mom2``, which hold only the rows training has touched.
     With ``use_avg`` the average of every touched row is caught up to step
     ``step - 1``, then takes step ``step``'s decay towards the new weights.
+    With ``l1 > 0`` a row first takes the L1 shrink it was owed since the
+    step it was last shrunk (``l1_synced[r]``, -1 for a row this run has not
+    touched: it owes nothing), then its update and this step's shrink;
+    ``cum_rate[t]`` is the sum of :func:`penalty_rate` over steps 1..t.
     """
     fix1 = 1.0 - b1 ** step
     fix2 = 1.0 - b2 ** step
     lr = learn_rate * np.sqrt(fix2) / fix1 if use_adam else learn_rate
+    shrink_rate = penalty_rate(learn_rate, b2, step, use_adam)
     decay = min((1.0 + step) / (10.0 + step), 0.9999)
     for i in range(n_rows):
         r = rows[i]
         if use_avg:
             catch_up_average(avg, weights, r, synced, cum_log_decay, step - 1)
         mr = moment_row[r] if use_adam else 0
+        if l1 > 0.0 and l1_synced[r] >= 0:
+            _take_arrears(weights, mom2, mr, r, cum_rate[step - 1] - cum_rate[l1_synced[r]],
+                          l1, eps, use_adam)
         for j in range(weights.shape[1]):
             g = grads[i, j] * clip_scale
             if use_adam:
@@ -112,10 +180,29 @@ def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, lear
                 weights[r, j] -= lr * m / (np.sqrt(v) + eps)
             else:
                 weights[r, j] -= lr * g
+            if l1 > 0.0:
+                weights[r, j] = soft_threshold(
+                    weights[r, j], shrink_rate * _shrink_per_rate(mom2, mr, j, l1, eps, use_adam))
             if use_avg:
                 avg[r, j] -= (1.0 - decay) * (avg[r, j] - weights[r, j])
         if use_avg:
             synced[r] = step
+        if l1 > 0.0:
+            l1_synced[r] = step
+
+
+@njit(cache=True)
+def settle_l1(weights, mom2, moment_row, l1_synced, cum_rate, upto, l1, eps, use_adam):
+    """Give every row that training has touched the L1 shrink it owes up to
+    step ``upto`` (exactly what a per-step penalty on every row would have
+    taken: see the module docstring)."""
+    for r in range(weights.shape[0]):
+        s = l1_synced[r]
+        if s < 0 or s >= upto:
+            continue
+        mr = moment_row[r] if use_adam else 0
+        _take_arrears(weights, mom2, mr, r, cum_rate[upto] - cum_rate[s], l1, eps, use_adam)
+        l1_synced[r] = upto
 
 
 @njit(cache=True)

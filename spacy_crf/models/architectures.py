@@ -15,7 +15,7 @@ from .hashed_linear import LABEL_SIZED, hashed_linear
 from .hmm import hmm
 from .pooled_experts import pooled_experts
 from .potentials import CRFScores, crf_potentials
-from .sparse_table import ATTR as SPARSE_TABLE, BOOST_UPDATES, LR_SCALE, UPDATES_DONE
+from .sparse_table import ATTR as SPARSE_TABLE, BOOST_UPDATES, L1_PENALTY, LR_SCALE, UPDATES_DONE
 from .token_transitions import FEATURE_CRF, LABEL_PAIR_SIZED
 from .weight_average import average_weights as average_weights_of
 
@@ -104,6 +104,13 @@ def _boost(boost_updates: int, *layers: Model) -> None:
             layer.attrs[UPDATES_DONE] = 0
 
 
+def penalize_l1(l1_penalty: float, table: Model) -> None:
+    if not is_number(l1_penalty) or not l1_penalty >= 0:
+        raise ValueError(Errors.E184.format(value=l1_penalty))
+    if l1_penalty:
+        table.attrs[L1_PENALTY] = float(l1_penalty)
+
+
 def check_positive(name: str, value: int) -> None:
     if not is_count(value):
         raise ValueError(Errors.E005.format(name=name, value=value))
@@ -117,6 +124,7 @@ def FeatureCRF(
     cluster_templates: Optional[List[str]] = None,
     boost_updates: int = 0,
     average_weights: bool = True,
+    l1_penalty: float = 0.0,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over hashed sparse features of feature templates.
@@ -158,6 +166,16 @@ def FeatureCRF(
         loop and spaCy's default optimizer get it too. In a plain loop the
         factory's default model gains 1.2 F1 on UNER dev with it (EWT UPOS
         dev: -0.07); through ``spacy train`` both move by -0.1.
+    l1_penalty : float
+        An L1 penalty on the hashed weights, taken at every update as a
+        proximal step scaled like Adam's step for each weight
+        (``spacy_crf._kernels.sparse_update``): rare features that do not
+        earn their weight go to zero, as in a CRF trained with L1
+        (CRFsuite's c1, ``fit --c1``). In units of the gradient of one
+        update; 0 turns it off. The factory's default model has 3e-6, chosen
+        on dev splits (README, "Defaults"). Optimizers the row-sparse step
+        does not handle (RAdam) step the table densely, without it; ``fit``
+        has its own ``--c1``.
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
@@ -169,6 +187,7 @@ def FeatureCRF(
     label_sized(linear, potentials)
     scale_learn_rate(learn_rate_scale, linear, potentials)
     _boost(boost_updates, linear, potentials)
+    penalize_l1(l1_penalty, linear)
     if average_weights:
         average_weights_of(linear, potentials)
     model = chain(featurize(templates, cluster_templates or ()), linear, potentials)
@@ -185,6 +204,7 @@ def NeuralCRF(
     learn_rate_scale: float = SPARSE_LR_SCALE,
     cluster_templates: Optional[List[str]] = None,
     boost_updates: int = 0,
+    l1_penalty: float = 0.0,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over a spaCy tok2vec (own or listener) and, with ``templates``, a
@@ -228,9 +248,9 @@ def NeuralCRF(
         As in ``spacy-crf.FeatureCRF.v2``; ``learn_rate_scale`` applies to the
         hashed weights and both experts' label interactions, not to the
         tok2vec or its output layer.
-    cluster_templates, boost_updates
+    cluster_templates, boost_updates, l1_penalty
         As in ``spacy-crf.FeatureCRF.v2``, for the feature expert (the
-        factory's default model has ``CLUSTER`` templates and 300).
+        factory's default model has ``CLUSTER`` templates, 300 and 3e-6).
     """
     neural, potentials = tok2vec_emissions(tok2vec, learn_rate_scale, nO)
     if not templates:
@@ -240,7 +260,7 @@ def NeuralCRF(
             raise ValueError(Errors.E120.format(value=neural_weight))
         features = FeatureCRF(templates, n_buckets=n_buckets, learn_rate_scale=learn_rate_scale,
                               cluster_templates=cluster_templates,
-                              boost_updates=boost_updates, nO=nO)
+                              boost_updates=boost_updates, l1_penalty=l1_penalty, nO=nO)
         model = pooled_experts([features, chain(neural, potentials)],
                                [1.0 - neural_weight, neural_weight])
     model.name = "neural_crf"

@@ -42,6 +42,8 @@ LR_SCALE = "crf_lr_scale"
 #: the model, so a loaded model that trains on does not start over)
 BOOST_UPDATES = "crf_boost_updates"
 UPDATES_DONE = "crf_updates_done"
+#: attrs key of a table's L1 penalty per update (``FeatureCRF(l1_penalty=...)``)
+L1_PENALTY = "crf_l1_penalty"
 
 
 def boost(updates_done: int, boost_updates: int) -> float:
@@ -77,6 +79,21 @@ class SparseTable:
         self.moment_width = n_labels  # columns of the compact moments (labels at their start)
         self.n_steps = 0
         self._averages_id = 0  # id() of the average array kept up to date lazily
+        # the L1 penalty, taken lazily (_kernels/sparse_update.py): the step up
+        # to which each row has taken it (-1: untouched), the summed rates of
+        # steps 1..t, and what settle() needs of the last step
+        self.l1_synced = np.zeros(0, dtype=np.int64)
+        self.cum_rate = np.zeros(1, dtype=np.float64)
+        self._l1_step: Optional[Tuple[float, np.ndarray, float, bool]] = None
+        self._settled_upto = 0
+
+    def __getstate__(self) -> Dict:
+        # a copy (pickle: nlp.pipe(n_process=...), deepcopy) is made of a model
+        # showing the weights it predicts with, averages as often as not: it
+        # must not settle this iterate's L1 arrears on them
+        state = dict(self.__dict__)
+        state["_l1_step"] = None
+        return state
 
     def add(self, d_scores: np.ndarray, picked: np.ndarray, scale: float = 1.0) -> None:
         """Accumulate the gradient of ``gather_sum`` (several calls may precede a step).
@@ -112,6 +129,7 @@ class SparseTable:
         # (thinc optimizers take no weak references, so the table keeps none:
         # a key missing from the optimizer's dicts means a new optimizer)
         if key not in sgd.mom1:
+            self.settle(model)  # the last optimizer's penalty, before its state goes
             # moments exist only for rows training touches (a third of a 2^20
             # table on CoNLL-2000): row r's are row moment_row[r] of the compact
             # arrays kept in the optimizer's dicts. Plain SGD keeps a token
@@ -122,6 +140,9 @@ class SparseTable:
             self.n_moment_rows = 0
             self.synced = np.zeros(W.shape[0], dtype=np.int64)
             self.cum_log_decay = np.zeros(1, dtype=np.float64)
+            self.l1_synced = np.full(W.shape[0], -1, dtype=np.int64)
+            self.cum_rate = np.zeros(1, dtype=np.float64)
+            self._settled_upto = 0
             self.moment_width = W.shape[1]
         elif _uses_adam(sgd) and self.moment_width != W.shape[1]:
             # the table grew new labels (models/grow.py): so do its moments
@@ -159,13 +180,15 @@ class SparseTable:
                 moments[key] = grown
 
     def step(self, model: Model, sgd: Optimizer, lr_scale: float = 1.0,
-             averages: Optional[Dict] = None) -> None:
+             averages: Optional[Dict] = None, l1: float = 0.0) -> None:
         """Apply ``sgd`` to the pending rows of ``model``'s ``W`` and clear them.
 
         ``lr_scale`` multiplies the optimizer's learning rate, as thinc's
         ``Optimizer.__call__(..., lr_scale=...)`` does (weight decay included).
         ``averages`` (thinc's layout), if given, get the step's moving average:
-        the optimizer's own (``use_averages``) or the component's.
+        the optimizer's own (``use_averages``) or the component's. ``l1``: the
+        L1 penalty of this step (``_kernels/sparse_update.py``; rows left
+        alone take theirs when next touched or at :meth:`settle`).
         """
         key = (model.id, "W")
         W = model.get_param("W")
@@ -173,11 +196,13 @@ class SparseTable:
         sgd.nr_update[key] += 1
         step = sgd.nr_update[key]
         decay = min((1.0 + step) / (10.0 + step), 0.9999)
-        if self.cum_log_decay.shape[0] <= step:
-            grown = np.zeros(max(step + 1, 2 * self.cum_log_decay.shape[0]))
-            grown[: self.cum_log_decay.shape[0]] = self.cum_log_decay
-            self.cum_log_decay = grown
+        self.cum_log_decay = _room_for(self.cum_log_decay, step)
         self.cum_log_decay[step] = self.cum_log_decay[step - 1] + np.log(decay)
+        learn_rate = float(sgd.learn_rate) * lr_scale
+        adam = _uses_adam(sgd)
+        self.cum_rate = _room_for(self.cum_rate, step)
+        self.cum_rate[step] = self.cum_rate[step - 1] + kernels.penalty_rate(
+            learn_rate, float(sgd.b2), step, adam)
         self.n_steps = step
         grads = self.grads
         if sgd.L2 and not sgd.L2_is_weight_decay:
@@ -190,14 +215,24 @@ class SparseTable:
             if norm > sgd.grad_clip:
                 clip_scale = sgd.grad_clip / norm
         # (no weight decay on the hashed table: see the module docstring)
-        learn_rate = float(sgd.learn_rate) * lr_scale
         use_avg = averages is not None
         avg = averages[key] if use_avg else W
         kernels.update_rows(W, mom1, mom2, self.moment_row, self.rows, grads, self.n_rows, step,
                             learn_rate, float(sgd.b1), float(sgd.b2), float(sgd.eps),
-                            clip_scale, avg, self.synced, self.cum_log_decay,
-                            _uses_adam(sgd), use_avg)
+                            clip_scale, avg, self.synced, self.cum_log_decay, adam, use_avg,
+                            float(l1), self.cum_rate, self.l1_synced)
+        self._l1_step = (float(l1), mom2, float(sgd.eps), adam) if l1 > 0 else None
         self.clear()
+
+    def settle(self, model: Model) -> None:
+        """Give every row the L1 penalty it owes (before the weights are read:
+        prediction, saving, averaging). Cheap when nothing is owed."""
+        if self._l1_step is None or self._settled_upto >= self.n_steps:
+            return
+        l1, mom2, eps, adam = self._l1_step
+        kernels.settle_l1(model.get_param("W"), mom2, self.moment_row, self.l1_synced,
+                          self.cum_rate, self.n_steps, l1, eps, adam)
+        self._settled_upto = self.n_steps
 
     def sync_averages(self, model: Model, averages: Dict) -> None:
         """Bring every row of the lazily updated average up to date."""
@@ -206,6 +241,15 @@ class SparseTable:
             return
         kernels.catch_up_all(avg, model.get_param("W"), self.synced, self.cum_log_decay,
                              self.n_steps)
+
+
+def _room_for(table: np.ndarray, step: int) -> np.ndarray:
+    """``table`` (indexed by step), grown if needed so that ``step`` fits."""
+    if table.shape[0] > step:
+        return table
+    grown = np.zeros(max(step + 1, 2 * table.shape[0]), dtype=table.dtype)
+    grown[: table.shape[0]] = table
+    return grown
 
 
 def _uses_adam(sgd: Optimizer) -> bool:
@@ -258,7 +302,8 @@ def apply_sparse_updates(model: Model, sgd: Optimizer,
             continue
         if _supports(sgd):
             scale = scales[node.id] if scales is not None else node.attrs.get(LR_SCALE, 1.0)
-            table.step(node, sgd, scale, _averages_of(node, sgd, averages))
+            table.step(node, sgd, scale, _averages_of(node, sgd, averages),
+                       float(node.attrs.get(L1_PENALTY, 0.0)))
         else:
             table.to_dense(node)
             # stepped with the other dense parameters by step_model
@@ -295,8 +340,23 @@ def step_model(model: Model, sgd: Optimizer, averages: Optional[Dict] = None) ->
                     node.ops.update_averages(averages[key], param, sgd.nr_update[key])
 
 
+def settle_tables(model: Model) -> None:
+    """Give the training iterate's hashed tables the L1 penalty they owe
+    (:meth:`SparseTable.settle`); ``model`` must hold its iterate."""
+    for node in model.walk():
+        table = node.attrs.get(ATTR)
+        if table is not None:
+            table.settle(node)
+
+
 def sync_averages(model: Model, averages: Dict) -> None:
-    """Make lazily updated averages exact before they are swapped in."""
+    """Make lazily updated averages exact before they are swapped in.
+
+    The L1 penalty a row owes is left owed (:func:`settle_tables` is for an
+    iterate that predicts): a row's average catches up with the weight the row
+    had after its last update, whenever it is synced, so how often a model
+    predicts during training changes neither its averages nor its iterate.
+    """
     for node in model.walk():
         table = node.attrs.get(ATTR)
         if table is not None:

@@ -63,6 +63,9 @@ class WeightAverages:
         self.averages: Dict[Key, np.ndarray] = {}
         # the training iterate while the model holds the averages, else None
         self._iterate: Optional[Dict[Key, np.ndarray]] = None
+        # the model holds parameters from elsewhere (the optimizer's averages,
+        # swapped in by the component's use_params): neither set is shown
+        self.lent = False
         # threads predicting with one pipeline swap once, not into each other
         self._lock = threading.Lock()
 
@@ -76,10 +79,15 @@ class WeightAverages:
 
     def show_averages(self, model: Model) -> None:
         """Make ``model`` hold the averaged parameters (up to date), keeping its iterate."""
-        from .sparse_table import sync_averages  # (sparse_table imports this module)
+        from .sparse_table import settle_tables, sync_averages  # (it imports this module)
 
         with self._lock:
-            if self._iterate is not None or not self.averages:
+            if self._iterate is not None or self.lent:
+                return
+            if not self.averages:
+                # the iterate predicts: it takes the L1 penalty its rows owe
+                # (averages catch up without it: sync_averages)
+                settle_tables(model)
                 return
             sync_averages(model, self.averages)
             self._iterate = _swap(model, self.averages)

@@ -283,7 +283,11 @@ class CRFTagger(TrainablePipe):
         self._averages.show_iterate(self.model)  # (the optimizer's averages follow the iterate)
         sync_averages(self.model, params)
         with self.model.use_params(params):
-            yield
+            self._averages.lent = bool(params)
+            try:
+                yield
+            finally:
+                self._averages.lent = False
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """Score predictions (see ``spacy_crf.scoring.score_crf``)."""

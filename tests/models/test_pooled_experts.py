@@ -161,7 +161,7 @@ def test_the_feature_expert_learns_exactly_as_a_feature_crf_alone(drop):
     alone.add_pipe("crf_tagger", config={"target": "pos", "model": {
         "@architectures": "spacy-crf.FeatureCRF.v2", "templates": TEMPLATES, "n_buckets": 256,
         # as NeuralCRF.v3's own defaults for its feature expert
-        "cluster_templates": None, "boost_updates": 0}})
+        "cluster_templates": None, "boost_updates": 0, "l1_penalty": 0.0}})
     trained = []
     for nlp in (pooled, alone):
         examples = pos_examples(nlp)
