@@ -11,7 +11,8 @@ from thinc.api import SGD, Adam
 
 from spacy_crf._kernels import sparse_update as kernels
 from spacy_crf.models.hashed_linear import NAME as HASHED_NAME
-from spacy_crf.models.sparse_table import ATTR, L1_PENALTY, settle_tables
+from spacy_crf.models.sparse_table import (ATTR, BOOST_UPDATES, L1_PENALTY, UPDATES_DONE, boost,
+                                           settle_tables, step_model)
 from test_sparse_update import N_BUCKETS, batches, dense_grad, make_layer, run_sparse
 
 
@@ -19,10 +20,12 @@ def soft_threshold(w, amount):
     return np.sign(w) * np.maximum(np.abs(w) - amount, 0.0)
 
 
-def reference(W0, steps, l1, adam=True, lr=0.05, b1=0.9, b2=0.999, eps=1e-8, moments=False):
+def reference(W0, steps, l1, adam=True, lr=0.05, b1=0.9, b2=0.999, eps=1e-8, moments=False,
+              data_scales=None):
     """Sparse Adam (moments of a row move only when a batch touches it) or SGD,
     then at every step a soft threshold of every row touched so far by
-    ``l1 * lr * sqrt(1 - b2^t) / max(sqrt(v) + eps, l1)`` (SGD: ``l1 * lr``)."""
+    ``l1 * lr * sqrt(1 - b2^t) / max(sqrt(v) + eps, l1)`` (SGD: ``l1 * lr``).
+    ``data_scales[t - 1]`` multiplies the rate of step t's data term only."""
     W = W0.astype(np.float64)
     m, v = np.zeros_like(W), np.zeros_like(W)
     touched = np.zeros(W.shape[0], dtype=bool)
@@ -30,14 +33,15 @@ def reference(W0, steps, l1, adam=True, lr=0.05, b1=0.9, b2=0.999, eps=1e-8, mom
         g = dense_grad(ids, d_scores).astype(np.float64)
         rows = np.unique((ids % np.uint64(N_BUCKETS)).astype(np.int64))
         touched[rows] = True
+        data_lr = lr * (data_scales[t - 1] if data_scales is not None else 1.0)
         if adam:
-            rate = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+            rate = data_lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
             m[rows] = b1 * m[rows] + (1 - b1) * g[rows]
             v[rows] = b2 * v[rows] + (1 - b2) * g[rows] ** 2
             W[rows] -= rate * m[rows] / (np.sqrt(v[rows]) + eps)
             amount = l1 * lr * np.sqrt(1 - b2 ** t) / np.maximum(np.sqrt(v[touched]) + eps, l1)
         else:
-            W[rows] -= lr * g[rows]
+            W[rows] -= data_lr * g[rows]
             amount = l1 * lr
         W[touched] = soft_threshold(W[touched], amount)
     return (W, v) if moments else W
@@ -116,6 +120,25 @@ def test_a_new_optimizer_first_settles_what_the_last_one_owed():
     run_sparse(layer, OPTIMIZERS["adam"][0](), steps[5:])  # a fresh Adam: moments from zero
     settle_tables(layer)
     want = reference(reference(W0, steps[:5], 0.02), steps[5:], 0.02)
+    assert np.allclose(layer.get_param("W"), want, atol=1e-5)
+
+
+def test_the_head_start_hurries_the_data_term_not_the_penalty():
+    """boost_updates scales the first updates' rate; the penalty keeps the
+    layer's own rate (learn_rate_scale), as does the reference."""
+    steps = batches(10, seed=16)
+    layer = penalized_layer(0.02)
+    layer.attrs[BOOST_UPDATES], layer.attrs[UPDATES_DONE] = 4, 0
+    W0 = layer.get_param("W").copy()
+    opt = OPTIMIZERS["adam"][0]()
+    for ids, d_scores in steps:
+        _, backprop = layer(ids, is_train=True)
+        backprop(d_scores)
+        step_model(layer, opt)
+    settle_tables(layer)
+    scales = [boost(t, 4) for t in range(len(steps))]
+    assert scales[0] == 2.0 and scales[-1] == 1.0
+    want = reference(W0, steps, 0.02, data_scales=scales)
     assert np.allclose(layer.get_param("W"), want, atol=1e-5)
 
 

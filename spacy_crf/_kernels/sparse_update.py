@@ -34,6 +34,8 @@ up with a row's weights as they were after its last update, arrears not
 taken, however often it is synced.
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -112,22 +114,15 @@ def penalty_rate(learn_rate, b2, step, use_adam):
 
 @njit(cache=True, inline="always")
 def soft_threshold(w, amount):
-    """``w`` moved ``amount`` towards 0, stopping at 0."""
-    if w > amount:
-        return w - amount
-    if w < -amount:
-        return w + amount
-    return 0.0
+    """``w`` moved ``amount`` (>= 0) towards 0, stopping at 0 (branch-free)."""
+    return math.copysign(max(abs(w) - amount, 0.0), w)
 
 
 @njit(cache=True, inline="always")
-def _shrink_per_rate(mom2, mr, j, l1, eps, use_adam):
-    """A weight's L1 shrink per unit of :func:`penalty_rate`: ``l1`` over the
-    floored root of its second moment (row ``mr``, column ``j`` of ``mom2``;
-    SGD keeps none)."""
-    if not use_adam:
-        return l1
-    return l1 / max(np.sqrt(mom2[mr, j]) + eps, l1)
+def _l1_per_rate(root, l1):
+    """A weight's L1 shrink per unit of :func:`penalty_rate` under Adam:
+    ``l1`` over the floored ``root = sqrt(v) + eps`` (SGD's is ``l1``)."""
+    return l1 / max(root, l1)
 
 
 @njit(cache=True)
@@ -135,8 +130,8 @@ def _take_arrears(weights, mom2, mr, r, rates, l1, eps, use_adam):
     """Row ``r``'s L1 shrink over steps whose penalty rates sum to ``rates``
     (its second moments, row ``mr`` of ``mom2``, unchanged over those steps)."""
     for j in range(weights.shape[1]):
-        weights[r, j] = soft_threshold(weights[r, j],
-                                       rates * _shrink_per_rate(mom2, mr, j, l1, eps, use_adam))
+        per_rate = _l1_per_rate(np.sqrt(mom2[mr, j]) + eps, l1) if use_adam else l1
+        weights[r, j] = soft_threshold(weights[r, j], rates * per_rate)
 
 
 @njit(cache=True)
@@ -160,29 +155,34 @@ def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, lear
     fix1 = 1.0 - b1 ** step
     fix2 = 1.0 - b2 ** step
     lr = learn_rate * np.sqrt(fix2) / fix1 if use_adam else learn_rate
-    shrink_rate = penalty_rate(learn_rate, b2, step, use_adam)
+    shrink_rate = cum_rate[step] - cum_rate[step - 1]  # (this step's penalty rate)
     decay = min((1.0 + step) / (10.0 + step), 0.9999)
     for i in range(n_rows):
         r = rows[i]
         if use_avg:
             catch_up_average(avg, weights, r, synced, cum_log_decay, step - 1)
         mr = moment_row[r] if use_adam else 0
-        if l1 > 0.0 and l1_synced[r] >= 0:
-            _take_arrears(weights, mom2, mr, r, cum_rate[step - 1] - cum_rate[l1_synced[r]],
-                          l1, eps, use_adam)
+        # the penalty rates of the steps since the row was last shrunk
+        owed = cum_rate[step - 1] - cum_rate[l1_synced[r]] if l1 > 0.0 and l1_synced[r] >= 0 else 0.0
         for j in range(weights.shape[1]):
             g = grads[i, j] * clip_scale
+            w = weights[r, j]
             if use_adam:
+                if owed > 0.0:  # (with the second moment of those steps)
+                    w = soft_threshold(w, owed * _l1_per_rate(np.sqrt(mom2[mr, j]) + eps, l1))
                 m = b1 * mom1[mr, j] + (1.0 - b1) * g
                 v = b2 * mom2[mr, j] + (1.0 - b2) * g * g
                 mom1[mr, j] = m
                 mom2[mr, j] = v
-                weights[r, j] -= lr * m / (np.sqrt(v) + eps)
+                root = np.sqrt(v) + eps
+                w -= lr * m / root
+                if l1 > 0.0:
+                    w = soft_threshold(w, shrink_rate * _l1_per_rate(root, l1))
             else:
-                weights[r, j] -= lr * g
-            if l1 > 0.0:
-                weights[r, j] = soft_threshold(
-                    weights[r, j], shrink_rate * _shrink_per_rate(mom2, mr, j, l1, eps, use_adam))
+                w = soft_threshold(w, owed * l1)
+                w -= lr * g
+                w = soft_threshold(w, shrink_rate * l1)
+            weights[r, j] = w
             if use_avg:
                 avg[r, j] -= (1.0 - decay) * (avg[r, j] - weights[r, j])
         if use_avg:

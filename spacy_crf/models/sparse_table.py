@@ -180,7 +180,8 @@ class SparseTable:
                 moments[key] = grown
 
     def step(self, model: Model, sgd: Optimizer, lr_scale: float = 1.0,
-             averages: Optional[Dict] = None, l1: float = 0.0) -> None:
+             averages: Optional[Dict] = None, l1: float = 0.0,
+             l1_scale: Optional[float] = None) -> None:
         """Apply ``sgd`` to the pending rows of ``model``'s ``W`` and clear them.
 
         ``lr_scale`` multiplies the optimizer's learning rate, as thinc's
@@ -188,7 +189,8 @@ class SparseTable:
         ``averages`` (thinc's layout), if given, get the step's moving average:
         the optimizer's own (``use_averages``) or the component's. ``l1``: the
         L1 penalty of this step (``_kernels/sparse_update.py``; rows left
-        alone take theirs when next touched or at :meth:`settle`).
+        alone take theirs when next touched or at :meth:`settle`), at the
+        optimizer's rate times ``l1_scale`` (default ``lr_scale``).
         """
         key = (model.id, "W")
         W = model.get_param("W")
@@ -202,7 +204,8 @@ class SparseTable:
         adam = _uses_adam(sgd)
         self.cum_rate = _room_for(self.cum_rate, step)
         self.cum_rate[step] = self.cum_rate[step - 1] + kernels.penalty_rate(
-            learn_rate, float(sgd.b2), step, adam)
+            float(sgd.learn_rate) * (lr_scale if l1_scale is None else l1_scale),
+            float(sgd.b2), step, adam)
         self.n_steps = step
         grads = self.grads
         if sgd.L2 and not sgd.L2_is_weight_decay:
@@ -302,8 +305,12 @@ def apply_sparse_updates(model: Model, sgd: Optimizer,
             continue
         if _supports(sgd):
             scale = scales[node.id] if scales is not None else node.attrs.get(LR_SCALE, 1.0)
+            # the L1 penalty takes the layer's rate scale, not its head start:
+            # the head start hurries the data's pull, and a penalty as hurried
+            # cut features short on small corpora (docs/component.md)
             table.step(node, sgd, scale, _averages_of(node, sgd, averages),
-                       float(node.attrs.get(L1_PENALTY, 0.0)))
+                       float(node.attrs.get(L1_PENALTY, 0.0)),
+                       float(node.attrs.get(LR_SCALE, 1.0)))
         else:
             table.to_dense(node)
             # stepped with the other dense parameters by step_model
