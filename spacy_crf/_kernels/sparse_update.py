@@ -18,7 +18,8 @@ that training has touched a shrink of
     l1 * lr * sqrt(1 - b2^t) / max(sqrt(v) + eps, l1)
 
 the penalty's gradient ``l1 sign(w)`` preconditioned as Adam preconditions
-that weight's gradient (by its bias-corrected second moment; SGD: ``l1 * lr``).
+that weight's gradient (by its bias-corrected second moment; SGD: ``l1 * lr``),
+``lr`` the optimizer's rate times the layer's scale (not its head start).
 The floor ``l1`` keeps the shrink within Adam's own pace, ``lr`` a step, where
 the weight's gradient has all but vanished (a fitted feature, a fresh
 optimizer's first steps): without it one step could wipe out a trained model.

@@ -228,8 +228,9 @@ class SparseTable:
         self.clear()
 
     def settle(self, model: Model) -> None:
-        """Give every row the L1 penalty it owes (before the weights are read:
-        prediction, saving, averaging). Cheap when nothing is owed."""
+        """Give every row the L1 penalty it owes (before the iterate predicts
+        or is saved; averages do without, :func:`sync_averages`). Cheap when
+        nothing is owed."""
         if self._l1_step is None or self._settled_upto >= self.n_steps:
             return
         l1, mom2, eps, adam = self._l1_step
