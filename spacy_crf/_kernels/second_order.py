@@ -169,11 +169,11 @@ def _scaled_buffers(emissions, lengths, weight, start, end, force_log):
 @njit(cache=True)
 def _counted_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr, out_edges,
                       exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z, sign, marginals,
-                      edge_sum, start_sum, end_sum):
+                      mo, edge_sum, start_sum, end_sum):
     """The scaled forward-backward of the sequence at rows ``o:o+n``
     (:func:`_scaled_sequence`, its log Z in ``seq_log_z[0]``) and ``sign`` times
-    its expected counts: its pair marginals written into ``marginals[:n]``, its
-    edge, start and end counts added into ``edge_sum`` (E,), ``start_sum``,
+    its expected counts: its pair marginals added into ``marginals[mo:mo+n]``,
+    its edge, start and end counts into ``edge_sum`` (E,), ``start_sum``,
     ``end_sum`` (P,). False, and nothing counted, where scaling cannot hold."""
     z_hat = _scaled_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
                              out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z)
@@ -182,7 +182,7 @@ def _counted_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_pt
     P = alpha.shape[1]
     for t in range(n):
         for d in range(P):
-            marginals[t, d] = sign * alpha[t, d] * beta[t, d] / z_hat
+            marginals[mo + t, d] += sign * alpha[t, d] * beta[t, d] / z_hat
     for d in range(P):
         start_sum[d] += sign * alpha[0, d] * beta[0, d] / z_hat
         end_sum[d] += sign * alpha[n - 1, d] * exp_e[d] / z_hat
@@ -205,11 +205,9 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
     start and end counts added into ``edge_sum`` (E,), ``start_sum``, ``end_sum``
     (P,). ``status[s]`` is 1 where sequence ``s`` must be recomputed in log
     space (nothing is added for it), else 0."""
-    P = emissions.shape[1]
     alpha, beta, ex, scale, exp_w, exp_s, exp_e, shifts = _scaled_buffers(
         emissions, lengths, weight, start, end, FALSE)
     seq_log_z = np.zeros(1)
-    counts = np.empty_like(alpha)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -219,11 +217,8 @@ def sum_pass(emissions, lengths, src, dst, weight, in_ptr, in_edges, out_ptr, ou
             continue
         if _counted_sequence(emissions, o, n, src, dst, exp_w, in_ptr, in_edges, out_ptr,
                              out_edges, exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z,
-                             1.0, counts, edge_sum, start_sum, end_sum):
+                             1.0, marginals, o, edge_sum, start_sum, end_sum):
             log_z[s] = seq_log_z[0]
-            for t in range(n):
-                for d in range(P):
-                    marginals[o + t, d] += counts[t, d]
         else:
             status[s] = 1
         o += n
@@ -256,6 +251,7 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
     seq_log_z = np.zeros(1)
     counts = np.empty_like(alpha)
     path = np.empty(max_n, dtype=np.int64)
+    path_edges = np.empty(max_n, dtype=np.int64)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -265,8 +261,8 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
             continue
         if clamp and all_known(gold, o, n):
             log_z[s] = _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr,
-                                  out_edges, dst, start, end, sign, path, d_emissions,
-                                  per_pair, edge_sum, start_sum, end_sum)
+                                  out_edges, dst, start, end, sign, path, path_edges,
+                                  d_emissions, per_pair, edge_sum, start_sum, end_sum)
             o += n
             continue
         for i in range(n):
@@ -278,9 +274,10 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
                     pairs[i, p] = NEG_INF
                 else:
                     pairs[i, p] = emissions[t, label[p]] + pair_score[p]
+        counts[:n] = 0.0
         if _counted_sequence(pairs, 0, n, src, dst, exp_w, in_ptr, in_edges, out_ptr, out_edges,
                              exp_s, exp_e, shifts, alpha, beta, ex, scale, seq_log_z, sign,
-                             counts, edge_sum, start_sum, end_sum):
+                             counts, ZERO, edge_sum, start_sum, end_sum):
             log_z[s] = seq_log_z[0]
             for i in range(n):
                 for d in range(P):
@@ -293,10 +290,12 @@ def shard_pass(emissions, lengths, gold, clamp, label, prev, pair_of, pair_score
 
 @njit(cache=True)
 def _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr, out_edges, dst,
-               start, end, sign, path, d_emissions, per_pair, edge_sum, start_sum, end_sum):
+               start, end, sign, path, path_edges, d_emissions, per_pair, edge_sum, start_sum,
+               end_sum):
     """The score of the one labelling ``gold[o:o+n]`` (all known) and, where it is
     finite, ``sign`` times its counts (one per pair, edge, start and end of the
-    path); ``-inf`` and no count where a pair or edge of it is not kept."""
+    path); ``-inf`` and no count where a pair or edge of it is not kept.
+    ``path`` and ``path_edges`` (n,) receive its pairs and the edges into them."""
     first = pair_of[0, gold[o]]
     if first < 0:
         return NEG_INF
@@ -310,6 +309,7 @@ def _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr, out_
         if e < 0:
             return NEG_INF
         path[i] = p
+        path_edges[i] = e
         score += weight[e] + emissions[o + i, gold[o + i]] + pair_score[p]
     score += end[path[n - 1]]
     if not np.isfinite(score):
@@ -320,7 +320,7 @@ def _gold_path(emissions, o, n, gold, pair_of, pair_score, weight, out_ptr, out_
         d_emissions[o + i, gold[o + i]] += sign
         per_pair[path[i]] += sign
         if i > 0:
-            edge_sum[_edge(path[i - 1], path[i], out_ptr, out_edges, dst)] += sign
+            edge_sum[path_edges[i]] += sign
     return score
 
 

@@ -63,7 +63,6 @@ def tree_nll(rows, lengths, heads, order, rel, gold, weights, bias, pair, root, 
     return nll.sum()
 
 
-
 @njit(cache=True, nogil=True)
 def gather_zeroed(weights, bias, rows, emissions, d_emissions):
     """The shard's emissions (``gather_sum``) and ``d_emissions`` zeroed, without the GIL."""

@@ -20,7 +20,7 @@ import srsly
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.training import Example
-from thinc.api import Model
+from thinc.api import Model, set_dropout_rate
 
 from .._kernels.emissions import feature_rows
 from ..errors import Errors
@@ -267,9 +267,7 @@ def _training_emissions(model: Model, docs: Sequence[Doc]) -> np.ndarray:
     with no dropout."""
     rates = {node.id: node.attrs["dropout_rate"] for node in model.walk()
              if "dropout_rate" in node.attrs}
-    for node in model.walk():
-        if node.id in rates:
-            node.attrs["dropout_rate"] = 0.0
+    set_dropout_rate(model, 0.0)
     try:
         return model(docs, is_train=True)[0].emissions
     finally:
