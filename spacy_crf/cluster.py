@@ -50,6 +50,7 @@ def dask_client(n_workers: int = 2, address: Optional[str] = None,
         from distributed import Client, LocalCluster
     except ImportError as err:
         raise RuntimeError(Errors.E100.format(why=f"dask.distributed is not installed: {err}"))
+    _drop_dask_cancel_noise()
     cluster = None
     try:
         if address:
@@ -81,6 +82,39 @@ def dask_client(n_workers: int = 2, address: Optional[str] = None,
             _close(client, cluster)
         raise
     _close(client, cluster)
+
+
+class _DaskCancelNoise(logging.Filter):
+    """Drops the one log record of a known Dask bug (distributed 2026.8).
+
+    A Ctrl-C that lands while ``distributed.utils.sync`` waits for a coroutine
+    that has not started yet schedules a ``cancel`` callback which reads the
+    coroutine's ``future`` before it exists; tornado logs the ``NameError`` with
+    its traceback from the client's loop thread, after our one-line message and
+    at a moment we cannot order against. Nothing is lost (there is nothing to
+    cancel), so the record is noise; every other callback error still shows.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not isinstance(error, NameError):
+            return True
+        trace = error.__traceback__
+        while trace is not None and trace.tb_next is not None:
+            trace = trace.tb_next
+        if trace is None:
+            return True
+        code = trace.tb_frame.f_code
+        where = code.co_filename.replace(os.sep, "/")
+        return not (code.co_name == "cancel" and where.endswith("distributed/utils.py"))
+
+
+def _drop_dask_cancel_noise() -> None:
+    """Installs :class:`_DaskCancelNoise` on tornado's callback logger (once):
+    the callback may run after the client is closed, so it stays installed."""
+    logger = logging.getLogger("tornado.application")
+    if not any(isinstance(f, _DaskCancelNoise) for f in logger.filters):
+        logger.addFilter(_DaskCancelNoise())
 
 
 def _close(client: Any, cluster: Any) -> None:
