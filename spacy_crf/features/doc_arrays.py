@@ -58,8 +58,10 @@ SEQUENCES = (SEQUENCE_SENTENCE, SEQUENCE_DOC)
 
 
 def doc_lengths(docs: Sequence[Doc]) -> np.ndarray:
-    """Number of tokens of each doc, as int64."""
-    return np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+    """Number of tokens of each doc, as int64 (read once per :class:`DocBatch`:
+    callers must not write to the array)."""
+    return _shared("doc_lengths", docs, lambda: np.fromiter((len(doc) for doc in docs),
+                                                             dtype=np.int64, count=len(docs)))
 
 
 def sentence_lengths(doc: Doc) -> np.ndarray:
@@ -96,7 +98,11 @@ def attribute_matrix(docs: Sequence[Doc], attr_ids: List[int]) -> np.ndarray:
     n_cols = len(attr_ids)
     if n_cols == 0:
         return np.zeros((int(doc_lengths(docs).sum()), 0), dtype=np.uint64)
-    blocks = [doc.to_array(attr_ids).reshape(len(doc), n_cols) for doc in docs if len(doc)]
+    attr_ids = list(attr_ids)
+    if n_cols == 1:  # (to_array gives one attribute as a 1-d array)
+        blocks = [doc.to_array(attr_ids).reshape(-1, 1) for doc in docs if len(doc)]
+    else:  # (N, n_cols) as it comes: a reshape per doc costs ~15 ns a token on sentences
+        blocks = [doc.to_array(attr_ids) for doc in docs if len(doc)]
     if not blocks:
         return np.zeros((0, n_cols), dtype=np.uint64)
     return np.ascontiguousarray(np.concatenate(blocks).astype(np.uint64, copy=False))
