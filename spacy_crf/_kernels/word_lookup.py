@@ -58,3 +58,72 @@ def lookup_values(entries, words, missing, out):
                 slot = (slot + np.uint64(1)) & mask
         for c in range(out.shape[1]):
             out[t, c] = entries[slot, 1 + c] if found else missing
+
+
+@njit(cache=True)
+def lookup_or_miss(entries, words, empty_row, out, missed):
+    """As :func:`lookup_values` for a table that grows: ``out[t]`` gets the
+    values of ``words[t]`` and ``missed[t]`` whether the table lacks it (``out[t]``
+    is left as it was then); the empty string's id (no entry can hold it) gets
+    ``empty_row``. Returns the number of misses.
+
+    Holds the GIL (no ``nogil``): a writer's :func:`insert_missing` in another
+    thread then runs before or after it, never during it.
+    """
+    mask = np.uint64(entries.shape[0] - 1)
+    n_missed = 0
+    for t in range(words.shape[0]):
+        word = words[t]
+        missed[t] = False
+        if word == EMPTY_KEY:
+            for c in range(out.shape[1]):
+                out[t, c] = empty_row[c]
+            continue
+        slot = word & mask
+        while True:
+            key = entries[slot, 0]
+            if key == word:
+                for c in range(out.shape[1]):
+                    out[t, c] = entries[slot, 1 + c]
+                break
+            if key == EMPTY_KEY:
+                missed[t] = True
+                n_missed += 1
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return n_missed
+
+
+@njit(cache=True)
+def insert_missing(entries, keys, values):
+    """Add every one of ``keys`` (unique, none :data:`EMPTY_KEY`) that ``entries``
+    lacks, with its row of ``values``; returns how many were added. The caller
+    keeps the table at most half full (:func:`rehash` into a larger one). Holds
+    the GIL, as :func:`lookup_or_miss` does."""
+    mask = np.uint64(entries.shape[0] - 1)
+    added = 0
+    for row in range(keys.shape[0]):
+        slot = keys[row] & mask
+        while entries[slot, 0] != EMPTY_KEY and entries[slot, 0] != keys[row]:
+            slot = (slot + np.uint64(1)) & mask
+        if entries[slot, 0] == EMPTY_KEY:
+            for c in range(values.shape[1]):
+                entries[slot, 1 + c] = values[row, c]
+            entries[slot, 0] = keys[row]  # the key last: the entry exists once it is whole
+            added += 1
+    return added
+
+
+@njit(cache=True)
+def rehash(entries, larger):
+    """Every entry of ``entries`` put into ``larger`` (all 0, a longer power of two)."""
+    mask = np.uint64(larger.shape[0] - 1)
+    for old in range(entries.shape[0]):
+        key = entries[old, 0]
+        if key == EMPTY_KEY:
+            continue
+        slot = key & mask
+        while larger[slot, 0] != EMPTY_KEY:
+            slot = (slot + np.uint64(1)) & mask
+        for c in range(entries.shape[1]):
+            larger[slot, c] = entries[old, c]

@@ -1,65 +1,91 @@
 """Prefix/suffix hashes per word type, cached across batches.
 
 Affixes depend only on the lower-cased word, so they are computed once per
-type: a batch's ``LOWER`` hashes are deduplicated and looked up in a sorted
-table (vectorised); only types never seen before go through Python (to fetch
-their string) and numba. Reading ``Doc.text`` instead would cost a Python
-step per token.
+type and kept in an open-addressing table keyed by the ``LOWER`` hash
+(``_kernels/word_lookup.py``): a batch's tokens are looked up in one numba
+pass, and only types never seen before go through Python (to fetch their
+string) and numba. Reading ``Doc.text`` instead would cost a Python step per
+token. (A sorted table needed the batch's types sorted first: ``np.unique``
+cost ~60 ns a token on EWT, more than the lookups.)
 """
 
 import threading
+from typing import Tuple
 
 import numpy as np
 from spacy.strings import StringStore
 
 from .._kernels.features import N_AFFIX, affix_hashes
+from .._kernels.word_lookup import insert_missing, lookup_or_miss, rehash
 
 N_COLUMNS = 2 * N_AFFIX
 MAX_TYPES = 2_000_000  # the table starts afresh past this many types
+_FIRST_ENTRIES = 1 << 12
+_EMPTY_ROW = None  # (the empty string's affixes: _empty_string_row)
 
 
 class AffixTable:
-    """Sorted type hashes and their ``N_COLUMNS`` affix hashes.
+    """Word types (``LOWER`` hashes) and their ``N_COLUMNS`` affix hashes.
 
-    The two arrays are published together as one tuple, replaced whole under
-    the lock: a reader takes both from one attribute read, so it never pairs
-    new keys with old rows, and never needs the lock.
+    The table is ``(entries, n_types)``, published as one tuple. Writers (a
+    batch with new types) take the lock and add entries in place, the key of
+    an entry last; past half full they move to a table twice the size, past
+    MAX_TYPES to a fresh one, and publish it. A reader takes the tuple in one
+    attribute read and never needs the lock: entries are only ever added, a
+    type's affixes never change, and its lookup kernel and a writer's insert
+    hold the GIL, so one runs before the other. A reader that kept an older
+    table misses what was added since and looks again after the writer's turn.
     """
 
     def __init__(self) -> None:
-        self._table = (np.zeros(0, dtype=np.uint64), np.zeros((0, N_COLUMNS), dtype=np.uint64))
+        self._table: Tuple[np.ndarray, int] = (_empty_entries(_FIRST_ENTRIES), 0)
         self._lock = threading.Lock()
 
     def lookup(self, lower: np.ndarray, strings: StringStore) -> np.ndarray:
         """``(N, N_COLUMNS)`` affix hashes for the ``LOWER`` hashes of N tokens."""
+        out = np.empty((lower.shape[0], N_COLUMNS), dtype=np.uint64)
         if not lower.shape[0]:
-            return np.zeros((0, N_COLUMNS), dtype=np.uint64)
-        types, inverse = np.unique(lower, return_inverse=True)
-        keys, rows = self._table
-        pos, found = _find(keys, types)
-        if not found.all():
-            keys, rows = self._add(types, strings)
-            pos, _ = _find(keys, types)
-        return rows[pos][inverse.reshape(-1)]
+            return out
+        missed = np.empty(lower.shape[0], dtype=np.bool_)
+        entries, _ = self._table
+        empty_row = _empty_string_row(strings)
+        while lookup_or_miss(entries, lower, empty_row, out, missed):
+            entries = self._add(lower, missed, strings)
+        return out
 
-    def _add(self, types: np.ndarray, strings: StringStore):
-        """Publish a table that holds every one of ``types``, and return it.
+    def _add(self, lower: np.ndarray, missed: np.ndarray, strings: StringStore) -> np.ndarray:
+        """Add the types of a batch's tokens that ``missed`` (their ``LOWER``
+        hashes) and return entries that hold every type of the batch.
 
-        Past MAX_TYPES it starts afresh with the batch's types. All under the
-        lock, against the table as it is then: another thread may have added
-        some of the types, or started afresh without them, since this one read.
+        Under the lock, against the table as it is then (another thread may
+        have added some of them, or started afresh without them). Past
+        MAX_TYPES the table starts afresh with all the batch's types (the
+        ones it had found too, or its next lookup would miss those).
         """
         with self._lock:
-            keys, rows = self._table
-            _, found = _find(keys, types)
-            if keys.shape[0] + int((~found).sum()) > MAX_TYPES:
-                keys, rows, found = keys[:0], rows[:0], np.zeros_like(found)
-            new = types[~found]
-            keys = np.concatenate([keys, new])
-            rows = np.concatenate([rows, _affix_rows(new, strings)])
-            order = np.argsort(keys, kind="stable")
-            self._table = (keys[order], rows[order])
-            return self._table
+            entries, n_types = self._table
+            types = np.unique(lower[missed])
+            held = np.empty((types.shape[0], N_COLUMNS), dtype=np.uint64)
+            still = np.empty(types.shape[0], dtype=np.bool_)
+            lookup_or_miss(entries, types, _empty_string_row(strings), held, still)
+            new = types[still]
+            if n_types + new.shape[0] > MAX_TYPES:
+                new = np.unique(lower)
+                entries, n_types, new = _empty_entries(_FIRST_ENTRIES), 0, new[new != 0]
+            size = entries.shape[0]
+            while 2 * (n_types + new.shape[0]) > size:
+                size *= 2
+            if size != entries.shape[0]:
+                larger = _empty_entries(size)
+                rehash(entries, larger)
+                entries = larger
+            n_types += insert_missing(entries, new, _affix_rows(new, strings))
+            self._table = (entries, n_types)
+            return entries
+
+
+def _empty_entries(n: int) -> np.ndarray:
+    return np.zeros((n, 1 + N_COLUMNS), dtype=np.uint64)
 
 
 def _affix_rows(types: np.ndarray, strings: StringStore) -> np.ndarray:
@@ -73,11 +99,13 @@ def _affix_rows(types: np.ndarray, strings: StringStore) -> np.ndarray:
     return out
 
 
-def _find(keys: np.ndarray, values: np.ndarray):
-    if not keys.shape[0]:
-        return np.zeros(values.shape[0], dtype=np.int64), np.zeros(values.shape[0], dtype=bool)
-    pos = np.minimum(np.searchsorted(keys, values), keys.shape[0] - 1)
-    return pos, keys[pos] == values
+def _empty_string_row(strings: StringStore) -> np.ndarray:
+    """The affix hashes of the empty string (id 0, which no table entry can
+    hold; spaCy makes no token of it), computed on first use, not at import."""
+    global _EMPTY_ROW
+    if _EMPTY_ROW is None:
+        _EMPTY_ROW = _affix_rows(np.zeros(1, dtype=np.uint64), strings)[0]
+    return _EMPTY_ROW
 
 
 #: one table per process: hashes of strings do not depend on the vocab

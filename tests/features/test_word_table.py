@@ -58,3 +58,41 @@ def test_empty_table_and_empty_batch():
                                   np.full((3, 1), MISSING, dtype=np.uint64))
     table = WordTable(np.asarray([5, 9], dtype=np.uint64), np.asarray([1, 2]))
     assert table.lookup(np.zeros(0, dtype=np.uint64)).shape == (0, 1)
+
+
+def test_the_growing_table_kernels_against_a_dict():
+    """lookup_or_miss / insert_missing / rehash (the affix table's) agree with a
+    dict, across growth, with repeated and absent keys and the empty string's id."""
+    from spacy_crf._kernels.word_lookup import insert_missing, lookup_or_miss, rehash
+
+    rng = np.random.default_rng(0)
+    entries = np.zeros((8, 3), dtype=np.uint64)
+    truth = {}
+    empty_row = np.asarray([7, 9], dtype=np.uint64)
+    for _ in range(6):
+        keys = np.unique(rng.integers(1, 2**63, size=int(rng.integers(1, 40)), dtype=np.uint64))
+        keys = np.concatenate([keys, keys[:2]]) if len(truth) else keys
+        keys = np.unique(keys)
+        values = rng.integers(0, 2**62, size=(keys.shape[0], 2), dtype=np.uint64)
+        size = entries.shape[0]
+        new = [k for k in keys.tolist() if k not in truth]
+        while 2 * (len(truth) + len(new)) > size:
+            size *= 2
+        if size != entries.shape[0]:
+            larger = np.zeros((size, 3), dtype=np.uint64)
+            rehash(entries, larger)
+            entries = larger
+        added = insert_missing(entries, keys, values)
+        assert added == len(new)
+        for k, row in zip(keys.tolist(), values.tolist()):
+            truth.setdefault(k, row)
+        probe = np.concatenate([np.asarray(list(truth), dtype=np.uint64),
+                                rng.integers(1, 2**63, size=5, dtype=np.uint64),
+                                np.zeros(1, dtype=np.uint64)])
+        out = np.full((probe.shape[0], 2), 123, dtype=np.uint64)
+        missed = np.empty(probe.shape[0], dtype=np.bool_)
+        n_missed = lookup_or_miss(entries, probe, empty_row, out, missed)
+        assert n_missed == 5 and missed[len(truth):-1].all() and not missed[:len(truth)].any()
+        assert out[:len(truth)].tolist() == list(truth.values())
+        assert out[-1].tolist() == [7, 9] and not missed[-1]
+        assert (out[len(truth):-1] == 123).all()  # a miss leaves its row alone
