@@ -91,6 +91,8 @@ def test_both_mappings_agree_for_powers_of_two(n_buckets):
     feature_rows(ids, n_buckets, False, signed)
     feature_rows(ids, n_buckets, True, unsigned)
     assert np.array_equal(signed, unsigned)
+    # (both take the low bits there: the unsigned modulo, as numpy computes it)
+    assert np.array_equal(unsigned, (ids % np.uint64(n_buckets)).astype(np.int64))
 
 
 @pytest.mark.parametrize("n_buckets", [3, 1000, 12345])
