@@ -133,7 +133,8 @@ class CRFTagger(TrainablePipe):
         CRFPrediction
             Label ids of every token, and confidences if ``store_confidence``.
         """
-        docs = list(docs)
+        # (a DocBatch from the start: the lengths read here serve the layout too)
+        docs = DocBatch(docs)
         lengths = doc_lengths(docs)
         if not int(lengths.sum()):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
@@ -326,7 +327,8 @@ class CRFTagger(TrainablePipe):
         """``docs`` as the structure and the model read them: a ``DocBatch`` with
         the ``layout`` the structure built, whose sentences and heads the
         model's features then share (a missing parse fails here)."""
-        batch = DocBatch(docs)
+        # a fresh DocBatch's readings so far are kept (predict's doc lengths)
+        batch = docs if isinstance(docs, DocBatch) and docs.layout is None else DocBatch(docs)
         batch.layout = self.crf_structure.layout(batch, self.component_view)
         return batch
 
