@@ -178,6 +178,11 @@ class Target:
         and how many were (none here)."""
         return gold, 0
 
+    def has_existing(self, doc: Doc) -> bool:
+        """Whether ``doc`` may carry labels of this target to keep
+        (``keep_existing``); False only where it surely has none."""
+        return True
+
     def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores
                      ) -> Tuple[np.ndarray, CRFScores]:
         """Labels already on the (non-empty) docs, fixed for decoding (-1 where
@@ -621,6 +626,10 @@ class EntTarget(SpanTarget):
         if len(doc) and not doc.has_annotation("ENT_IOB"):
             return None
         return list(doc.ents)
+
+    def has_existing(self, doc: Doc) -> bool:
+        # a fresh doc (the usual one) has no ENT_IOB at all
+        return doc.has_annotation("ENT_IOB")
 
     def reference_keys(self, doc: Doc) -> np.ndarray:
         keys = super().reference_keys(doc)

@@ -750,6 +750,35 @@ def test_keep_existing_keeps_entities_with_labels_the_crf_does_not_know(scheme):
     assert ents_of(nlp("Alice visited New York City ."))[0] == (0, 1, "ORG")
 
 
+def test_keep_existing_asks_each_doc_once_and_a_fresh_batch_skips_the_kept_path(monkeypatch):
+    """A batch of fresh docs has nothing to keep: each doc is asked once whether
+    it has entities (it was asked three times), no fixed labels are read, and a
+    batch mixing docs with and without entities writes what each doc alone gets."""
+    nlp = make_nlp(keep_existing=True)
+    train(nlp, ner_examples(nlp))
+    target = nlp.get_pipe("crf_tagger").target
+    texts = ["Alice visited New York City .", "Bob met Carol Smith in Paris .", "", "Hi ."]
+    alone = [ents_of(nlp(t)) for t in texts]
+    asked = []
+    has_existing = type(target).has_existing
+    monkeypatch.setattr(type(target), "has_existing",
+                        lambda self, doc: asked.append(doc.text) or has_existing(self, doc))
+
+    def no_fixed_labels(*args):
+        raise AssertionError("fixed labels read for a batch of fresh docs")
+
+    monkeypatch.setattr(target, "fixed_labels", no_fixed_labels)
+    assert [ents_of(d) for d in nlp.pipe(texts)] == alone
+    assert sorted(asked) == sorted(t for t in texts if t)
+    # one doc with an entity of its own (the ruler's), the others fresh
+    monkeypatch.undo()
+    ruler = nlp.add_pipe("entity_ruler", before="crf_tagger")
+    ruler.add_patterns([{"label": "ORG", "pattern": "Alice"}])
+    alone = [ents_of(nlp(t)) for t in texts]
+    assert alone[0][0] == (0, 1, "ORG")
+    assert [ents_of(d) for d in nlp.pipe(texts)] == alone
+
+
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keep_existing_false_overwrites_preset_entities(scheme):
     nlp = make_nlp(scheme=scheme, keep_existing=False)

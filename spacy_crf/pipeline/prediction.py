@@ -32,6 +32,8 @@ class CRFPrediction:
     # (N,) P(the predicted span starting here) and (N,) its end row; NaN / -1 elsewhere
     span_confidence: Optional[Tuple[np.ndarray, np.ndarray]] = None
     n_best: Optional[NBestLists] = None  # per sequence
+    # whether any doc had labels to keep when decoded (keep_existing; None: not asked)
+    had_existing: Optional[bool] = None
 
 
 def decode(pipe, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
@@ -39,8 +41,12 @@ def decode(pipe, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
     """Viterbi labels of constrained ``scores`` of ``docs``, with the confidences
     and n-best lists the component's settings ask for (``store_confidence``,
     ``n_best``); labels already on the docs are kept where ``keep_existing``."""
-    fixed = None
+    fixed = had_existing = None
     if pipe.keep_existing:
+        # a batch of fresh docs (the usual one) has nothing to keep: asked once
+        # per doc here, not again as each doc is read and written
+        had_existing = any(pipe.target.has_existing(doc) for doc in docs if len(doc))
+    if had_existing:
         fixed, scores = pipe.target.fixed_labels([doc for doc in docs if len(doc)], scores)
     if fixed is not None and not (fixed >= 0).any():
         fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
@@ -55,7 +61,7 @@ def decode(pipe, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
         confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
                              ).astype(np.float32)
         spans = pipe.target.span_confidence(scores, layout, label_ids, fixed)
-    return CRFPrediction(label_ids, lengths, confidence, spans, nbest)
+    return CRFPrediction(label_ids, lengths, confidence, spans, nbest, had_existing)
 
 
 def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndarray],
@@ -86,8 +92,9 @@ def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> No
             n_seqs = len(sequence_lengths([doc], pipe)) if len(doc) else 0
             doc.user_data[NBEST_KEY] = [[[p, labels] for p, labels in next(per_doc)]
                                         for _ in range(n_seqs)]
-    pipe.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths,
-                            pipe.keep_existing)
+    # (labels to keep only where the docs had some when they were decoded)
+    keep = bool(pipe.keep_existing) and prediction.had_existing is not False
+    pipe.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths, keep)
     if prediction.confidence is None and prediction.span_confidence is None:
         return
     for doc, end, n in zip(docs, ends, prediction.doc_lengths):
