@@ -53,12 +53,8 @@ def gather_sum(weights, bias, rows, scale, out):
     ``t + PREFETCH_AHEAD`` are prefetched (``prefetch.py``).
     """
     n_labels = weights.shape[1]
-    n_tokens = rows.shape[0]
-    for t in range(min(PREFETCH_AHEAD, n_tokens)):
-        _prefetch_rows(weights, rows, t)
-    for t in range(n_tokens):
-        if t + PREFETCH_AHEAD < n_tokens:
-            _prefetch_rows(weights, rows, t + PREFETCH_AHEAD)
+    for t in range(rows.shape[0]):
+        prefetch_ahead(weights, rows, t)
         for j in range(n_labels):
             out[t, j] = bias[j]
         for k in range(rows.shape[1]):
@@ -67,6 +63,18 @@ def gather_sum(weights, bias, rows, scale, out):
                 continue  # a dropped feature
             for j in range(n_labels):
                 out[t, j] += scale * weights[r, j]
+
+
+@njit(cache=True, inline="always")
+def prefetch_ahead(table, rows, t):
+    """Before token ``t``'s rows of ``table`` are read (or written), ask for those
+    of token ``t + PREFETCH_AHEAD`` (at ``t = 0``, of the first tokens as well)."""
+    n_tokens = rows.shape[0]
+    if t == 0:
+        for u in range(min(PREFETCH_AHEAD, n_tokens)):
+            _prefetch_rows(table, rows, u)
+    if t + PREFETCH_AHEAD < n_tokens:
+        _prefetch_rows(table, rows, t + PREFETCH_AHEAD)
 
 
 @njit(cache=True, inline="always")

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from . import chain, tree
-from .emissions import PREFETCH_AHEAD, _prefetch_rows, gather_sum
+from .emissions import gather_sum, prefetch_ahead
 from .primitives import FALSE
 
 
@@ -23,13 +23,9 @@ from .primitives import FALSE
 def scatter_sum(d_emissions, rows, d_weights, d_bias):
     """The adjoint of ``gather_sum`` over compact rows, added into ``d_weights``, ``d_bias``."""
     L = d_emissions.shape[1]
-    n_tokens = rows.shape[0]
-    for t in range(min(PREFETCH_AHEAD, n_tokens)):
-        _prefetch_rows(d_weights, rows, t)
     # d_weights[rows[t, k], j] += d_emissions[t, j];  d_bias[j] += d_emissions[t, j]
-    for t in range(n_tokens):
-        if t + PREFETCH_AHEAD < n_tokens:
-            _prefetch_rows(d_weights, rows, t + PREFETCH_AHEAD)
+    for t in range(rows.shape[0]):
+        prefetch_ahead(d_weights, rows, t)
         for j in range(L):
             d_bias[j] += d_emissions[t, j]
         for k in range(rows.shape[1]):
