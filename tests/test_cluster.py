@@ -30,6 +30,9 @@ def interrupt_sync_before_its_coroutine_starts() -> None:
     runs before the coroutine has made its future (Dask's race, made certain)."""
     runner = LoopRunner(asynchronous=False)
     runner.start()
+    # Ctrl-C's handler, whatever the runner inherited: a job started in the
+    # background of a script has SIGINT ignored, and pytest under it too
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         runner.loop.add_callback(time.sleep, 0.5)  # the loop thread is busy
         main = threading.main_thread().ident
@@ -42,6 +45,7 @@ def interrupt_sync_before_its_coroutine_starts() -> None:
             sync(runner.loop, work)
         time.sleep(0.8)  # the loop runs the coroutine's first step, then cancel
     finally:
+        signal.signal(signal.SIGINT, handler)
         runner.stop()
 
 
