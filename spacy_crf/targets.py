@@ -651,7 +651,7 @@ class EntTarget(SpanTarget):
         return (arr[:, 0] == 3) & (arr[:, 1] == 0)
 
     def forced(self, doc: Doc) -> np.ndarray:
-        if not doc.has_annotation("ENT_IOB"):
+        if not self.has_existing(doc):
             # a fresh doc (the usual one) has nothing to keep: no reading of its arrays
             return np.full(len(doc), -1, dtype=np.int64)
         # blocked tokens are fixed to O (a token set to "O" stays free, as in spaCy's ner)
@@ -660,7 +660,7 @@ class EntTarget(SpanTarget):
         return fixed
 
     def write_spans(self, doc: Doc, predicted: List[Span], keep_existing: bool) -> None:
-        if not keep_existing or not doc.has_annotation("ENT_IOB"):
+        if not keep_existing or not self.has_existing(doc):
             self.write(doc, predicted)
             return
         blocked = np.concatenate([[False], self.blocked(doc), [False]])

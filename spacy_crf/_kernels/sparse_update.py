@@ -126,13 +126,20 @@ def _l1_per_rate(root, l1):
     return l1 / max(root, l1)
 
 
+@njit(cache=True, inline="always")
+def _arrears(w, rates, mom2, mr, j, l1, eps, use_adam):
+    """Weight ``w`` (column ``j``) after the L1 shrink of steps whose penalty
+    rates sum to ``rates``, its second moment (``mom2[mr, j]``) unchanged over them."""
+    per_rate = _l1_per_rate(np.sqrt(mom2[mr, j]) + eps, l1) if use_adam else l1
+    return soft_threshold(w, rates * per_rate)
+
+
 @njit(cache=True)
 def _take_arrears(weights, mom2, mr, r, rates, l1, eps, use_adam):
     """Row ``r``'s L1 shrink over steps whose penalty rates sum to ``rates``
     (its second moments, row ``mr`` of ``mom2``, unchanged over those steps)."""
     for j in range(weights.shape[1]):
-        per_rate = _l1_per_rate(np.sqrt(mom2[mr, j]) + eps, l1) if use_adam else l1
-        weights[r, j] = soft_threshold(weights[r, j], rates * per_rate)
+        weights[r, j] = _arrears(weights[r, j], rates, mom2, mr, j, l1, eps, use_adam)
 
 
 @njit(cache=True)
@@ -168,9 +175,9 @@ def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, lear
         for j in range(weights.shape[1]):
             g = grads[i, j] * clip_scale
             w = weights[r, j]
+            if owed > 0.0:  # (with the second moment of those steps: before this update)
+                w = _arrears(w, owed, mom2, mr, j, l1, eps, use_adam)
             if use_adam:
-                if owed > 0.0:  # (with the second moment of those steps)
-                    w = soft_threshold(w, owed * _l1_per_rate(np.sqrt(mom2[mr, j]) + eps, l1))
                 m = b1 * mom1[mr, j] + (1.0 - b1) * g
                 v = b2 * mom2[mr, j] + (1.0 - b2) * g * g
                 mom1[mr, j] = m
@@ -180,7 +187,6 @@ def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, lear
                 if l1 > 0.0:
                     w = soft_threshold(w, shrink_rate * _l1_per_rate(root, l1))
             else:
-                w = soft_threshold(w, owed * l1)
                 w -= lr * g
                 w = soft_threshold(w, shrink_rate * l1)
             weights[r, j] = w

@@ -23,6 +23,16 @@ from numba import njit
 EMPTY_KEY = np.uint64(0)
 
 
+@njit(cache=True, inline="always")
+def _slot(entries, key, mask):
+    """The entry that holds ``key``, or the empty entry where it would go
+    (linear probing from ``key & mask``; the table is never full)."""
+    slot = key & mask
+    while entries[slot, 0] != key and entries[slot, 0] != EMPTY_KEY:
+        slot = (slot + np.uint64(1)) & mask
+    return slot
+
+
 @njit(cache=True, nogil=True)
 def build_entries(keys, values, entries):
     """Fill ``entries`` ((n, 1 + C) uint64, n a power of two longer than
@@ -30,9 +40,7 @@ def build_entries(keys, values, entries):
     ``keys`` are unique uint64, none of them :data:`EMPTY_KEY`."""
     mask = np.uint64(entries.shape[0] - 1)
     for row in range(keys.shape[0]):
-        slot = keys[row] & mask
-        while entries[slot, 0] != EMPTY_KEY:
-            slot = (slot + np.uint64(1)) & mask
+        slot = _slot(entries, keys[row], mask)
         entries[slot, 0] = keys[row]
         for c in range(values.shape[1]):
             entries[slot, 1 + c] = values[row, c]
@@ -45,17 +53,8 @@ def lookup_values(entries, words, missing, out):
     mask = np.uint64(entries.shape[0] - 1)
     for t in range(words.shape[0]):
         word = words[t]
-        slot = word & mask
-        found = False
-        if word != EMPTY_KEY:
-            while True:
-                key = entries[slot, 0]
-                if key == word:
-                    found = True
-                    break
-                if key == EMPTY_KEY:
-                    break
-                slot = (slot + np.uint64(1)) & mask
+        slot = _slot(entries, word, mask)
+        found = word != EMPTY_KEY and entries[slot, 0] == word
         for c in range(out.shape[1]):
             out[t, c] = entries[slot, 1 + c] if found else missing
 
@@ -79,18 +78,13 @@ def lookup_or_miss(entries, words, empty_row, out, missed):
             for c in range(out.shape[1]):
                 out[t, c] = empty_row[c]
             continue
-        slot = word & mask
-        while True:
-            key = entries[slot, 0]
-            if key == word:
-                for c in range(out.shape[1]):
-                    out[t, c] = entries[slot, 1 + c]
-                break
-            if key == EMPTY_KEY:
-                missed[t] = True
-                n_missed += 1
-                break
-            slot = (slot + np.uint64(1)) & mask
+        slot = _slot(entries, word, mask)
+        if entries[slot, 0] == word:
+            for c in range(out.shape[1]):
+                out[t, c] = entries[slot, 1 + c]
+        else:
+            missed[t] = True
+            n_missed += 1
     return n_missed
 
 
@@ -103,9 +97,7 @@ def insert_missing(entries, keys, values):
     mask = np.uint64(entries.shape[0] - 1)
     added = 0
     for row in range(keys.shape[0]):
-        slot = keys[row] & mask
-        while entries[slot, 0] != EMPTY_KEY and entries[slot, 0] != keys[row]:
-            slot = (slot + np.uint64(1)) & mask
+        slot = _slot(entries, keys[row], mask)
         if entries[slot, 0] == EMPTY_KEY:
             for c in range(values.shape[1]):
                 entries[slot, 1 + c] = values[row, c]
@@ -122,8 +114,6 @@ def rehash(entries, larger):
         key = entries[old, 0]
         if key == EMPTY_KEY:
             continue
-        slot = key & mask
-        while larger[slot, 0] != EMPTY_KEY:
-            slot = (slot + np.uint64(1)) & mask
+        slot = _slot(larger, key, mask)
         for c in range(entries.shape[1]):
             larger[slot, c] = entries[old, c]
