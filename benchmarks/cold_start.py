@@ -1,8 +1,13 @@
 """Cold start: how long a new user waits before the first result (issue #32).
 
-Each figure is a fresh process, run with an empty numba cache directory
-(``NUMBA_CACHE_DIR``: every kernel compiles, as in a new venv, container or CI
-job) and again with the cache the cold run filled (warm):
+Each figure is a fresh process, run with an empty kernel cache
+(``SPACY_CRF_NUMBA_CACHE`` naming a new directory, as in a new venv, container
+or CI job) and again with the cache the cold run filled (warm). The cold run
+is measured twice: as a fresh install runs, starting from the kernels the
+package ships compiled (``spacy_crf/_kernels/prebuilt.py``), and with those
+switched off (``SPACY_CRF_PREBUILT=off``: every kernel compiles on this
+machine, as it did before they were shipped, or where no archive matches the
+installed numba and Python):
 
 * **quick start**: the README's Python example (a 3-word example, 20 updates,
   one prediction), with the time of ``initialize``, the first update and the
@@ -16,8 +21,8 @@ job) and again with the cache the cold run filled (warm):
   defaults without a cluster table);
 * **a second copy of the code**: the quick start from a copy of the package
   (a new venv, clone or install of the same code on the same machine), with
-  an empty shared cache (cold), then from a second copy (warm: it reads what
-  the first compiled, ``spacy_crf/_kernels/shared_cache.py``).
+  an empty shared cache and the shipped kernels off (cold), then from a second
+  copy (warm: it reads what the first compiled, ``_kernels/shared_cache.py``).
 
 Run from a checkout::
 
@@ -118,16 +123,17 @@ print(json.dumps({"epoch_s": t2 - t1, "total_s": t2 - t0}))
 """
 
 
-def run(script: str, args: List[str], cache: Path,
-        code: Optional[Path] = None) -> Dict[str, Any]:
-    """One fresh process; its own timings and the process's wall time. With
-    ``code`` (a directory holding a copy of the package), that copy runs
-    with ``cache`` as spacy-crf's own shared cache (``SPACY_CRF_NUMBA_CACHE``)
-    rather than numba's ``NUMBA_CACHE_DIR``."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+def run(script: str, args: List[str], cache: Path, code: Optional[Path] = None,
+        shipped: bool = True) -> Dict[str, Any]:
+    """One fresh process with ``cache`` as spacy-crf's kernel cache; its own
+    timings and the process's wall time. ``code``: a directory holding a copy
+    of the package to run instead; ``shipped=False`` switches the kernels the
+    package ships compiled off."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
+    env.update(SPACY_CRF_NUMBA_CACHE=str(cache), SPACY_CRF_PREBUILT="" if shipped else "off")
     if code is not None:
-        env.pop("NUMBA_CACHE_DIR")
-        env.update(SPACY_CRF_NUMBA_CACHE=str(cache), PYTHONPATH=str(code))
+        env.update(PYTHONPATH=str(code))
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
                           text=True, timeout=900)
@@ -140,23 +146,28 @@ def run(script: str, args: List[str], cache: Path,
     return result
 
 
-def cold_and_warm(script: str, args: List[str], work: Path, name: str) -> Dict[str, Any]:
+def cold_and_warm(script: str, args: List[str], work: Path, name: str,
+                  shipped: bool = True) -> Dict[str, Any]:
     cache = work / f"cache-{name}"
     cache.mkdir()
-    return {"cold": run(script, args, cache), "warm": run(script, args, cache)}
+    return {"cold": run(script, args, cache, shipped=shipped),
+            "warm": run(script, args, cache, shipped=shipped)}
 
 
 def measure(work: Path) -> Dict[str, Any]:
     report: Dict[str, Any] = {}
-    report["quick start, crf_tagger"] = cold_and_warm(QUICK_START, ["crf_tagger", str(work / "crf")],
-                                                      work, "quick")
+    for shipped, how in ((True, ""), (False, ", compiled here")):
+        tag = "" if shipped else "-here"
+        report[f"quick start, crf_tagger{how}"] = cold_and_warm(
+            QUICK_START, ["crf_tagger", str(work / f"crf{tag}")], work, f"quick{tag}", shipped)
+        report[f"first prediction, crf_tagger{how}"] = cold_and_warm(
+            FIRST_PREDICTION, [str(work / f"crf{tag}")], work, f"first{tag}", shipped)
+        report[f"one epoch, 600 sentences{how}"] = cold_and_warm(
+            ONE_EPOCH, [str(SAMPLE)], work, f"epoch{tag}", shipped)
     report["quick start, spaCy tagger (anchor)"] = cold_and_warm(
         QUICK_START, ["tagger", str(work / "tagger")], work, "tagger")
-    report["first prediction, crf_tagger"] = cold_and_warm(FIRST_PREDICTION, [str(work / "crf")],
-                                                           work, "first")
     report["first prediction, blank spaCy (anchor)"] = cold_and_warm(FIRST_PREDICTION, ["blank"],
                                                                      work, "blank")
-    report["one epoch, 600 sentences"] = cold_and_warm(ONE_EPOCH, [str(SAMPLE)], work, "epoch")
     # a new venv, clone or install of the same code on the same machine: a copy
     # of the package elsewhere, with new file times, reads the kernels the
     # first copy compiled (spacy-crf's shared cache, _kernels/shared_cache.py)
@@ -168,8 +179,10 @@ def measure(work: Path) -> Dict[str, Any]:
                         ignore=shutil.ignore_patterns("__pycache__"))
         copies.append(copy)
     report["quick start, a second copy of the code"] = {
-        "cold": run(QUICK_START, ["crf_tagger", str(work / "crf-first")], shared, copies[0]),
-        "warm": run(QUICK_START, ["crf_tagger", str(work / "crf-second")], shared, copies[1])}
+        "cold": run(QUICK_START, ["crf_tagger", str(work / "crf-first")], shared, copies[0],
+                    shipped=False),
+        "warm": run(QUICK_START, ["crf_tagger", str(work / "crf-second")], shared, copies[1],
+                    shipped=False)}
     return report
 
 
@@ -181,10 +194,13 @@ def print_report(report: Dict[str, Any]) -> None:
                           if k.endswith("_s") and k not in ("total_s", "process_wall_s"))
         print(f"{name:42} {cold['process_wall_s']:8.2f} {warm['process_wall_s']:8.2f}  "
               f"{parts}{'; notice printed' if cold['notice'] else ''}")
-    kernels = report["quick start, crf_tagger"]["cold"].get("compile_by_kernel") or {}
+    kernels = report["quick start, crf_tagger, compiled here"]["cold"].get("compile_by_kernel") or {}
+    shipped = report["quick start, crf_tagger"]["cold"].get("compile_by_kernel") or {}
+    print(f"\nquick start, cold from the shipped kernels: {sum(shipped.values()):.2f} s compiling "
+          f"({len([k for k in shipped if k.startswith('spacy_crf.')])} kernels of spacy_crf)")
     if kernels:
         ours = {k: v for k, v in kernels.items() if k.startswith("spacy_crf.")}
-        print(f"\nquick start, cold: {sum(kernels.values()):.2f} s compiling ({sum(ours.values()):.2f} s "
+        print(f"\nquick start, cold, compiled here: {sum(kernels.values()):.2f} s compiling ({sum(ours.values()):.2f} s "
               f"in {len(ours)} kernels of spacy_crf, the rest numba's own numpy functions); "
               "seconds per kernel, less the kernels it calls:")
         for name, seconds in sorted(ours.items(), key=lambda kv: -kv[1])[:12]:

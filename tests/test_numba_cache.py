@@ -3,8 +3,13 @@ function on the paths a user takes is cached on disk by the first
 (``@njit(cache=True)``), for the signatures that path calls it with."""
 
 import json
+import os
 import subprocess
 import sys
+
+import pytest
+
+from spacy_crf._kernels import prebuilt, shared_cache
 
 CHILD = r"""
 import json
@@ -51,9 +56,9 @@ print(json.dumps(compiled))
 """
 
 
-def _compiled_in_a_fresh_process():
+def _compiled_in_a_fresh_process(env=None):
     run = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -62,3 +67,17 @@ def test_a_second_process_compiles_nothing():
     _compiled_in_a_fresh_process()  # fills the cache where this environment's is empty
     # only the uncached control compiles: every kernel comes from the cache
     assert _compiled_in_a_fresh_process() == ["spacy_crf._probe.probe"]
+
+
+def test_a_fresh_install_compiles_nothing(tmp_path):
+    """A new user's first run (an empty kernel cache) starts from the kernels the
+    package ships compiled (``_kernels/prebuilt.py``): the same path compiles
+    none of ours."""
+    name = shared_cache.code_directory_name()
+    if not any(prebuilt.archive_path(name, cpu).is_file() for cpu in prebuilt.usable_cpus()):
+        pytest.skip(f"no kernels shipped compiled for {prebuilt.platform_tag()}-{name} (another "
+                    "numba or Python, or stale: see test_the_shipped_kernels_match_the_sources)")
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", prebuilt.ENV)}
+    env[shared_cache.ENV] = str(tmp_path / "cache")
+    assert _compiled_in_a_fresh_process(env) == ["spacy_crf._probe.probe"]

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -260,6 +261,10 @@ def test_packaged_pipeline_installs_offline_from_a_wheelhouse(packaged):
     registry route installs the same two wheels (test_install_instructions)."""
     out, work = packaged.out, packaged.work
     assert (out / CRF_WHEEL).is_file()
+    # the wheel carries the kernels shipped compiled (_kernels/prebuilt.py)
+    with zipfile.ZipFile(out / CRF_WHEEL) as wheel:
+        shipped = [name for name in wheel.namelist() if name.endswith(".tar.xz")]
+    assert shipped and all(name.startswith("spacy_crf/_kernels/prebuilt/") for name in shipped)
     assert (out / "en_demo-1.2.3" / "dist" / "en_demo-1.2.3-py3-none-any.whl").is_file()
     lines = [line.strip() for line in (out / INSTALL_FILE).read_text().splitlines()]
     download = next(line for line in lines if line.startswith("pip download"))

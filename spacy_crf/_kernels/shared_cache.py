@@ -17,7 +17,8 @@ numba's default), else ``$XDG_CACHE_HOME/spacy-crf/numba`` or
 takes precedence: where it is set, numba's locators do as they always did.
 A directory that cannot be written falls back to numba's default as well.
 The directories of the :data:`KEEP` most recently written versions of the
-code are kept, older ones removed when a new one is made.
+code are kept, older ones removed when a new one is made. A new directory
+starts from the kernels the package ships compiled for it (:mod:`.prebuilt`).
 """
 
 import hashlib
@@ -31,6 +32,8 @@ from typing import Dict, Optional
 
 import numba
 from numba.core import caching, config
+
+from .prebuilt import seed
 
 #: the package's root directory (``spacy_crf/``)
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -46,8 +49,9 @@ def jitted_sources() -> Dict[str, str]:
     """Relative path -> sha256 of each source file of the package that holds
     jitted code, read once per process (the directory's name and every
     function's source stamp come from it)."""
+    # (this file names njit only to look for it: changing it recompiles nothing)
     return {path.relative_to(PACKAGE_ROOT).as_posix(): hashlib.sha256(data).hexdigest()
-            for path in sorted(PACKAGE_ROOT.rglob("*.py"))
+            for path in sorted(PACKAGE_ROOT.rglob("*.py")) if path != Path(__file__).resolve()
             for data in (path.read_bytes(),) if b"njit" in data}
 
 
@@ -58,6 +62,14 @@ def kernel_digest() -> str:
         digest.update(relative.encode())
         digest.update(bytes.fromhex(sha))
     return digest.hexdigest()
+
+
+def code_directory_name() -> str:
+    """The name of this code's cache directory: numba's and Python's versions
+    and the sources' digest (compiled code of another version, interpreter or
+    source is never read)."""
+    version = f"numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    return f"{version}-{kernel_digest()[:20]}"
 
 
 def cache_root() -> Optional[Path]:
@@ -72,8 +84,7 @@ def cache_root() -> Optional[Path]:
         else:
             home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
             base = Path(home) / "spacy-crf" / "numba"
-        version = f"numba{numba.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
-        return base / f"{version}-{kernel_digest()[:20]}"
+        return base / code_directory_name()
     except (OSError, RuntimeError, ValueError):
         return None
 
@@ -153,4 +164,6 @@ def install() -> None:
     classes.insert(0, SharedCacheLocator)
     root = cache_root()
     if root is not None and not root.exists():
+        # a new version of the code: the kernels shipped compiled for it, if any
+        seed(root)
         prune(root)
