@@ -31,7 +31,7 @@ import platform
 import shutil
 import sys
 import tarfile
-import tempfile
+import uuid
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -167,10 +167,15 @@ def seed(root: Path, archive: Optional[Path] = None, cpu: Optional[str] = None) 
     staging = None
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.", dir=root.parent))
+        # made as numba would make the directory (the umask's permissions,
+        # where mkdtemp's are the owner's only): a shared cache stays shared
+        staging = root.parent / f".{root.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        staging.mkdir()
         with tarfile.open(archive, "r:xz") as tar:
             members = _members(tar)
-            tar.extractall(staging, members=members, filter="data")
+            # (the members are checked above; Python's own check where it has one)
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(staging, members=members, **safe)
         magic = host_magic_tuple()
         for index in staging.rglob("*.nbi"):
             relabel_index(index, magic, cpu)
