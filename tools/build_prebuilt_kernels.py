@@ -23,7 +23,6 @@ digest, numba or Python).
 import argparse
 import io
 import os
-import pickle
 import subprocess
 import sys
 import tarfile
@@ -57,12 +56,14 @@ def code_directory(cache: Path) -> Path:
 
 def check_portable(directory: Path, cpu: str) -> int:
     """Every entry was compiled for ``cpu`` and no more; returns how many there are."""
+    from spacy_crf._kernels.prebuilt import read_index
+
     count = 0
     for index in sorted(directory.rglob("*.nbi")):
-        with open(index, "rb") as f:
-            pickle.load(f)
-            _, overloads = pickle.loads(f.read())
-        for key in overloads:
+        read = read_index(index)
+        if read is None:
+            raise SystemExit(f"{index.name}: written by another numba than this one")
+        for key in read[1]:
             if key[1][1:] != (cpu, ""):
                 raise SystemExit(f"{index.name}: an entry compiled for {key[1][1:]!r}")
             count += 1

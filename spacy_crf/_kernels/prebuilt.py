@@ -33,7 +33,7 @@ import sys
 import tarfile
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numba
 
@@ -53,9 +53,14 @@ PORTABLE_CPUS: Dict[str, Tuple[str, ...]] = {
 _SUFFIXES = (".nbi", ".nbc")
 
 
+def switched_off(setting: str) -> bool:
+    """Whether an environment setting says off (``off``, ``0``, ``false``, ``no``)."""
+    return setting.strip().lower() in _OFF
+
+
 def enabled() -> bool:
     """Whether the shipped archives may be used (``SPACY_CRF_PREBUILT`` not off)."""
-    return os.environ.get(ENV, "").strip().lower() not in _OFF
+    return not switched_off(os.environ.get(ENV, ""))
 
 
 def platform_tag() -> str:
@@ -124,17 +129,28 @@ def _members(tar: tarfile.TarFile):
     return members
 
 
+def read_index(path: Path) -> Optional[Tuple[Any, Dict]]:
+    """A numba index file's source stamp and its entries (key -> data file name),
+    or None where another numba version wrote it (numba reads no further then:
+    the rest may not unpickle)."""
+    with open(path, "rb") as f:
+        version = pickle.load(f)
+        data = f.read()
+    if version != numba.__version__:
+        return None
+    stamp, overloads = pickle.loads(data)
+    return stamp, overloads
+
+
 def relabel_index(path: Path, magic: Tuple, cpu: str) -> int:
     """Key every entry of a numba index file by ``magic`` (this machine's CPU)
     where the archive keyed it by ``cpu`` (the archive's, on the same target);
     returns how many. An index of another numba version is left as it is
     (numba ignores it)."""
-    with open(path, "rb") as f:
-        version = pickle.load(f)
-        data = f.read()
-    if version != numba.__version__:
+    index = read_index(path)
+    if index is None:
         return 0
-    stamp, overloads = pickle.loads(data)
+    stamp, overloads = index
     relabelled = {}
     count = 0
     for key, name in overloads.items():
@@ -143,8 +159,9 @@ def relabel_index(path: Path, magic: Tuple, cpu: str) -> int:
             key_magic = magic
             count += 1
         relabelled[(signature, key_magic, code_hashes)] = name
+    # numba's layout: its version, then the pickled (stamp, entries)
     with open(path, "wb") as f:
-        pickle.dump(version, f, protocol=-1)
+        pickle.dump(numba.__version__, f, protocol=-1)
         f.write(pickle.dumps((stamp, relabelled), protocol=-1))
     return count
 

@@ -33,13 +33,12 @@ from typing import Dict, Optional
 import numba
 from numba.core import caching, config
 
-from .prebuilt import seed
+from .prebuilt import seed, switched_off
 
 #: the package's root directory (``spacy_crf/``)
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: environment variable: the cache directory, or ``off``
 ENV = "SPACY_CRF_NUMBA_CACHE"
-_OFF = ("off", "0", "false", "no")
 #: code directories kept (this code's and the most recently written others)
 KEEP = 8
 
@@ -76,7 +75,7 @@ def cache_root() -> Optional[Path]:
     """This code's cache directory, or None where numba's default applies
     (also where it cannot be named: no home directory, sources not on disk)."""
     setting = os.environ.get(ENV, "").strip()
-    if setting.lower() in _OFF or config.CACHE_DIR:
+    if switched_off(setting) or config.CACHE_DIR:
         return None
     try:
         if setting:
