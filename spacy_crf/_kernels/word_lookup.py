@@ -34,19 +34,6 @@ def _slot(entries, key, mask):
 
 
 @njit(cache=True, nogil=True)
-def build_entries(keys, values, entries):
-    """Fill ``entries`` ((n, 1 + C) uint64, n a power of two longer than
-    ``keys``, all 0) with every key and its row of ``values`` ((rows, C));
-    ``keys`` are unique uint64, none of them :data:`EMPTY_KEY`."""
-    mask = np.uint64(entries.shape[0] - 1)
-    for row in range(keys.shape[0]):
-        slot = _slot(entries, keys[row], mask)
-        entries[slot, 0] = keys[row]
-        for c in range(values.shape[1]):
-            entries[slot, 1 + c] = values[row, c]
-
-
-@njit(cache=True, nogil=True)
 def lookup_values(entries, words, missing, out):
     """``out[t] = values of words[t]``, or ``missing`` for a word the table
     does not hold (and for the empty string's id); ``out`` is (N, C)."""
@@ -92,8 +79,9 @@ def lookup_or_miss(entries, words, empty_row, out, missed):
 def insert_missing(entries, keys, values):
     """Add every one of ``keys`` (unique, none :data:`EMPTY_KEY`) that ``entries``
     lacks, with its row of ``values``; returns how many were added. The caller
-    keeps the table at most half full (:func:`rehash` into a larger one). Holds
-    the GIL, as :func:`lookup_or_miss` does."""
+    keeps the table at most half full (:func:`rehash` into a larger one). Builds
+    a word table too (every key is new to its all-zero entries). Holds the GIL,
+    as :func:`lookup_or_miss` does."""
     mask = np.uint64(entries.shape[0] - 1)
     added = 0
     for row in range(keys.shape[0]):
@@ -106,14 +94,9 @@ def insert_missing(entries, keys, values):
     return added
 
 
-@njit(cache=True)
 def rehash(entries, larger):
-    """Every entry of ``entries`` put into ``larger`` (all 0, a longer power of two)."""
-    mask = np.uint64(larger.shape[0] - 1)
-    for old in range(entries.shape[0]):
-        key = entries[old, 0]
-        if key == EMPTY_KEY:
-            continue
-        slot = _slot(larger, key, mask)
-        for c in range(entries.shape[1]):
-            larger[slot, c] = entries[old, c]
+    """Every entry of ``entries`` put into ``larger`` (all 0, a longer power of
+    two), by :func:`insert_missing` (a table grows rarely: the copy of its
+    entries costs nothing that matters)."""
+    held = entries[entries[:, 0] != EMPTY_KEY]
+    insert_missing(larger, np.ascontiguousarray(held[:, 0]), np.ascontiguousarray(held[:, 1:]))

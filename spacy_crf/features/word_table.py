@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence
 import numpy as np
 from spacy.strings import get_string_id
 
-from .._kernels.word_lookup import EMPTY_KEY, build_entries, lookup_values
+from .._kernels.word_lookup import EMPTY_KEY, insert_missing, lookup_values
 
 #: the value of a word the table does not hold (spaCy's ``Token.cluster`` gives 0 too)
 MISSING = 0
@@ -80,7 +80,7 @@ class WordTable:
         if self._entries is None:
             n_entries = 1 << max(4, int(2 * max(len(self), 1) - 1).bit_length())
             entries = np.zeros((n_entries, 1 + self.n_columns), dtype=np.uint64)
-            build_entries(self.keys, self.values, entries)
+            insert_missing(entries, self.keys, self.values)
             self._entries = entries
         return self._entries
 
