@@ -117,11 +117,15 @@ class Target:
         reference token it aligns to, and none if it aligns to zero or several
         (as ``Example.get_aligned`` does).
         """
+        return self._token_gold_ids(example, same_tokens(example.predicted, example.reference))
+
+    def _token_gold_ids(self, example: Example, same: bool) -> np.ndarray:
+        """:meth:`gold_ids`, told whether the two docs have the same tokens."""
         predicted, reference = example.predicted, example.reference
         keys = self.reference_keys(reference)
         ids = self.ids_of_keys(keys)
         self._warn_unknown(reference, keys, ids)
-        if same_tokens(predicted, reference):
+        if same:
             return ids
         x2y = example.alignment.x2y
         lengths = np.asarray(x2y.lengths, dtype=np.int64)
@@ -136,6 +140,8 @@ class Target:
         """W001 (W015 for a negative ``!LABEL``), once per label, for gold labels
         outside the label set: their tokens are unannotated, never a crash."""
         unknown = keys[(keys != self.missing_key) & (ids < 0)]
+        if not unknown.size:  # (the usual case: np.unique costs microseconds a doc)
+            return
         for key in np.unique(unknown):
             label = self.unknown_label(reference, int(key))
             if label in self._warned:
@@ -431,7 +437,7 @@ class SpanTarget(Target):
         """
         predicted, reference = example.predicted, example.reference
         if same_tokens(predicted, reference):
-            return super().gold_ids(example)
+            return self._token_gold_ids(example, True)
         keys = self.reference_keys(reference)
         self._warn_unknown(reference, keys, self.ids_of_keys(keys))
         spans = self.spans_of(reference)

@@ -40,6 +40,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .prefetch import prefetch_row
+
 
 @njit(cache=True)
 def gather_rows(d_out, picked, scale, slot, rows, grads, n_rows):
@@ -142,6 +144,21 @@ def _take_arrears(weights, mom2, mr, r, rates, l1, eps, use_adam):
         weights[r, j] = _arrears(weights[r, j], rates, mom2, mr, j, l1, eps, use_adam)
 
 
+#: rows between the prefetch of a touched row's weights, moments and average
+#: and their update: the rows are scattered over tables of tens of MB
+ROWS_AHEAD = 8
+
+
+@njit(cache=True, inline="always")
+def _prefetch_tables(weights, mom1, mom2, moment_row, avg, r, use_adam, use_avg):
+    prefetch_row(weights, r)
+    if use_adam:
+        prefetch_row(mom1, moment_row[r])
+        prefetch_row(mom2, moment_row[r])
+    if use_avg:
+        prefetch_row(avg, r)
+
+
 @njit(cache=True)
 def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, learn_rate, b1, b2,
                 eps, clip_scale, avg, synced, cum_log_decay, use_adam, use_avg,
@@ -166,6 +183,9 @@ def update_rows(weights, mom1, mom2, moment_row, rows, grads, n_rows, step, lear
     shrink_rate = cum_rate[step] - cum_rate[step - 1]  # (this step's penalty rate)
     decay = min((1.0 + step) / (10.0 + step), 0.9999)
     for i in range(n_rows):
+        if i + ROWS_AHEAD < n_rows:
+            _prefetch_tables(weights, mom1, mom2, moment_row, avg, rows[i + ROWS_AHEAD], use_adam,
+                             use_avg)
         r = rows[i]
         if use_avg:
             catch_up_average(avg, weights, r, synced, cum_log_decay, step - 1)
