@@ -52,6 +52,8 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
 import srsly
 
+from . import token_values
+from .pipeline.extensions import CONFIDENCE, SPAN_CONFIDENCE, stem
 from .errors import Errors
 from .shard_io import (list_shards, not_unicode, output_schema, parquet_id_type, read_rows,
                        remove_stale_temp_files, write_rows)
@@ -257,14 +259,15 @@ def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
     target = pipe.target
     ids = target.ids_of_keys(target.reference_keys(doc))
     labels = pipe.labels
-    confidence = doc.user_data.get(("spacy_crf", "confidence")) or [None] * len(doc)
+    confidence = (token_values.doc_values(doc, CONFIDENCE, stem(pipe.name))
+                  or [None] * len(doc))
     tokens = [{"text": token.text, "label": labels[i] if i >= 0 else None,
                "confidence": None if c is None else float(c)}
               for token, i, c in zip(doc, ids.tolist(), confidence)]
     record = {"id": doc_id, "tokens": tokens}
     if target.is_span_target:
         record["spans"] = [{"start": span.start, "end": span.end, "label": span.label_,
-                            "confidence": span._.crf_confidence}
+                            "confidence": token_values.span_value(span, SPAN_CONFIDENCE, stem(pipe.name))}
                            for span in target.spans_of(doc) or []]
     return record
 

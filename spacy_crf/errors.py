@@ -367,6 +367,18 @@ class Errors(metaclass=_Codes):
             "spacy-crf.FeatureCRF.v2, or remove transition_templates from the structure block.")
     E184 = ("l1_penalty must be a number of at least 0 (the L1 penalty of the hashed "
             "weights per update; 0 turns it off), got {value!r}.")
+    # E190: two components' own extensions (issue 49)
+    E190 = ("crf_tagger components '{other}' and '{name}' would store their confidences "
+            "and n-best lists in one place, and read them through the same extensions "
+            "(token._.{stem}_confidence, doc._.{stem}_nbest): their names read the same as "
+            "identifiers. Give one of them another name.")
+    E191 = ("{shared} reads the values of the one crf_tagger that stored them on a doc "
+            "(or of the one named 'crf'), but {owners} each stored theirs on this one. Read "
+            "each component's own extension instead: {own}.")
+    E192 = ("The extension {name} that this crf_tagger would store its confidences or "
+            "n-best lists through is registered by something else. Give the component "
+            "another name (nlp.add_pipe(\"crf_tagger\", name=...)), or remove the other "
+            "extension.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

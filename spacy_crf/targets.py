@@ -6,11 +6,14 @@
   BILUO tags, with the scheme's forbidden transitions enforced);
 * ``_.NAME``: a custom token extension, e.g. ``_.chunk``.
 
-Labels of a ``_.NAME`` target live in one list per doc, in
-``doc.user_data[("spacy_crf", NAME)]``: one assignment per doc when the
-component writes, and ``DocBin(store_user_data=True)`` saves them.
-``token._.NAME`` reads and writes that list (and falls back to values stored
-the usual way, by an extension registered elsewhere before this one).
+Labels of a ``_.NAME`` target live in one entry per doc, aligned to the
+tokens' characters (:mod:`spacy_crf.token_values`, so they follow their
+tokens through ``doc.retokenize()`` and ``Span.as_doc``): one assignment per
+doc when the component writes, and ``DocBin(store_user_data=True)`` saves
+them. ``token._.NAME`` reads and writes that entry (and falls back to the
+plain per-doc list of ``doc.user_data[("spacy_crf", NAME)]`` that corpora
+written before kept, and to values stored the usual way, by an extension
+registered elsewhere before this one).
 """
 
 import re
@@ -27,7 +30,7 @@ from spacy.training import Example
 from spacy.util import filter_spans
 from spacy.vocab import Vocab
 
-from . import inference, schemes
+from . import inference, schemes, token_values
 from .errors import Errors, Warnings
 from .models.potentials import CRFScores
 from .span_probabilities import span_probabilities
@@ -289,7 +292,6 @@ class ExtensionTarget(Target):
         self.name = f"_.{attr}"
         self.score_attr = attr
         self.assigns = (f"token._.{attr}",)
-        self.key = ("spacy_crf", attr)
         register_extension(attr)
 
     def key_of(self, label: str, vocab: Optional[Vocab] = None) -> int:
@@ -314,38 +316,53 @@ class ExtensionTarget(Target):
         raise KeyError(key)
 
     def write(self, doc: Doc, ids: np.ndarray) -> None:
-        doc.user_data[self.key] = self._label_array[ids].tolist()
+        token_values.store_per_token(doc, LABELS, self.attr, self._label_array[ids].tolist())
 
     def getter(self) -> Callable[[Token, str], object]:
         attr = self.attr
         return lambda token, _: token._.get(attr)
 
 
+#: the kind of value (:mod:`spacy_crf.token_values`) of ``_.NAME`` labels
+LABELS = "labels"
+
+
 def extension_labels(doc: Doc, attr: str) -> List[Optional[str]]:
     """The per-token labels of ``_.attr`` on ``doc`` (empty list if it has none)."""
-    stored = doc.user_data.get(("spacy_crf", attr))
-    if stored is not None:
-        return list(stored)
+    found = token_values.doc_values(doc, LABELS, attr)
+    if found is not None:
+        return found
+    legacy = _legacy_labels(doc, attr)
+    if legacy is not None:
+        return legacy
     # values set through an extension registered the usual way (per token)
     found = [doc.user_data.get(("._.", attr, token.idx, None)) for token in doc]
     return found if any(v is not None for v in found) else []
 
 
+def _legacy_labels(doc: Doc, attr: str) -> Optional[List[Optional[str]]]:
+    """The plain per-doc list of labels that corpora written before labels
+    followed their tokens hold; read by position, so only where it has one
+    label per token."""
+    stored = doc.user_data.get(("spacy_crf", attr))
+    return list(stored) if stored is not None and len(stored) == len(doc) else None
+
+
 def _get_label(attr: str, token: Token) -> Optional[str]:
-    stored = token.doc.user_data.get(("spacy_crf", attr))
-    if stored is not None:
-        return stored[token.i]
-    return token.doc.user_data.get(("._.", attr, token.idx, None))
+    doc = token.doc
+    if token_values.owned(doc, LABELS, attr) is not None:
+        return token_values.token_value(token, LABELS, attr)
+    legacy = _legacy_labels(doc, attr)
+    if legacy is not None:
+        return legacy[token.i]
+    return doc.user_data.get(("._.", attr, token.idx, None))
 
 
 def _set_label(attr: str, token: Token, value: Optional[str]) -> None:
     doc = token.doc
-    stored = doc.user_data.get(("spacy_crf", attr))
-    if stored is None:
-        stored = [doc.user_data.get(("._.", attr, t.idx, None)) for t in doc]
-    stored = list(stored)
+    stored = extension_labels(doc, attr) or [None] * len(doc)
     stored[token.i] = value
-    doc.user_data[("spacy_crf", attr)] = stored
+    token_values.store_per_token(doc, LABELS, attr, stored)
 
 
 def register_extension(attr: str) -> None:
@@ -729,4 +746,4 @@ def set_doc_labels(doc: Doc, attr: str, labels: Iterable[Optional[str]]) -> None
     if len(labels) != len(doc):
         raise ValueError(f"Got {len(labels)} labels for a doc of {len(doc)} tokens.")
     register_extension(attr)
-    doc.user_data[("spacy_crf", attr)] = labels
+    token_values.store_per_token(doc, LABELS, attr, labels)

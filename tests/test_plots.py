@@ -275,8 +275,8 @@ def test_component_that_is_not_a_crf_tagger():
 
 # -- issue #33 (6): figures read at a glance
 
-from spacy_crf.pipeline.extensions import (SPAN_CONFIDENCE_KEY,  # noqa: E402
-                                           register_confidence_extension)
+from spacy_crf import token_values  # noqa: E402
+from spacy_crf.pipeline.extensions import SPAN_CONFIDENCE, register_extensions  # noqa: E402
 from spacy_crf.plots import entities  # noqa: E402
 
 
@@ -429,15 +429,15 @@ def _store_span_confidences(pred_docs, stored):
     """``stored[doc][start] = (P(span), end)``, written as the component stores them:
     P(span) and the span's end at each span start."""
     for d, spans in stored.items():
-        n = len(pred_docs[d])
-        probs, ends = [0.0] * n, [-1] * n
-        for start, (p, end) in spans.items():
-            probs[start], ends[start] = p, end
-        pred_docs[d].user_data[SPAN_CONFIDENCE_KEY] = (probs, ends)
+        doc = pred_docs[d]
+        starts = sorted(spans)
+        token_values.store(doc, SPAN_CONFIDENCE, "crf_tagger", [doc[s].idx for s in starts],
+                           [doc[spans[s][1] - 1].idx + len(doc[spans[s][1] - 1])
+                            for s in starts], [spans[s][0] for s in starts])
 
 
 def test_span_confidence_outcomes_and_reliability_bins(tmp_path):
-    register_confidence_extension()
+    register_extensions("crf_tagger")
     gold_docs, pred_docs = _hand_made_span_docs()
     # stored as the component stores them: P(span) and the span end at each span start
     stored = {0: {0: (0.9, 1), 2: (0.6, 3), 3: (0.3, 5)}, 1: {2: (0.95, 3)}}  # Tuesday: none
@@ -484,7 +484,7 @@ from spacy_crf.plots.confidence_html import render_html  # noqa: E402
 
 
 def _entity_page(gold_docs, pred_docs):
-    register_confidence_extension()
+    register_extensions("crf_tagger")
     gold = [list(d.ents) if d.has_annotation("ENT_IOB") else None for d in gold_docs]
     pred = [list(d.ents) for d in pred_docs]
     ids = [np.zeros(len(d), dtype=np.int64) for d in pred_docs]
@@ -499,7 +499,7 @@ def _ent_boxes(page):
 
 
 def test_entity_view_marks_wrong_and_missed_spans():
-    register_confidence_extension()
+    register_extensions("crf_tagger")
     gold_docs, pred_docs = _hand_made_span_docs()
     stored = {0: {0: (0.9, 1), 2: (0.6, 3), 3: (0.3, 5)}, 1: {2: (0.954, 3)}, 2: {0: (0.5, 1)}}
     _store_span_confidences(pred_docs, stored)

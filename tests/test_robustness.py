@@ -35,7 +35,6 @@ from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_crf import inference
-from spacy_crf.pipeline.extensions import CONFIDENCE_KEY
 from conftest import SPELLING_ONLY
 from test_second_order import moves_through_kept_pairs
 
@@ -63,6 +62,11 @@ KINDS = ["tag", "ents-BIO", "ents-BILUO"]
 
 
 # ------------------------------------------------------------------ helpers
+
+def stored_confidences(doc):
+    """The confidences a component stored on ``doc``, one a token."""
+    return [token._.crf_confidence for token in doc]
+
 
 def build_nlp(kind: str, **config) -> "spacy.Language":
     nlp = spacy.blank("en")
@@ -242,13 +246,13 @@ def check_prediction(pipe, docs) -> None:
     # the predicted label of every token has positive probability
     assert np.all(probs[np.arange(n_tokens), ids] > 0)
     # stored confidences are the marginals of the predicted labels
-    conf = np.asarray([c for doc in docs for c in doc.user_data.get(CONFIDENCE_KEY, [])], dtype=np.float64)
+    conf = np.asarray([c for doc in docs for c in stored_confidences(doc)], dtype=np.float64)
     assert conf.shape == (n_tokens,)
     assert np.all(np.isfinite(conf)) and conf.min() >= 0.0 and conf.max() <= 1.0
     np.testing.assert_allclose(conf, probs[np.arange(n_tokens), ids], rtol=1e-6, atol=1e-7)
     for doc in docs:
         for tok in doc:
-            assert tok._.crf_confidence == doc.user_data[CONFIDENCE_KEY][tok.i]
+            assert tok._.crf_confidence == stored_confidences(doc)[tok.i]
 
 
 # ------------------------------------------------------------ 1. random docs
@@ -317,8 +321,8 @@ def test_random_docs_and_random_weights_decode_validly(toy, kind, specs, seed, s
     fresh = list(clone.pipe(fresh))
     again = list(nlp.pipe(again))
     assert decoded_tags(cpipe, fresh) == decoded_tags(pipe, again)
-    assert [d.user_data.get(CONFIDENCE_KEY) for d in fresh] == \
-        [d.user_data.get(CONFIDENCE_KEY) for d in again]
+    assert [stored_confidences(d) for d in fresh] == \
+        [stored_confidences(d) for d in again]
     if sum(len(d) for d in docs):
         a, b = pipe.model.predict(again), cpipe.model.predict(fresh)
         for name in ("emissions", "transitions", "start", "end", "pair", "root"):
@@ -428,7 +432,7 @@ def test_span_target_without_any_gold_is_a_clear_error(scheme):
 
 def summary(doc):
     return ([t.tag_ for t in doc], [(e.start, e.end, e.label_) for e in doc.ents],
-            doc.user_data.get(CONFIDENCE_KEY))
+            stored_confidences(doc))
 
 
 @pytest.mark.parametrize("kind", ["tag", "ents-BILUO"])
@@ -459,8 +463,8 @@ CHILD = textwrap.dedent("""
     with event.install_recorder("numba:compile") as compiled:
         nlp = spacy.load(sys.argv[1])
         texts = json.loads(sys.argv[2])
-        out = [[t.tag_ for t in nlp(x)] + [round(c, 5) for c in (nlp(x).user_data.get(
-            ("spacy_crf", "confidence")) or [])] for x in texts]
+        out = [[t.tag_ for t in nlp(x)] + [round(c, 5) for c in (t._.crf_confidence for t in nlp(x))
+        if c is not None] for x in texts]
     print(json.dumps(out))
     # how many of our kernels this process compiled (none when the cache serves them)
     ours = [e for _, e in compiled.buffer if e.is_start
@@ -477,8 +481,8 @@ def saved_toy(toy, tmp_path_factory):
     nlp.to_disk(path)
     script = path.parent / "child.py"
     script.write_text(CHILD)
-    expected = [[t.tag_ for t in nlp(x)] + [round(c, 5) for c in (nlp(x).user_data.get(
-        CONFIDENCE_KEY) or [])] for x in CACHE_TEXTS]
+    expected = [[t.tag_ for t in nlp(x)] + [round(c, 5) for c in stored_confidences(nlp(x))
+        if c is not None] for x in CACHE_TEXTS]
     return path, script, expected
 
 
@@ -570,7 +574,7 @@ def test_100k_token_doc_decodes(long_nlp, split):
     assert elapsed < 60, elapsed
     assert len(doc) == n
     assert all(t.tag_ in pipe.labels for t in doc)
-    conf = np.asarray(doc.user_data[CONFIDENCE_KEY], dtype=np.float64)
+    conf = np.asarray(stored_confidences(doc), dtype=np.float64)
     assert conf.shape == (n,)
     assert np.all(np.isfinite(conf)) and conf.min() > 0.0 and conf.max() <= 1.0
     scores = pipe.target.constrain(pipe.model.predict([doc]))

@@ -37,7 +37,7 @@ from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
                           migrate_model_settings, spec_from_cfg, strategy_of)
 from . import learning, saved_state
-from .extensions import register_confidence_extension
+from .extensions import register_extensions
 from .initialize import initialize
 from .inputs import check_dep_target, input_attrs, warn_missing_inputs
 from .prediction import CRFPrediction, decode, write_prediction
@@ -70,7 +70,7 @@ class CRFTagger(TrainablePipe):
         # the teacher of rehearse(): nlp.resume_training() sets it to a copy of the model
         self._rehearsal_model: Optional[Model] = None
         self._averages = WeightAverages()  # the moving average, predicted with
-        register_confidence_extension()
+        register_extensions(name)
         self.model = crf_structure.prepare_model(self.model, target, spec.settings) or self.model
         set_sequence(self.model, sequence)
         set_owner(self.model, name)
@@ -118,7 +118,7 @@ class CRFTagger(TrainablePipe):
     def assigns(self) -> List[str]:
         """What the component writes, as spaCy's pipe meta names it: its
         target's attribute, and the confidence extensions where they are on."""
-        return assigned_attributes(self.target, self.cfg)
+        return assigned_attributes(self.name, self.target, self.cfg)
 
     def predict(self, docs: Iterable[Doc]) -> CRFPrediction:
         """Viterbi-decode a batch of Docs (does not modify them).

@@ -1,44 +1,117 @@
-"""The extensions a crf_tagger reads its stored confidences through.
+"""The extensions a crf_tagger's stored confidences and n-best lists are read through.
 
-``token._.crf_confidence``, ``span._.crf_confidence`` and ``doc._.crf_nbest``
-are getters over ``doc.user_data`` (so ``DocBin(store_user_data=True)`` and
-``nlp.pipe(n_process=...)`` keep them), registered once per process.
+Each component stores its values under its own name (:mod:`spacy_crf.token_values`:
+they follow their tokens through ``doc.retokenize()`` and ``Span.as_doc``), and
+has extensions of its own, named after it:
+
+* ``token._.{name}_confidence``: P(the token's predicted label);
+* ``span._.{name}_confidence``: P(the predicted span), for span targets;
+* ``doc._.{name}_nbest``: the n best labellings of each sequence.
+
+So a POS and an NER component in one pipeline never overwrite each other's
+(issue #49). ``token._.crf_confidence``, ``span._.crf_confidence`` and
+``doc._.crf_nbest`` stay as shared names: they read the values of the one
+component that stored them on a doc, and raise a ValueError naming each
+component's own extension where two did. Getters are partials of module
+functions, so they pickle (``nlp.pipe(n_process=...)`` with spawn).
 """
 
-from typing import List, Optional, Tuple
+from functools import partial
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from spacy.tokens import Doc, Span, Token
 
-CONFIDENCE_KEY = ("spacy_crf", "confidence")
-SPAN_CONFIDENCE_KEY = ("spacy_crf", "span_confidence")
-NBEST_KEY = ("spacy_crf", "n_best")
+from .. import token_values
+from ..errors import Errors
+
+CONFIDENCE = "confidence"
+SPAN_CONFIDENCE = "span_confidence"
+NBEST = "nbest"
+
+#: the shared extensions, read where one component stored values on a doc; they
+#: are the own extensions of a component whose name reads "crf"
+SHARED_STEM = "crf"
+SHARED_CONFIDENCE = f"{SHARED_STEM}_{CONFIDENCE}"
+SHARED_NBEST = f"{SHARED_STEM}_{NBEST}"
+
+NBestLists = List[List[Tuple[float, List[str]]]]
 
 
-def _token_confidence(token: Token) -> Optional[float]:
-    stored = token.doc.user_data.get(CONFIDENCE_KEY)
-    return None if stored is None else stored[token.i]
+def _token_confidence(owner: Optional[str], token: Token) -> Optional[float]:
+    return _read(partial(token_values.token_value, token, CONFIDENCE), owner, "token", CONFIDENCE)
 
 
-def _span_confidence(span: Span) -> Optional[float]:
-    stored = span.doc.user_data.get(SPAN_CONFIDENCE_KEY)
-    if stored is None or not len(span):
-        return None
-    probs, ends = stored
-    if ends[span.start] != span.end:
-        return None  # not a span the CRF predicted
-    return probs[span.start]
+def _span_confidence(owner: Optional[str], span: Span) -> Optional[float]:
+    return _read(partial(token_values.span_value, span, SPAN_CONFIDENCE), owner, "span",
+                 CONFIDENCE)
 
 
-def _doc_n_best(doc: Doc) -> Optional[List[List[Tuple[float, List[str]]]]]:
-    return doc.user_data.get(NBEST_KEY)
+def _doc_n_best(owner: Optional[str], doc: Doc) -> Optional[NBestLists]:
+    found = _read(partial(token_values.doc_value, doc, NBEST), owner, "doc", NBEST)
+    # stored with the token count it was decoded over: retokenized tokens read None
+    return None if found is None or found[0] != len(doc) else found[1]
 
 
-def register_confidence_extension() -> None:
-    """``token._.crf_confidence``: P(predicted label); ``span._.crf_confidence``:
-    P(predicted span), where stored (``store_confidence = true``)."""
-    if not Token.has_extension("crf_confidence"):
-        Token.set_extension("crf_confidence", getter=_token_confidence)
-    if not Span.has_extension("crf_confidence"):
-        Span.set_extension("crf_confidence", getter=_span_confidence)
-    if not Doc.has_extension("crf_nbest"):
-        Doc.set_extension("crf_nbest", getter=_doc_n_best)
+def _read(value_of: Callable[[Optional[str]], Any], owner: Optional[str], obj: str,
+          kind: str) -> Any:
+    """``value_of(owner)``; for a shared extension (``owner=None``) where
+    several components stored values, the one named "crf"'s, else an error
+    that names each component's own extension."""
+    try:
+        return value_of(owner)
+    except token_values.AmbiguousValues as error:
+        if SHARED_STEM in error.owners:
+            return value_of(SHARED_STEM)
+        own = ", ".join(f"{obj}._.{stem}_{kind}" for stem in error.owners)
+        raise ValueError(Errors.E191.format(shared=f"{obj}._.{SHARED_STEM}_{kind}",
+                                            owners=", ".join(error.owners), own=own)) from None
+
+
+def store_n_best(doc: Doc, owner: str, lists: NBestLists) -> None:
+    """Store a doc's n-best lists for ``doc._.{owner}_nbest`` (``owner``: a stem)."""
+    token_values.store_doc_value(doc, NBEST, owner, [len(doc), lists])
+
+
+def _set(cls: Any, name: str, getter: Callable) -> None:
+    """Register a getter extension, once; an extension of that name that is
+    not ours is an error, not overwritten."""
+    existing = cls.get_extension(name)
+    if existing is not None:
+        old = existing[2]
+        if isinstance(old, partial) and old.func is getter.func and old.args == getter.args:
+            return
+        raise ValueError(Errors.E192.format(name=f"{cls.__name__.lower()}._.{name}"))
+    cls.set_extension(name, getter=getter, force=True)
+
+
+def register_extensions(component: str) -> None:
+    """Register the component's own extensions and the shared ones (a
+    component whose name reads "crf" has the shared ones as its own)."""
+    own = stem(component)
+    for owner in dict.fromkeys([None, own if own != SHARED_STEM else None]):
+        name = f"{owner or SHARED_STEM}_"
+        _set(Token, name + CONFIDENCE, partial(_token_confidence, owner))
+        _set(Span, name + CONFIDENCE, partial(_span_confidence, owner))
+        _set(Doc, name + NBEST, partial(_doc_n_best, owner))
+
+
+def check_own_place(component: str, others: Iterable[str]) -> None:
+    """E190 where another crf_tagger of the pipeline (``others``: their
+    names) would store its values in the component's place."""
+    for other in others:
+        if other != component and stem(other) == stem(component):
+            raise ValueError(Errors.E190.format(name=component, other=other,
+                                                stem=stem(component)))
+
+
+def stem(component: str) -> str:
+    """Where a component's values are stored and what its extensions are
+    named after: its name made an identifier (``my-ner``: ``my_ner``)."""
+    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in component)
+    return "_" + safe if not safe or safe[0].isdigit() else safe
+
+
+def own_extension(component: str, kind: str) -> str:
+    """The name of a component's own extension, ``{stem}_confidence`` or
+    ``{stem}_nbest`` (:func:`stem`)."""
+    return f"{stem(component)}_{kind}"

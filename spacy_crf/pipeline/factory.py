@@ -18,6 +18,7 @@ from ..scoring import default_score_weights
 from ..structures import StructureSpec
 from ..structures.config import migrate_flat_settings
 from .crf_tagger import CRFTagger
+from .extensions import check_own_place
 from .pipe_meta import declare_pipe_meta
 
 DEFAULT_MODEL_CONFIG = """
@@ -130,6 +131,9 @@ def make_crf_tagger(
         read as the block ``spacy-crf.Chain.v1`` with ``order = 2``. Leave
         them ``null``; E170 for one set beside a block.
     """
+    # each component stores its confidences in a place of its own (issue #49)
+    check_own_place(name, [other for other, pipe in nlp.components
+                           if isinstance(pipe, CRFTagger)])
     structure = migrate_flat_settings(structure, order=order,
                                       max_segment_length=max_segment_length)
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,

@@ -22,6 +22,8 @@ from typing import Any, Dict, List, Mapping
 from spacy.language import FactoryMeta, Language
 from spacy.pipe_analysis import validate_attrs
 
+from .extensions import CONFIDENCE, NBEST, own_extension
+
 
 class _PipeMetas(dict):
     """``nlp._pipe_meta``, holding the metas of components made but not yet stored."""
@@ -67,6 +69,9 @@ def declare_pipe_meta(nlp: Language, name: str, factory: str, **fields: Any) -> 
     """
     if "assigns" in fields:
         fields["assigns"] = list(validate_attrs(fields["assigns"]))
+    if "default_score_weights" in fields and "scores" not in fields:
+        # as Language.factory derives them: the scores are the weights' keys
+        fields["scores"] = list(fields["default_score_weights"])
     meta = dataclasses.replace(nlp.get_factory_meta(factory), **fields)
     metas = nlp._pipe_meta
     if not isinstance(metas, _PipeMetas):
@@ -75,15 +80,17 @@ def declare_pipe_meta(nlp: Language, name: str, factory: str, **fields: Any) -> 
     return meta
 
 
-def assigned_attributes(target: Any, cfg: Mapping[str, Any]) -> List[str]:
-    """What a component with ``target`` (a ``Target``) and ``cfg`` writes, as
-    spaCy's pipe meta names it: the target's attribute, and the confidence
-    and n-best extensions where its settings turn them on."""
+def assigned_attributes(name: str, target: Any, cfg: Mapping[str, Any]) -> List[str]:
+    """What the component ``name`` with ``target`` (a ``Target``) and ``cfg``
+    writes, as spaCy's pipe meta names it: the target's attribute, and the
+    component's own confidence and n-best extensions where its settings turn
+    them on."""
     out = list(target.assigns)
+    confidence, n_best = own_extension(name, CONFIDENCE), own_extension(name, NBEST)
     if cfg["store_confidence"]:
-        out.append("token._.crf_confidence")
+        out.append(f"token._.{confidence}")
         if target.is_span_target:
-            out.append("span._.crf_confidence")
+            out.append(f"span._.{confidence}")
     if cfg["n_best"]:
-        out.append("doc._.crf_nbest")
+        out.append(f"doc._.{n_best}")
     return out

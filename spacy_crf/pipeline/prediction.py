@@ -3,7 +3,8 @@
 ``CRFTagger.predict`` decodes the scores into a :class:`CRFPrediction`;
 ``set_annotations`` hands it to :func:`write_prediction`, which writes labels
 through the target and the stored confidences and n-best lists into
-``doc.user_data``, where the extensions of :mod:`.extensions` read them.
+``doc.user_data`` under the component's name, aligned to the tokens' characters
+(:mod:`spacy_crf.token_values`), where the extensions of :mod:`.extensions` read them.
 """
 
 from dataclasses import dataclass
@@ -16,7 +17,8 @@ from .. import inference
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
 from ..structures.base import sequence_lengths
-from .extensions import CONFIDENCE_KEY, NBEST_KEY, SPAN_CONFIDENCE_KEY
+from .. import token_values
+from .extensions import CONFIDENCE, SPAN_CONFIDENCE, stem, store_n_best
 
 #: per sequence, its best labellings as (probability, label strings)
 NBestLists = List[List[Tuple[float, List[str]]]]
@@ -82,6 +84,7 @@ def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndar
 def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> None:
     """Write the predicted labels (and confidences, n-best lists) onto ``docs``."""
     ends = np.cumsum(prediction.doc_lengths)
+    owner = stem(pipe.name)  # where the component's own extensions read
     if prediction.n_best is not None or pipe.cfg["n_best"]:
         # every doc gets a list, [] for an empty doc (alone in its batch too, where
         # predict skips decoding), and each entry is [probability, labels]: a
@@ -90,8 +93,8 @@ def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> No
         per_doc = iter(prediction.n_best or [])
         for doc in docs:
             n_seqs = len(sequence_lengths([doc], pipe)) if len(doc) else 0
-            doc.user_data[NBEST_KEY] = [[[p, labels] for p, labels in next(per_doc)]
-                                        for _ in range(n_seqs)]
+            store_n_best(doc, owner, [[[p, labels] for p, labels in next(per_doc)]
+                                          for _ in range(n_seqs)])
     # (labels to keep only where the docs had some when they were decoded)
     keep = bool(pipe.keep_existing) and prediction.had_existing is not False
     pipe.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths, keep)
@@ -100,9 +103,14 @@ def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> No
     for doc, end, n in zip(docs, ends, prediction.doc_lengths):
         if not n:
             continue
+        starts, stops = token_values.token_offsets(doc)
         if prediction.confidence is not None:
-            doc.user_data[CONFIDENCE_KEY] = prediction.confidence[end - n:end].tolist()
+            token_values.store(doc, CONFIDENCE, owner, starts.tolist(), stops.tolist(),
+                               prediction.confidence[end - n:end].tolist())
         if prediction.span_confidence is not None:
+            # each predicted span: its first token's start, its last token's end
             probs, span_ends = prediction.span_confidence
-            doc.user_data[SPAN_CONFIDENCE_KEY] = (probs[end - n:end].tolist(),
-                                                  (span_ends[end - n:end] - (end - n)).tolist())
+            first = np.flatnonzero(span_ends[end - n:end] >= 0)
+            last = span_ends[end - n:end][first] - (end - n) - 1
+            token_values.store(doc, SPAN_CONFIDENCE, owner, starts[first].tolist(),
+                               stops[last].tolist(), probs[end - n:end][first].tolist())

@@ -44,10 +44,11 @@ def test_confidence_extensions_are_declared_when_they_are_written():
     nlp = spacy.blank("en")
     _add(nlp, "tagger", "tag", store_confidence=True, n_best=2)
     _add(nlp, "ner", "ents", store_confidence=True)
+    # each component's own extensions (issue #49): two never name one place
     assert nlp.get_pipe_meta("tagger").assigns == [
-        "token.tag", "token._.crf_confidence", "doc._.crf_nbest"]
+        "token.tag", "token._.tagger_confidence", "doc._.tagger_nbest"]
     assert nlp.get_pipe_meta("ner").assigns[-2:] == [
-        "token._.crf_confidence", "span._.crf_confidence"]
+        "token._.ner_confidence", "span._.ner_confidence"]
     assert nlp.get_pipe("ner").assigns == nlp.get_pipe_meta("ner").assigns
 
 
