@@ -430,3 +430,20 @@ class Warnings(metaclass=_Codes):
             "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "
             "(pip install spacy-lookups-data) and re-initialize, or ignore this if the "
             "pipeline is meant to run without the lookups.")
+    # W020-W023: the kernels' cache (issue 48)
+    W020 = ("The kernel cache directory {path} {why}, so spacy-crf does not use it: numba's "
+            "cache files are pickles, which run code as they load, and a file another user "
+            "put there would run as you. The kernels are cached where numba caches by "
+            "default instead. Make the directory yours and writable by you alone (chmod -R "
+            "go-w DIR), or point SPACY_CRF_NUMBA_CACHE at a directory of your own.")
+    W021 = ("No place to cache spacy-crf's compiled kernels can be written (its own, "
+            "~/.cache/spacy-crf/numba or SPACY_CRF_NUMBA_CACHE; numba's, beside the "
+            "package's sources or in the user's cache directory): the kernels compile again "
+            "in every process, 10-30 s. Point SPACY_CRF_NUMBA_CACHE at a directory of your "
+            "own that can be written.")
+    W022 = ("The kernel cache file {path} {why}: spacy-crf did not load it, and compiled the "
+            "kernel, which writes the file anew (numba's cache files are pickles, which run "
+            "code as they load: one that another user could have written is never loaded).")
+    W023 = ("Cannot write compiled kernels to the cache in {path} ({why}): they run, and "
+            "compile again in the next process. Free space there, or point "
+            "SPACY_CRF_NUMBA_CACHE at a directory that can be written.")

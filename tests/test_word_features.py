@@ -677,3 +677,27 @@ def test_a_gazetteer_model_runs_in_worker_processes(tmp_path):
     want = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]
     got = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts, n_process=2)]
     assert got == want
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty", "garbage"])
+def test_a_damaged_cached_lookups_table_is_read_again_and_replaced(tmp_path, monkeypatch, damage):
+    """The arrays kept in ``~/.cache/spacy-crf`` may be cut short (a full disk,
+    a killed process): the package's table is read again, and the file rewritten."""
+    pytest.importorskip("spacy_lookups_data")
+    from spacy.util import registry
+
+    monkeypatch.setenv("SPACY_CRF_CACHE", str(tmp_path))
+    # the package's 1M-word file takes seconds: a small table stands in for it
+    monkeypatch.setattr(spacy.lookups, "load_language_data", lambda source: {"cat": 3, "dog": 5})
+    source = registry.lookups.get("en").get(brown_clusters.TABLE_NAME)
+    cached = brown_clusters._cache_file(source, "en")
+    brown_clusters._write_cache(cached, WordTable(np.arange(1000, dtype=np.uint64),
+                                                  np.ones(1000, dtype=np.int64)))
+    whole = cached.read_bytes()
+    cached.write_bytes({"truncated": whole[:len(whole) // 2], "empty": b"",
+                        "garbage": b"PK\x03\x04" + bytes(200)}[damage])
+    table = brown_clusters._read_lookups_data("en")
+    assert table is not None and len(table) == 2
+    # replaced by the table just read: the next process loads it
+    with np.load(cached) as arrays:
+        assert len(arrays["keys"]) == 2

@@ -37,6 +37,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numba
 
+from .cache_files import DIRECTORY_MODE, restrict_tree
+
 #: environment variable: ``off`` leaves the shipped kernels unused
 ENV = "SPACY_CRF_PREBUILT"
 _OFF = ("off", "0", "false", "no")
@@ -184,15 +186,16 @@ def seed(root: Path, archive: Optional[Path] = None, cpu: Optional[str] = None) 
     staging = None
     try:
         root.parent.mkdir(parents=True, exist_ok=True)
-        # made as numba would make the directory (the umask's permissions,
-        # where mkdtemp's are the owner's only): a shared cache stays shared
+        # writable by the user alone, as every directory of the cache must be
+        # to be used (.cache_files: its files are pickles, which run code)
         staging = root.parent / f".{root.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        staging.mkdir()
+        staging.mkdir(mode=DIRECTORY_MODE)
         with tarfile.open(archive, "r:xz") as tar:
             members = _members(tar)
             # (the members are checked above; Python's own check where it has one)
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(staging, members=members, **safe)
+        restrict_tree(staging)
         magic = host_magic_tuple()
         for index in staging.rglob("*.nbi"):
             relabel_index(index, magic, cpu)

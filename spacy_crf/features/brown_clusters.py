@@ -25,6 +25,7 @@ Sources, in the order the component tries them at ``initialize``:
 import gzip
 import os
 import threading
+import zipfile
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Tuple, Union
 
@@ -134,8 +135,11 @@ def _read_lookups_data(lang: str) -> Optional[WordTable]:
         try:
             with np.load(cached) as arrays:
                 return WordTable(arrays["keys"], arrays["values"])
-        except (OSError, ValueError, KeyError):
-            pass  # a damaged cache: read the package's file again
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            # a damaged cache (cut short by a full disk or a killed process,
+            # empty, or not an archive): read the package's file again, and
+            # write the cache anew below
+            pass
     data = load_language_data(source)  # ~3 s for English: 1M words of gzipped JSON
     values = np.fromiter(data.values(), dtype=np.int64, count=len(data))
     table = table_from_items(word_keys(data.keys()), values)

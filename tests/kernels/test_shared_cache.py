@@ -55,6 +55,7 @@ def run(copy: Path, tmp_path: Path, **env):
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["package"].startswith(str(copy)) and result["rows"] == [[0, 1], [2, 0]]
+    result["stderr"] = proc.stderr
     return result
 
 
@@ -129,3 +130,163 @@ def test_the_digest_covers_every_file_with_jitted_code():
     # all but the file that looks for them
     assert set(shared_cache.jitted_sources()) == jitted - {"_kernels/shared_cache.py"}
     assert len(shared_cache.kernel_digest()) == 64
+
+
+# ------------------------------------------------ a cache that is unsafe or cannot work
+
+#: the user id of ``nobody``, who owns what "another user" planted
+NOBODY = 65534
+
+
+class Planted:
+    """Unpickled, makes the directory ``marker``: what a planted pickle could do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.mkdir, (self.marker,)
+
+
+def planted_index(marker: Path) -> bytes:
+    """A numba index file (its version, then a pickle) whose loading runs code."""
+    import pickle
+
+    import numba
+
+    return pickle.dumps(numba.__version__) + pickle.dumps(Planted(marker))
+
+
+def as_another_user(path: Path) -> None:
+    """Give ``path`` to ``nobody`` (skips where this process cannot: not root)."""
+    try:
+        os.chown(path, NOBODY, NOBODY)
+    except (PermissionError, AttributeError):
+        pytest.skip("needs to give a file to another user (run as root)")
+
+
+def said(result, code: str) -> int:
+    """How many times the child's stderr carries the warning ``code``."""
+    return result["stderr"].count(f"[{code}]")
+
+
+def filled_cache(tmp_path: Path):
+    """A copy of the package and a cache its first run filled: (copy, cache, code dir)."""
+    cache = tmp_path / "cache"
+    copy = copy_package(tmp_path / "a")
+    assert run(copy, tmp_path, SPACY_CRF_NUMBA_CACHE=str(cache))["compiled"] >= 1
+    (root,) = cache.iterdir()
+    return copy, cache, root
+
+
+@pytest.mark.parametrize("how", ["another_users_entry", "others_can_write_the_entry",
+                                 "another_users_directory", "others_can_write_the_directory"])
+def test_a_planted_cache_file_is_never_loaded(tmp_path, how):
+    """numba's cache files are pickles: one that another user could have
+    written or changed is ignored (issue #48), not run."""
+    copy, cache, root = filled_cache(tmp_path)
+    marker = tmp_path / "the_planted_code_ran"
+    indexes = sorted(root.rglob("*.nbi"))
+    for index in indexes:
+        index.write_bytes(planted_index(marker))
+        if how == "another_users_entry":
+            as_another_user(index)
+        elif how == "others_can_write_the_entry":
+            index.chmod(0o666)
+    if how == "another_users_directory":
+        as_another_user(root / "_kernels")
+    elif how == "others_can_write_the_directory":
+        cache.chmod(0o777)
+    result = run(copy, tmp_path, SPACY_CRF_NUMBA_CACHE=str(cache))
+    assert not marker.exists()
+    assert result["compiled"] >= 1
+    if how.endswith("_entry"):
+        # ignored, compiled, and written anew: the next run loads its own
+        assert said(result, "W022") == 1 and said(result, "W020") == 0
+        assert all(index.stat().st_uid == os.getuid() for index in indexes)
+        assert run(copy, tmp_path, SPACY_CRF_NUMBA_CACHE=str(cache))["compiled"] == 0
+    else:
+        # the directory is not used: numba's default place instead
+        assert said(result, "W020") == 1
+        assert any((copy / "spacy_crf").rglob("__pycache__/*.nbi"))
+
+
+@pytest.mark.parametrize("damage", ["empty_index", "garbage_index", "garbage_data",
+                                    "cut_short_data", "other_data"])
+def test_a_damaged_cache_file_is_compiled_again_and_healed(tmp_path, damage):
+    import pickle
+
+    copy, cache, root = filled_cache(tmp_path)
+    suffix = ".nbi" if damage.endswith("index") else ".nbc"
+    for path in root.rglob(f"*{suffix}"):
+        data = path.read_bytes()
+        path.write_bytes({"empty_index": b"", "garbage_index": b"\x80\x05garbage",
+                          "garbage_data": b"not a pickle at all",
+                          "cut_short_data": data[:len(data) // 2],
+                          # a pickle, but not of a compiled kernel
+                          "other_data": pickle.dumps(("not", "a", "kernel"))}[damage])
+    result = run(copy, tmp_path, SPACY_CRF_NUMBA_CACHE=str(cache))
+    assert result["compiled"] >= 1 and said(result, "W022") == 1
+    # written anew: the next run loads it
+    healed = run(copy, tmp_path, SPACY_CRF_NUMBA_CACHE=str(cache))
+    assert healed["compiled"] == 0 and said(healed, "W022") == 0
+
+
+def test_with_no_writable_place_the_kernels_run_uncached(tmp_path):
+    """A read-only home and a read-only install (a locked-down container):
+    every place numba could cache in fails, and the kernels compile in each
+    process, with one warning, where importing the package failed."""
+    copy = copy_package(tmp_path / "a")
+    # (this process may be root, who writes anywhere: a file where a directory
+    # should be fails for everyone)
+    for package in (copy / "spacy_crf").rglob("__init__.py"):
+        (package.parent / "__pycache__").write_text("not a directory")
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a directory")
+    environ = dict(HOME=str(blocked / "home"), XDG_CACHE_HOME=str(blocked / "cache"),
+                   PYTHONDONTWRITEBYTECODE="1")
+    result = run(copy, tmp_path, **environ)
+    assert result["compiled"] >= 1 and said(result, "W021") == 1
+    assert run(copy, tmp_path, **environ)["compiled"] >= 1  # nothing was kept
+
+
+def test_a_full_disk_under_the_cache_is_no_error(tmp_path, monkeypatch):
+    """numba's save of a compiled kernel hits ENOSPC: the kernel runs, once
+    warned, uncached."""
+    import errno
+
+    import numba
+    import numpy as np
+    from numba.core import caching
+
+    from spacy_crf._kernels.emissions import feature_rows
+
+    def full(self, filepath):
+        raise OSError(errno.ENOSPC, "No space left on device", filepath)
+
+    monkeypatch.setenv("SPACY_CRF_NUMBA_CACHE", str(tmp_path / "cache"))
+    # (each warning is said once a process: as if none had been)
+    monkeypatch.setattr(shared_cache, "_SAID", set(), raising=False)
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_open_for_write", full)
+    kernel = numba.njit(cache=True)(feature_rows.py_func)  # a dispatcher of its own
+    rows = np.empty((2, 2), dtype=np.int64)
+    with pytest.warns(UserWarning, match=r"\[W023\].*No space left"):
+        kernel(np.arange(4, dtype=np.uint64).reshape(2, 2), 3, True, rows)
+    assert rows.tolist() == [[0, 1], [2, 0]]
+    assert not any((tmp_path / "cache").rglob("*.nb[ic]"))
+
+
+def test_a_umask_that_lets_the_group_write_still_gives_a_cache_of_ones_own(tmp_path):
+    """Where each user has a group of their own, the umask is often 002: what
+    the cache makes is writable by the user alone all the same, or the next
+    run would refuse it."""
+    umask = os.umask(0o002)
+    try:
+        copy, cache, root = filled_cache(tmp_path)
+        again = run(copy, tmp_path, SPACY_CRF_NUMBA_CACHE=str(cache))
+    finally:
+        os.umask(umask)
+    assert again["compiled"] == 0 and "[W02" not in again["stderr"]
+    made = [cache, *cache.rglob("*")]
+    assert any(path.suffix == ".nbi" for path in made)
+    assert not [path for path in made if path.stat().st_mode & 0o022]
