@@ -114,8 +114,13 @@ def load(pipe, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes], wher
                 and node.get_dim("nO") not in (None, n_labels)):
             raise ValueError(Errors.E011.format(name=pipe.name, found=node.get_dim("nO"),
                                                 expected=n_labels))
+    if model is not pipe.model:
+        # new weights: the averages of the old ones go (a copy's layers keep
+        # their ids, so old averages would match). A kept model keeps its
+        # averages and iterate: dropping the iterate while the model showed
+        # the averages would leave them owing the iterate's L1 penalty
+        pipe._averages.clear()
     pipe.model, pipe.target = model, target
-    pipe._averages.clear()  # (a copy's layers keep their ids: old averages would match)
     pipe.cfg = cfg
     set_sequence(pipe.model, pipe.cfg["sequence"])
     pipe._set_labels(pipe.cfg["labels"])
