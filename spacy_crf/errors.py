@@ -367,6 +367,11 @@ class Errors(metaclass=_Codes):
             "spacy-crf.FeatureCRF.v2, or remove transition_templates from the structure block.")
     E184 = ("l1_penalty must be a number of at least 0 (the L1 penalty of the hashed "
             "weights per update; 0 turns it off), got {value!r}.")
+    # E185-E189: the pipe contract, continued (issue 49)
+    E185 = ("'{label}' (target '{name}') is a negative span annotation (\"not {positive}\", "
+            "spaCy's deprecated '!' notation): span targets cannot learn from it, as spaCy's "
+            "ner cannot (its E869), and take no span type that starts with '!'. Leave those "
+            "tokens unannotated, or give the positive label where it is known.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -188,19 +188,44 @@ def test_an_unseen_entity_type_warns_w001_and_trains_on():
     assert not [m for m in caught(lambda: nlp.update([eg])) if "[W001]" in m]
 
 
-@pytest.mark.parametrize("target", ["ents", "tag"])
-def test_a_negative_annotation_warns_that_it_is_treated_as_unannotated(target):
-    nlp = make_nlp(target)
-    nlp.initialize(lambda: ner_examples(nlp) if target == "ents" else tag_examples(nlp))
+def test_a_negative_tag_warns_that_it_is_treated_as_unannotated():
+    nlp = make_nlp("tag")
+    nlp.initialize(lambda: tag_examples(nlp))
     words = ["Alice", "met", "Bob", "."]
     ref = Doc(nlp.vocab, words=words)
-    if target == "ents":
-        ref.set_ents([Span(ref, 0, 1, label="!PER")], default="outside")
-    else:
-        for token, tag in zip(ref, ["!NN", "VBD", "NN", "."]):
-            token.tag_ = tag
+    for token, tag in zip(ref, ["!NN", "VBD", "NN", "."]):
+        token.tag_ = tag
     messages = caught(lambda: nlp.update([Example(Doc(nlp.vocab, words=words), ref)]))
     assert any("[W015]" in m and "not " in m and "unannotated" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("label", ["!PER", "!PERSON"])  # "!PERSON"'s hash fills all 64 bits
+def test_a_negative_entity_is_a_value_error_as_in_spacys_ner(label):
+    """spaCy's test_train_negative_deprecated: the "!PERSON" notation is refused."""
+    nlp = make_nlp()
+    nlp.get_pipe("crf_tagger").add_label("PERSON")
+    optimizer = nlp.initialize()
+    example = Example.from_dict(nlp.make_doc("Who is Shaka Khan?"),
+                                {"entities": [(7, 17, label)]})
+    for _ in range(2):
+        with pytest.raises(ValueError, match=rf"\[E185\] '{label}' \(target 'ents'\) is a negative"):
+            nlp.update([example], sgd=optimizer)
+
+
+def test_a_negative_entity_label_is_refused_by_add_label_and_initialize():
+    nlp = make_nlp()
+    pipe = nlp.get_pipe("crf_tagger")
+    for label in ("!PERSON", "U-!PERSON"):
+        with pytest.raises(ValueError, match=r"\[E185\] '!PERSON'"):
+            pipe.add_label(label)
+    assert pipe.labels == ()
+    with pytest.raises(ValueError, match=r"\[E185\] '!PER'"):
+        pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, labels=["O", "U-PER", "U-!PER"])
+    nlp.initialize(lambda: ner_examples(nlp))  # trained: add_label would grow the model
+    labels = pipe.labels
+    with pytest.raises(ValueError, match=r"\[E185\]"):
+        pipe.add_label("!PERSON")
+    assert pipe.labels == labels
 
 
 # -- 35.5: an untrained entity model predicts nothing ------------------------------
