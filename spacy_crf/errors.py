@@ -372,6 +372,11 @@ class Errors(metaclass=_Codes):
             "spaCy's deprecated '!' notation): span targets cannot learn from it, as spaCy's "
             "ner cannot (its E869), and take no span type that starts with '!'. Leave those "
             "tokens unannotated, or give the positive label where it is known.")
+    E186 = ("Cannot load the weights of '{name}' from {path} into it: they were loaded "
+            "without a cfg (the data has none, saved with exclude=[\"cfg\"], or it was "
+            "excluded), so the component keeps its own, with {n_labels} labels, and the "
+            "weights do not fit it: {why}. Load them into a component with the labels and "
+            "model settings they were trained with, or save and load them with the cfg.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

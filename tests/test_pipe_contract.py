@@ -286,6 +286,33 @@ def test_to_bytes_and_from_bytes_honour_exclude():
     assert fresh.to_bytes() == before
 
 
+@pytest.mark.parametrize("how", ["bytes", "disk"])
+def test_weights_saved_without_cfg_load_into_a_component_whose_cfg_fits(how, tmp_path):
+    """spaCy's test_serialize_pipe_exclude: data saved with exclude=["cfg"] loads
+    into a component whose own cfg its weights fit (E186 where they do not)."""
+    nlp = trained()
+    pipe = nlp.get_pipe("crf_tagger")
+    text = "Alice met Bob in Paris ."
+    expected = pipe.predict([nlp.make_doc(text)])
+    other = trained(n_iter=1)  # the same labels, other weights
+    twin = other.get_pipe("crf_tagger")
+    assert not np.array_equal(weights(other), weights(nlp))
+
+    def load(into):
+        if how == "bytes":
+            return into.from_bytes(pipe.to_bytes(exclude=["cfg"]))
+        pipe.to_disk(tmp_path / "c", exclude=["cfg"])
+        return into.from_disk(tmp_path / "c")
+
+    load(twin)
+    assert np.array_equal(weights(other), weights(nlp))
+    assert np.array_equal(twin.predict([other.make_doc(text)]).label_ids, expected.label_ids)
+    fresh = make_nlp().get_pipe("crf_tagger")  # no labels: the weights do not fit
+    with pytest.raises(ValueError, match=r"\[E186\].*without a cfg.*0 labels.*hold 9 labels"):
+        load(fresh)
+    assert fresh.labels == ()
+
+
 def test_to_disk_and_from_disk_honour_exclude(tmp_path):
     pipe = trained().get_pipe("crf_tagger")
     pipe.to_disk(tmp_path / "c", exclude=["model"])
