@@ -388,6 +388,34 @@ def test_rehearse_trains_toward_the_models_own_earlier_predictions(through_nlp):
     assert np.isfinite(losses["crf_tagger"])
 
 
+@pytest.mark.parametrize("rehearse_first", [False, True])
+def test_rehearse_after_add_label_with_the_pipelines_optimizer(rehearse_first):
+    """spaCy's test_rehearse: labels added to a trained model, then
+    nlp.resume_training(), which keeps the optimizer of nlp.initialize() (its
+    moments of the layers before they grew), and nlp.rehearse."""
+    nlp = make_nlp()
+    examples = ner_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    pipe = nlp.get_pipe("crf_tagger")
+    text = "Alice met Bob in Paris ."
+    raw = [Example(nlp.make_doc(text), nlp.make_doc(text))]
+    if rehearse_first:  # moments under the rehearsal's own keys too
+        nlp.resume_training()
+        nlp.rehearse(raw)
+    n_labels = len(pipe.labels)
+    pipe.add_label("UTENSIL")
+    assert len(pipe.labels) == n_labels + 4
+    assert nlp.resume_training() is optimizer
+    for _ in range(3):
+        losses = nlp.rehearse(raw)
+        assert np.isfinite(losses["crf_tagger"])
+    losses = {}
+    nlp.update(examples, sgd=optimizer, losses=losses)
+    assert np.isfinite(losses["crf_tagger"])
+
+
 # -- 35.9: no lexeme_norm table -------------------------------------------------------
 
 
