@@ -419,10 +419,11 @@ class Warnings(metaclass=_Codes):
             "treats those tokens as unannotated. Give the positive label where it is "
             "known, or leave the tokens unannotated.")
     W016 = ("'{name}' (target '{target}') was initialized without annotated examples or "
-            "labels: it has no {what} types and predicts none. Its weights are sized by "
-            "its labels, so updates alone do not teach it types: initialize it with "
-            "examples that carry the annotation, or with labels (initialize(labels=...)), "
-            "or add the types with add_label() (the model grows) before the updates.")
+            "labels: it has no {what} types and predicts none until updates add them (the "
+            "model grows by each type an update's gold has first, as add_label() grows "
+            "it; the HMM, which learns from counts, learns them at initialize only). To "
+            "size it once, initialize it with examples that carry the annotation, "
+            "or with labels (initialize(labels=...)).")
     W017 = ("'{name}' reads NORM (its feature templates), but the vocab has no "
             "'lexeme_norm' table for language '{lang}', so NORM is the lowercased text "
             "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "

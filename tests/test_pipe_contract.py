@@ -173,19 +173,51 @@ def _spaces_for(pred: Doc, words: List[str]) -> List[bool]:
 # -- 35.3: an entity type not seen at initialize, negative annotations -------------
 
 
-def test_an_unseen_entity_type_warns_w001_and_trains_on():
+def test_an_entity_type_first_seen_in_an_update_is_added_and_learned_as_spacys_ner():
     nlp = make_nlp()
     nlp.initialize(lambda: ner_examples(nlp))
-    ref = Doc(nlp.vocab, words=["Acme", "sold", "Widgets", "."])
-    ref.set_ents([Span(ref, 0, 1, label="ORG"), Span(ref, 2, 3, label="PRODUCT")], default="outside")
+    pipe = nlp.get_pipe("crf_tagger")
+    labels = pipe.labels
+    # ORG is a spaCy symbol; DISEASE's hash fills all 64 bits (it was a KeyError, E018)
+    ref = Doc(nlp.vocab, words=["Acme", "cured", "flu", "."])
+    ref.set_ents([Span(ref, 0, 1, label="ORG"), Span(ref, 2, 3, label="DISEASE")],
+                 default="outside")
     eg = Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref)
+    optimizer = Adam(0.1)
     losses = {}
-    messages = caught(lambda: nlp.update([eg], losses=losses))
-    w001 = [m for m in messages if "[W001]" in m]
-    assert any("'ORG'" in m for m in w001) and any("'PRODUCT'" in m for m in w001)
+    assert not [m for m in caught(lambda: nlp.update([eg], sgd=optimizer, losses=losses))
+                if "[W001]" in m]
     assert np.isfinite(losses["crf_tagger"])
-    # said once per type, not once per tag of it
-    assert not [m for m in caught(lambda: nlp.update([eg])) if "[W001]" in m]
+    assert pipe.labels[:len(labels)] == labels  # appended, every old label in place
+    assert set(pipe.labels[len(labels):]) == {f"{p}-{t}" for p in "BILU" for t in ("ORG", "DISEASE")}
+    assert pipe.cfg["unseen_labels"] == []  # learned from this update on
+    for _ in range(20):
+        nlp.update([eg] + ner_examples(nlp), sgd=optimizer)
+    assert ents_of(nlp("Acme cured flu .")) == [("Acme", "ORG"), ("flu", "DISEASE")]
+    assert ("Paris", "LOC") in ents_of(nlp("Alice met Bob in Paris ."))
+
+
+def test_an_entity_model_initialized_without_examples_learns_its_types_from_updates():
+    nlp = make_nlp()
+    caught(nlp.initialize)  # (W016: no types yet)
+    examples = ner_examples(nlp)
+    optimizer = Adam(0.1)
+    for _ in range(20):
+        nlp.update(examples, sgd=optimizer)
+    assert {"U-PER", "B-LOC"} <= set(nlp.get_pipe("crf_tagger").labels)
+    assert ("Paris", "LOC") in ents_of(nlp("Alice met Bob in Paris ."))
+
+
+def test_a_model_that_learns_from_counts_warns_w001_for_a_new_entity_type():
+    nlp = make_nlp(model={"@architectures": "spacy-crf.HMM.v1", "n_buckets": 1024})
+    nlp.initialize(lambda: ner_examples(nlp))
+    labels = nlp.get_pipe("crf_tagger").labels
+    ref = Doc(nlp.vocab, words=["Acme", "cured", "flu", "."])
+    ref.set_ents([Span(ref, 2, 3, label="DISEASE")], default="outside")
+    eg = Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref)
+    messages = caught(lambda: nlp.update([eg]))
+    assert any("[W001]" in m and "'DISEASE'" in m for m in messages), messages
+    assert nlp.get_pipe("crf_tagger").labels == labels
 
 
 def test_a_negative_tag_warns_that_it_is_treated_as_unannotated():
