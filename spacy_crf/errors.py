@@ -367,6 +367,16 @@ class Errors(metaclass=_Codes):
             "spacy-crf.FeatureCRF.v2, or remove transition_templates from the structure block.")
     E184 = ("l1_penalty must be a number of at least 0 (the L1 penalty of the hashed "
             "weights per update; 0 turns it off), got {value!r}.")
+    # E185-E189: the pipe contract, continued (issue 49)
+    E185 = ("'{label}' (target '{name}') is a negative span annotation (\"not {positive}\", "
+            "spaCy's deprecated '!' notation): span targets cannot learn from it, as spaCy's "
+            "ner cannot (its E869), and take no span type that starts with '!'. Leave those "
+            "tokens unannotated, or give the positive label where it is known.")
+    E186 = ("Cannot load the weights of '{name}' from {path} into it: they were loaded "
+            "without a cfg (the data has none, saved with exclude=[\"cfg\"], or it was "
+            "excluded), so the component keeps its own, with {n_labels} labels, and the "
+            "weights do not fit it: {why}. Load them into a component with the labels and "
+            "model settings they were trained with, or save and load them with the cfg.")
     # E190: two components' own extensions (issue 49)
     E190 = ("crf_tagger components '{other}' and '{name}' would store their confidences "
             "and n-best lists in one place, and read them through the same extensions "
@@ -421,10 +431,11 @@ class Warnings(metaclass=_Codes):
             "treats those tokens as unannotated. Give the positive label where it is "
             "known, or leave the tokens unannotated.")
     W016 = ("'{name}' (target '{target}') was initialized without annotated examples or "
-            "labels: it has no {what} types and predicts none. Its weights are sized by "
-            "its labels, so updates alone do not teach it types: initialize it with "
-            "examples that carry the annotation, or with labels (initialize(labels=...)), "
-            "or add the types with add_label() (the model grows) before the updates.")
+            "labels: it has no {what} types and predicts none until updates add them (the "
+            "model grows by each type an update's gold has first, as add_label() grows "
+            "it; the HMM, which learns from counts, learns them at initialize only). To "
+            "size it once, initialize it with examples that carry the annotation, "
+            "or with labels (initialize(labels=...)).")
     W017 = ("'{name}' reads NORM (its feature templates), but the vocab has no "
             "'lexeme_norm' table for language '{lang}', so NORM is the lowercased text "
             "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "

@@ -42,6 +42,21 @@ _EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
 #: spaCy's prefix of a negative annotation: "!N" = "not N" (the tagger's neg_prefix,
 #: the deprecated "!PERSON" entities)
 NEGATIVE_PREFIX = "!"
+#: the bits of a span type's hash that a packed tag key keeps (``SpanTarget.key_of``)
+TYPE_BITS = (1 << 61) - 1
+
+
+def is_negative(label: str) -> bool:
+    """Whether ``label`` is a negative annotation, ``"!N"`` ("not N")."""
+    return label.startswith(NEGATIVE_PREFIX) and len(label) > len(NEGATIVE_PREFIX)
+
+
+def refuse_negative_type(span_type: str, target: str) -> None:
+    """E185 for a negative span type (``"!PERSON"``): span targets, as spaCy's
+    ner, cannot learn "not a PERSON" (see :meth:`Target._warn_unknown`)."""
+    if is_negative(span_type):
+        raise ValueError(Errors.E185.format(label=span_type, name=target,
+                                            positive=span_type[len(NEGATIVE_PREFIX):]))
 
 
 class Target:
@@ -141,16 +156,21 @@ class Target:
 
     def _warn_unknown(self, reference: Doc, keys: np.ndarray, ids: np.ndarray) -> None:
         """W001 (W015 for a negative ``!LABEL``), once per label, for gold labels
-        outside the label set: their tokens are unannotated, never a crash."""
+        outside the label set: their tokens are unannotated. A span target
+        refuses a negative type (E185), as spaCy's ner does: a tag's "not N"
+        leaves the token's other labels open, an entity's would also be
+        read as a span boundary of its own."""
         unknown = keys[(keys != self.missing_key) & (ids < 0)]
         if not unknown.size:  # (the usual case: np.unique costs microseconds a doc)
             return
         for key in np.unique(unknown):
             label = self.unknown_label(reference, int(key))
+            if self.is_span_target:
+                refuse_negative_type(label, self.name)
             if label in self._warned:
                 continue
             self._warned.add(label)
-            if label.startswith(NEGATIVE_PREFIX) and len(label) > 1:
+            if is_negative(label):
                 warnings.warn(Warnings.W015.format(label=label, name=self.name,
                                                    positive=label[len(NEGATIVE_PREFIX):]))
             else:
@@ -391,6 +411,8 @@ class SpanTarget(Target):
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         prefix, kind, types = schemes.parse_tags([label])
+        if types:  # a label set with "B-!PER" would learn "not PER" as a type
+            refuse_negative_type(types[0], self.name)
         type_key = vocab.strings.add(types[0]) if types else 0
         return int((np.uint64(type_key) << np.uint64(3)) + np.uint64(prefix[0] + 1))
 
@@ -415,22 +437,34 @@ class SpanTarget(Target):
         return (types << np.uint64(3)) + (codes + 1).astype(np.uint64)
 
     def string_of(self, doc: Doc, key: int) -> str:
-        """The tag a packed key stands for (``B-PER``, ``O``)."""
-        code, type_key = (key & 7) - 1, key >> 3
-        return "O" if code == schemes.OUT else f"{schemes.NAMES[code]}-{doc.vocab.strings[type_key]}"
+        """The tag a packed key of ``doc``'s gold stands for (``B-PER``, ``O``)."""
+        code = (key & 7) - 1
+        return "O" if code == schemes.OUT else f"{schemes.NAMES[code]}-{self._type_of(doc, key)}"
 
     def unknown_label(self, doc: Doc, key: int) -> str:
         # the span type, as the corpus and spaCy's ner name it (W001 once per type)
-        return doc.vocab.strings[key >> 3] if key >> 3 else self.string_of(doc, key)
+        return self._type_of(doc, key) if key >> 3 else self.string_of(doc, key)
+
+    def _type_of(self, doc: Doc, key: int) -> str:
+        """The span type of a packed key of ``doc``'s gold, read from its spans:
+        the key keeps the low 61 bits of the type's hash only, which the
+        StringStore cannot look up."""
+        for span in self.spans_of(doc) or []:
+            if span.label & TYPE_BITS == key >> 3:
+                return span.label_
+        raise KeyError(key)
 
     def labels_for(self, label: str) -> List[str]:
         """The labels ``add_label(label)`` adds: a tag (``B-LOC``) itself, a
         span type (``LOC``) every tag of the type in the scheme."""
         try:
-            schemes.parse_tags([label])
-            return [label]
+            _, _, types = schemes.parse_tags([label])
+            tags = [label]
         except ValueError:  # not a tag: a type
-            return schemes.tag_set([label], self.scheme)[1:]
+            types, tags = [label], schemes.tag_set([label], self.scheme)[1:]
+        for span_type in types:
+            refuse_negative_type(span_type, self.name)
+        return tags
 
     def kind_of(self, label: str) -> str:
         """The span type of a tag (``""`` for ``O``)."""

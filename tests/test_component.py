@@ -317,7 +317,8 @@ def test_spacy_load_of_a_corrupt_directory_names_the_problem(saved_pipeline, tmp
         spacy.load(path)
     message = str(excinfo.value)
     # our own error (not a bare msgpack / numba / thinc traceback), naming the component and place
-    assert "E010" in message or "E011" in message, message
+    # (without its cfg the component keeps the config's, which has no labels: E186)
+    assert any(code in message for code in ("E010", "E011", "E186")), message
     assert "crf_tagger" in message
     assert str(path / "crf_tagger") in message
     if how in MENTIONS:
@@ -335,8 +336,12 @@ def test_failed_from_disk_leaves_the_component_usable(toy, saved_pipeline, tmp_p
     path = tmp_path / "pipe"
     shutil.copytree(saved_pipeline, path)
     _corrupt(path, how, saved_pipeline)
-    with pytest.raises(ValueError):
+    if how == "cfg-missing":
+        # as spaCy's pipes: the component keeps its own cfg, which its weights fit
         tagger.from_disk(path / "crf_tagger")
+    else:
+        with pytest.raises(ValueError):
+            tagger.from_disk(path / "crf_tagger")
     assert tagger.labels == labels
     assert _same_scores(_raw_scores(nlp), raw)
     assert _pipeline_outputs(nlp) == before

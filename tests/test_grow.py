@@ -143,6 +143,29 @@ def test_add_label_leaves_every_prediction_bit_identical(case, target, settings,
     assert_same_prediction(before, nlp2.get_pipe("crf_tagger").predict(probe_docs(nlp2, target)))
 
 
+@pytest.mark.parametrize("predict_first", [True, False])
+def test_add_label_after_minibatch_updates_with_the_l1_penalty_and_averages_predicts_as_before(
+        predict_first, tmp_path):
+    """The factory's l1_penalty and average_weights, one example per update:
+    the rows an update skips owe the penalty, which the averaged weights that
+    replace the iterate at add_label must not take (issue 48.6)."""
+    nlp = spacy.blank("en")
+    model = {**SMALL_MODEL, "l1_penalty": 0.01, "boost_updates": 300}  # a penalty that shows
+    nlp.add_pipe("crf_tagger", config={"model": model, "target": "ents", "store_confidence": True})
+    examples = ner_examples(nlp, drop={"LOC"})
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(4):
+        for eg in examples:  # each update skips the rows of the other sentences
+            nlp.update([eg], sgd=optimizer)
+    pipe = nlp.get_pipe("crf_tagger")
+    docs = probe_docs(nlp, "ents")
+    nlp.to_disk(tmp_path / "before")  # what a save and load predicts
+    before = (pipe.predict(docs) if predict_first
+              else spacy.load(tmp_path / "before").get_pipe("crf_tagger").predict(docs))
+    pipe.add_label("LOC")
+    assert_same_prediction(before, pipe.predict(docs))
+
+
 def test_grow_array_keeps_every_old_entry_in_place():
     rng = np.random.default_rng(0)
     K, K2 = 3, 5

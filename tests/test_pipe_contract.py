@@ -173,34 +173,91 @@ def _spaces_for(pred: Doc, words: List[str]) -> List[bool]:
 # -- 35.3: an entity type not seen at initialize, negative annotations -------------
 
 
-def test_an_unseen_entity_type_warns_w001_and_trains_on():
+def test_an_entity_type_first_seen_in_an_update_is_added_and_learned_as_spacys_ner():
     nlp = make_nlp()
     nlp.initialize(lambda: ner_examples(nlp))
-    ref = Doc(nlp.vocab, words=["Acme", "sold", "Widgets", "."])
-    ref.set_ents([Span(ref, 0, 1, label="ORG"), Span(ref, 2, 3, label="PRODUCT")], default="outside")
+    pipe = nlp.get_pipe("crf_tagger")
+    labels = pipe.labels
+    # ORG is a spaCy symbol; DISEASE's hash fills all 64 bits (it was a KeyError, E018)
+    ref = Doc(nlp.vocab, words=["Acme", "cured", "flu", "."])
+    ref.set_ents([Span(ref, 0, 1, label="ORG"), Span(ref, 2, 3, label="DISEASE")],
+                 default="outside")
     eg = Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref)
+    optimizer = Adam(0.1)
     losses = {}
-    messages = caught(lambda: nlp.update([eg], losses=losses))
-    w001 = [m for m in messages if "[W001]" in m]
-    assert any("'ORG'" in m for m in w001) and any("'PRODUCT'" in m for m in w001)
+    assert not [m for m in caught(lambda: nlp.update([eg], sgd=optimizer, losses=losses))
+                if "[W001]" in m]
     assert np.isfinite(losses["crf_tagger"])
-    # said once per type, not once per tag of it
-    assert not [m for m in caught(lambda: nlp.update([eg])) if "[W001]" in m]
+    assert pipe.labels[:len(labels)] == labels  # appended, every old label in place
+    assert set(pipe.labels[len(labels):]) == {f"{p}-{t}" for p in "BILU" for t in ("ORG", "DISEASE")}
+    assert pipe.cfg["unseen_labels"] == []  # learned from this update on
+    for _ in range(20):
+        nlp.update([eg] + ner_examples(nlp), sgd=optimizer)
+    assert ents_of(nlp("Acme cured flu .")) == [("Acme", "ORG"), ("flu", "DISEASE")]
+    assert ("Paris", "LOC") in ents_of(nlp("Alice met Bob in Paris ."))
 
 
-@pytest.mark.parametrize("target", ["ents", "tag"])
-def test_a_negative_annotation_warns_that_it_is_treated_as_unannotated(target):
-    nlp = make_nlp(target)
-    nlp.initialize(lambda: ner_examples(nlp) if target == "ents" else tag_examples(nlp))
+def test_an_entity_model_initialized_without_examples_learns_its_types_from_updates():
+    nlp = make_nlp()
+    caught(nlp.initialize)  # (W016: no types yet)
+    examples = ner_examples(nlp)
+    optimizer = Adam(0.1)
+    for _ in range(20):
+        nlp.update(examples, sgd=optimizer)
+    assert {"U-PER", "B-LOC"} <= set(nlp.get_pipe("crf_tagger").labels)
+    assert ("Paris", "LOC") in ents_of(nlp("Alice met Bob in Paris ."))
+
+
+def test_a_model_that_learns_from_counts_warns_w001_for_a_new_entity_type():
+    nlp = make_nlp(model={"@architectures": "spacy-crf.HMM.v1", "n_buckets": 1024})
+    nlp.initialize(lambda: ner_examples(nlp))
+    labels = nlp.get_pipe("crf_tagger").labels
+    ref = Doc(nlp.vocab, words=["Acme", "cured", "flu", "."])
+    ref.set_ents([Span(ref, 2, 3, label="DISEASE")], default="outside")
+    eg = Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref)
+    messages = caught(lambda: nlp.update([eg]))
+    assert any("[W001]" in m and "'DISEASE'" in m for m in messages), messages
+    assert nlp.get_pipe("crf_tagger").labels == labels
+
+
+def test_a_negative_tag_warns_that_it_is_treated_as_unannotated():
+    nlp = make_nlp("tag")
+    nlp.initialize(lambda: tag_examples(nlp))
     words = ["Alice", "met", "Bob", "."]
     ref = Doc(nlp.vocab, words=words)
-    if target == "ents":
-        ref.set_ents([Span(ref, 0, 1, label="!PER")], default="outside")
-    else:
-        for token, tag in zip(ref, ["!NN", "VBD", "NN", "."]):
-            token.tag_ = tag
+    for token, tag in zip(ref, ["!NN", "VBD", "NN", "."]):
+        token.tag_ = tag
     messages = caught(lambda: nlp.update([Example(Doc(nlp.vocab, words=words), ref)]))
     assert any("[W015]" in m and "not " in m and "unannotated" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("label", ["!PER", "!PERSON"])  # "!PERSON"'s hash fills all 64 bits
+def test_a_negative_entity_is_a_value_error_as_in_spacys_ner(label):
+    """spaCy's test_train_negative_deprecated: the "!PERSON" notation is refused."""
+    nlp = make_nlp()
+    nlp.get_pipe("crf_tagger").add_label("PERSON")
+    optimizer = nlp.initialize()
+    example = Example.from_dict(nlp.make_doc("Who is Shaka Khan?"),
+                                {"entities": [(7, 17, label)]})
+    for _ in range(2):
+        with pytest.raises(ValueError, match=rf"\[E185\] '{label}' \(target 'ents'\) is a negative"):
+            nlp.update([example], sgd=optimizer)
+
+
+def test_a_negative_entity_label_is_refused_by_add_label_and_initialize():
+    nlp = make_nlp()
+    pipe = nlp.get_pipe("crf_tagger")
+    for label in ("!PERSON", "U-!PERSON"):
+        with pytest.raises(ValueError, match=r"\[E185\] '!PERSON'"):
+            pipe.add_label(label)
+    assert pipe.labels == ()
+    with pytest.raises(ValueError, match=r"\[E185\] '!PER'"):
+        pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, labels=["O", "U-PER", "U-!PER"])
+    nlp.initialize(lambda: ner_examples(nlp))  # trained: add_label would grow the model
+    labels = pipe.labels
+    with pytest.raises(ValueError, match=r"\[E185\]"):
+        pipe.add_label("!PERSON")
+    assert pipe.labels == labels
 
 
 # -- 35.5: an untrained entity model predicts nothing ------------------------------
@@ -259,6 +316,33 @@ def test_to_bytes_and_from_bytes_honour_exclude():
     before = fresh.to_bytes()
     fresh.from_bytes(make_nlp().get_pipe("crf_tagger").to_bytes(), exclude=["cfg", "model"])
     assert fresh.to_bytes() == before
+
+
+@pytest.mark.parametrize("how", ["bytes", "disk"])
+def test_weights_saved_without_cfg_load_into_a_component_whose_cfg_fits(how, tmp_path):
+    """spaCy's test_serialize_pipe_exclude: data saved with exclude=["cfg"] loads
+    into a component whose own cfg its weights fit (E186 where they do not)."""
+    nlp = trained()
+    pipe = nlp.get_pipe("crf_tagger")
+    text = "Alice met Bob in Paris ."
+    expected = pipe.predict([nlp.make_doc(text)])
+    other = trained(n_iter=1)  # the same labels, other weights
+    twin = other.get_pipe("crf_tagger")
+    assert not np.array_equal(weights(other), weights(nlp))
+
+    def load(into):
+        if how == "bytes":
+            return into.from_bytes(pipe.to_bytes(exclude=["cfg"]))
+        pipe.to_disk(tmp_path / "c", exclude=["cfg"])
+        return into.from_disk(tmp_path / "c")
+
+    load(twin)
+    assert np.array_equal(weights(other), weights(nlp))
+    assert np.array_equal(twin.predict([other.make_doc(text)]).label_ids, expected.label_ids)
+    fresh = make_nlp().get_pipe("crf_tagger")  # no labels: the weights do not fit
+    with pytest.raises(ValueError, match=r"\[E186\].*without a cfg.*0 labels.*hold 9 labels"):
+        load(fresh)
+    assert fresh.labels == ()
 
 
 def test_to_disk_and_from_disk_honour_exclude(tmp_path):
@@ -331,6 +415,34 @@ def test_rehearse_trains_toward_the_models_own_earlier_predictions(through_nlp):
     assert not np.array_equal(weights(nlp), before)
     assert [ents_of(nlp(text)) for text in texts] == expected  # toward its own labels
     # rehearsal and ordinary updates share the optimizer without a clash
+    losses = {}
+    nlp.update(examples, sgd=optimizer, losses=losses)
+    assert np.isfinite(losses["crf_tagger"])
+
+
+@pytest.mark.parametrize("rehearse_first", [False, True])
+def test_rehearse_after_add_label_with_the_pipelines_optimizer(rehearse_first):
+    """spaCy's test_rehearse: labels added to a trained model, then
+    nlp.resume_training(), which keeps the optimizer of nlp.initialize() (its
+    moments of the layers before they grew), and nlp.rehearse."""
+    nlp = make_nlp()
+    examples = ner_examples(nlp)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    pipe = nlp.get_pipe("crf_tagger")
+    text = "Alice met Bob in Paris ."
+    raw = [Example(nlp.make_doc(text), nlp.make_doc(text))]
+    if rehearse_first:  # moments under the rehearsal's own keys too
+        nlp.resume_training()
+        nlp.rehearse(raw)
+    n_labels = len(pipe.labels)
+    pipe.add_label("UTENSIL")
+    assert len(pipe.labels) == n_labels + 4
+    assert nlp.resume_training() is optimizer
+    for _ in range(3):
+        losses = nlp.rehearse(raw)
+        assert np.isfinite(losses["crf_tagger"])
     losses = {}
     nlp.update(examples, sgd=optimizer, losses=losses)
     assert np.isfinite(losses["crf_tagger"])

@@ -238,6 +238,15 @@ class SparseTable:
                           self.cum_rate, self.n_steps, l1, eps, adam)
         self._settled_upto = self.n_steps
 
+    def waive(self) -> None:
+        """Forget the L1 penalty the rows owe: the iterate that owed it is gone
+        (its averages became the weights, ``WeightAverages.commit``). Averages
+        owe none (:func:`sync_averages`), as a saved and loaded model owes none;
+        rows take the penalty of the steps after this one as before."""
+        touched = self.l1_synced >= 0
+        self.l1_synced[touched] = self.n_steps
+        self._settled_upto = self.n_steps
+
     def sync_averages(self, model: Model, averages: Dict) -> None:
         """Bring every row of the lazily updated average up to date."""
         avg = averages.get((model.id, "W")) if averages else None
@@ -355,6 +364,15 @@ def settle_tables(model: Model) -> None:
         table = node.attrs.get(ATTR)
         if table is not None:
             table.settle(node)
+
+
+def waive_arrears(model: Model) -> None:
+    """Forget the L1 penalty ``model``'s hashed tables owe (:meth:`SparseTable.waive`):
+    for a model whose averages have replaced its iterate for good."""
+    for node in model.walk():
+        table = node.attrs.get(ATTR)
+        if table is not None:
+            table.waive()
 
 
 def sync_averages(model: Model, averages: Dict) -> None:

@@ -103,7 +103,14 @@ class WeightAverages:
     def commit(self, model: Model) -> None:
         """Keep the averages as ``model``'s weights and start averaging afresh
         (before its parameters change shape, e.g. new labels)."""
+        from .sparse_table import waive_arrears  # (it imports this module)
+
         self.show_averages(model)
+        if self._iterate is not None:
+            # the averages are the weights from now on: the L1 penalty the
+            # dropped iterate owed is not theirs (the next prediction would
+            # settle it on them, which a saved and loaded model never does)
+            waive_arrears(model)
         self.clear()
 
     def clear(self) -> None:

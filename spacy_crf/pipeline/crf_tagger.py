@@ -160,6 +160,7 @@ class CRFTagger(TrainablePipe):
         docs = learning.training_docs(self, examples, "CRFTagger.update", drop)
         if docs is None:
             return losses
+        learning.add_gold_types(self, examples)  # a span type first seen: the model grows
         self.check_inputs(docs)
         batch = self.read_batch(docs)
         scores, backprop = self.model.begin_update(batch)

@@ -11,7 +11,8 @@ The component's ``update``, ``get_loss`` and ``rehearse`` and the batch trainer
   until some gold has them (``spacy_crf.unseen_labels``): the batch that has
   them trains them and, in an update, makes them predicted from then on;
 * growing a trained component by new labels (``add_label``,
-  ``initialize(keep_weights=True)``).
+  ``initialize(keep_weights=True)``, and a span type an update's gold has
+  first, as spaCy's ner adds it).
 """
 
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
@@ -28,7 +29,7 @@ from ..models.architectures import grow_n_labels
 from ..models.hooks import fit_counts, learns_from_counts
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
-from ..targets import make_target
+from ..targets import is_negative, make_target
 from ..unseen_labels import mask_labels, seen_in
 
 
@@ -120,6 +121,25 @@ def grow(pipe, new: Sequence[str]) -> None:
     pipe.cfg.update(grown_cfg)
     pipe._set_labels(labels)
     pipe.cfg["unseen_labels"] = list(pipe.cfg.get("unseen_labels", [])) + list(new)
+
+
+def add_gold_types(pipe, examples: List[Example]) -> None:
+    """Grow a span target's component by the span types the examples' gold
+    has and its labels lack (every tag of each), as spaCy's ner adds an
+    entity type it first sees in an update; the update then learns them.
+
+    Left alone (W001: unannotated, when the gold is read): token targets, as
+    spaCy's tagger adds no label either, and a model that learns from counts
+    (the HMM), which learns new labels when ``initialize`` refits it. A
+    negative type (``!PERSON``) is E185 when the gold is read.
+    """
+    if not pipe.target.is_span_target or learns_from_counts(pipe.model):
+        return
+    known = {pipe.target.kind_of(label) for label in pipe.labels}
+    types = {span.label_ for eg in examples for span in pipe.target.spans_of(eg.reference) or []}
+    new = sorted(t for t in types - known if not is_negative(t))
+    if new:  # (one growth for the batch: each commits the averaged weights)
+        grow(pipe, [tag for span_type in new for tag in pipe.target.labels_for(span_type)])
 
 
 def fit_from_counts(pipe, get_examples: Callable[[], Iterable[Example]]) -> None:

@@ -7,7 +7,7 @@ target is the teacher's Viterbi labelling of each doc (the gold annotation is
 not read), trained with the component's own loss.
 """
 
-from typing import Callable, Dict, Iterable, Optional, Union
+from typing import Callable, Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
 from spacy.training import Example
@@ -16,6 +16,7 @@ from thinc.api import Model, Optimizer
 from .. import inference
 from .._kernels.sparse_update import scatter_rows
 from ..errors import Errors
+from ..models.grow import LABEL_HISTORY
 from ..models.sparse_table import ATTR as SPARSE_TABLE
 from .learning import objective, training_docs
 
@@ -60,6 +61,8 @@ def step_through_collector(model: Model, sgd: Callable) -> None:
     the optimizer state that key gets is dense, and must not meet the compact
     row state the table's sparse steps keep under ``(id, "W")``. The gradient
     is not left on the model, where the next sparse step would find it.
+    Every other parameter is stepped as thinc's ``Model.finish_update`` steps
+    it, under :func:`collector_key`.
     """
     for node in model.walk():
         table = node.attrs.get(SPARSE_TABLE)
@@ -68,5 +71,31 @@ def step_through_collector(model: Model, sgd: Callable) -> None:
             grad = np.zeros_like(W)
             scatter_rows(table.rows, table.grads, table.n_rows, grad)
             table.clear()
-            sgd((node.id, "W:rehearse"), W, grad)
-    model.finish_update(sgd)  # every other parameter, as thinc steps it
+            sgd(collector_key(node, "W:rehearse"), W, grad)
+    for node in model.walk():
+        for shim in node.shims:
+            shim.finish_update(sgd)
+    for node in model.walk():
+        for name in node.param_names:
+            if node.has_grad(name):
+                param, grad = sgd(collector_key(node, name), node.get_param(name),
+                                  node.get_grad(name))
+                node.set_param(name, param)
+                node.set_grad(name, grad)
+
+
+def collector_key(node: Model, name: str) -> Tuple[int, str]:
+    """The optimizer key of ``node``'s parameter ``name`` handed to the
+    collector: thinc's ``(id, name)``, with the label count for a layer that
+    has grown new labels (``add_label``, ``models/grow.py``).
+
+    The collector's optimizer is one the component never sees, and it may
+    hold moments of the layer at its size before growing (an optimizer kept
+    across ``add_label``, as ``nlp.resume_training()`` keeps the pipeline's):
+    an update's step grows them (``grow_optimizer_state``), but this path
+    cannot, and thinc would meet arrays of two sizes. A key per size starts
+    the grown layer's state afresh, as spaCy's ner, which grows by making a
+    new output layer (a new id).
+    """
+    history = node.attrs.get(LABEL_HISTORY)
+    return (node.id, f"{name}:{history[-1]} labels" if history else name)

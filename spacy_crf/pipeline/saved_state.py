@@ -47,10 +47,12 @@ def to_disk(pipe, path: Union[str, Path], exclude: Iterable[str]) -> None:
 
 
 def from_disk(pipe, path: Union[str, Path], exclude: Iterable[str]):
-    """Load ``pipe`` from a directory written by :func:`to_disk`."""
+    """Load ``pipe`` from a directory written by :func:`to_disk`; a directory
+    saved without its cfg (``exclude=["cfg"]``) keeps the component's own, as
+    spaCy's pipes do (its weights must fit it, E186)."""
     path = ensure_path(path)
     cfg = model_bytes = None  # None: excluded, this component's own is kept
-    if "cfg" not in exclude:
+    if "cfg" not in exclude and (path / "cfg").exists():
         try:
             cfg = srsly.read_json(path / "cfg")
         except (OSError, ValueError) as err:
@@ -75,11 +77,14 @@ def to_bytes(pipe, exclude: Iterable[str]) -> bytes:
 
 
 def from_bytes(pipe, bytes_data: bytes, exclude: Iterable[str]):
-    """Load ``pipe`` from :func:`to_bytes` output."""
+    """Load ``pipe`` from :func:`to_bytes` output; a part it lacks (written
+    with ``exclude``) is kept as the component has it, as spaCy's pipes do."""
     try:
         msg = srsly.msgpack_loads(bytes_data)
-        cfg = None if "cfg" in exclude else msg["cfg"]
-        model_bytes = None if "model" in exclude else msg["model"]
+        if not isinstance(msg, dict):
+            raise TypeError(f"a {type(msg).__name__}, not a dict of parts")
+        cfg = None if "cfg" in exclude else msg.get("cfg")
+        model_bytes = None if "model" in exclude else msg.get("model")
     except Exception as err:  # msgpack raises several types for corrupt data
         raise ValueError(Errors.E010.format(name=pipe.name, path="bytes", why=err)) from err
     return load(pipe, cfg, model_bytes, where="bytes")
@@ -88,7 +93,8 @@ def from_bytes(pipe, bytes_data: bytes, exclude: Iterable[str]):
 def load(pipe, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes], where: str):
     """Swap a saved cfg and model into ``pipe`` (``None``: excluded, keep the
     component's own), after checking everything: a failed load changes nothing."""
-    cfg = pipe.cfg if cfg is None else checked_cfg(pipe, cfg, where)
+    own_cfg = cfg is None  # weights that do not fit are then E186: the cfg is the likely cause
+    cfg = pipe.cfg if own_cfg else checked_cfg(pipe, cfg, where)
     target = make_target(cfg["target"], cfg["scheme"])
     try:
         target.set_labels(cfg["labels"], pipe.vocab)  # E061 for a tag outside the scheme
@@ -108,18 +114,34 @@ def load(pipe, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes], wher
         except NonFiniteWeights as err:
             raise ValueError(Errors.E165.format(name=pipe.name, path=where, why=err)) from err
         except Exception as err:
+            if own_cfg:
+                raise ValueError(_unfit(pipe, where, err)) from err
             raise ValueError(Errors.E010.format(name=pipe.name, path=where, why=err)) from err
     for node in model.walk():
         if (node.name == "crf_potentials" and node.has_dim("nO")
                 and node.get_dim("nO") not in (None, n_labels)):
-            raise ValueError(Errors.E011.format(name=pipe.name, found=node.get_dim("nO"),
-                                                expected=n_labels))
+            found = node.get_dim("nO")
+            if own_cfg:
+                raise ValueError(_unfit(pipe, where, f"they hold {found} labels"))
+            raise ValueError(Errors.E011.format(name=pipe.name, found=found, expected=n_labels))
+    if model is not pipe.model:
+        # new weights: the averages of the old ones go (a copy's layers keep
+        # their ids, so old averages would match). A kept model keeps its
+        # averages and iterate: dropping the iterate while the model showed
+        # the averages would leave them owing the iterate's L1 penalty
+        pipe._averages.clear()
     pipe.model, pipe.target = model, target
-    pipe._averages.clear()  # (a copy's layers keep their ids: old averages would match)
     pipe.cfg = cfg
     set_sequence(pipe.model, pipe.cfg["sequence"])
     pipe._set_labels(pipe.cfg["labels"])
     return pipe
+
+
+def _unfit(pipe, where: str, why: Any) -> str:
+    """E186: saved weights that do not fit the cfg the component kept (the
+    data had none, or it was excluded)."""
+    return Errors.E186.format(name=pipe.name, path=where, n_labels=len(pipe.cfg["labels"]),
+                              why=why)
 
 
 def checked_cfg(pipe, saved: Any, where: str) -> Dict[str, Any]:
