@@ -367,6 +367,11 @@ class Errors(metaclass=_Codes):
             "spacy-crf.FeatureCRF.v2, or remove transition_templates from the structure block.")
     E184 = ("l1_penalty must be a number of at least 0 (the L1 penalty of the hashed "
             "weights per update; 0 turns it off), got {value!r}.")
+    # E185: crf-shards into a directory that holds shards it did not write (issue 48)
+    E185 = ("'{path}' holds shard(s) crf-shards would not write for '{corpus}': {names}. "
+            "annotate reads every shard of its INPUT, so their documents would be "
+            "annotated with the corpus's. Write the shards into a new or empty directory, "
+            "or remove those files.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
