@@ -12,12 +12,14 @@ need nothing beyond srsly.
 """
 
 import os
+import sys
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import srsly
 
+from .cli_util import Arg, Opt, command, msg, our_errors, run
 from .errors import Errors
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
@@ -217,35 +219,34 @@ def write_shards(corpus: Path, output: Path, n_shards: int = 4,
     return len(rows), stale
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m spacy_crf.shard_io CORPUS.spacy OUTPUT_DIR [--n-shards N] [--format F]``:
-    the texts of a ``.spacy`` corpus as annotate's input shards (``id`` is
-    ``STEM-INDEX``), e.g. to try annotate on the shipped sample."""
-    import argparse
-
-    from wasabi import msg
-
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.shard_io", description=main.__doc__)
-    parser.add_argument("corpus", type=Path, help="a .spacy file")
-    parser.add_argument("output", type=Path, help="directory for the shards")
-    parser.add_argument("--n-shards", type=int, default=4)
-    parser.add_argument("--format", choices=sorted(set(FORMATS.values())), default="jsonl")
-    args = parser.parse_args(argv)
-    if args.n_shards < 1:
-        parser.error(f"--n-shards must be >= 1, not {args.n_shards}")
-    try:
-        n_docs, stale = write_shards(args.corpus, args.output, args.n_shards, args.format)
-    except ValueError as err:
-        msg.fail(str(err))
-        return 1
+@command("crf-shards")
+def shards_cli(
+    # fmt: off
+    corpus: Path = Arg(..., help="Corpus in spaCy's binary .spacy format", exists=True, dir_okay=False),
+    output_dir: Path = Arg(..., help="Directory for the shards (created if missing)", file_okay=False),
+    n_shards: int = Opt(4, "--n-shards", "-n", help="Number of shards", min=1),
+    file_format: Literal["jsonl", "parquet"] = Opt("jsonl", "--format", "-f", help="Shard format (parquet needs pyarrow)"),
+    # fmt: on
+):
+    """
+    Split a .spacy corpus into annotate's shards. The texts of the corpus,
+    one row per document with "id" (STEM-INDEX) and "text". Run again into the
+    same directory, it removes the shards of the earlier run that it does not
+    write again, so that every document is in exactly one shard, and refuses a
+    directory holding shards it would not write.
+    """
+    with our_errors(exits=1):
+        n_docs, stale = write_shards(corpus, output_dir, n_shards, file_format)
     if stale:
         msg.info(f"Removed {len(stale)} shard(s) of an earlier run not written again: "
                  f"{', '.join(p.name for p in stale)}")
-    msg.good(f"{n_docs} documents in {args.n_shards} shard(s) in {args.output}")
-    return 0
+    msg.good(f"{n_docs} documents in {n_shards} shard(s) in {output_dir}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.shard_io``: :func:`shards_cli`; its exit code."""
+    return run(shards_cli, argv, "python -m spacy_crf.shard_io")
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())

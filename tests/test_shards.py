@@ -50,4 +50,4 @@ def test_shards_it_did_not_write_are_refused_and_nothing_changes(corpus, tmp_pat
         write_shards(corpus, out, 1)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert main([str(corpus), str(out), "--n-shards", "1"]) == 1
-    assert "E185" in capsys.readouterr().out
+    assert "✘ [E185]" in capsys.readouterr().err
