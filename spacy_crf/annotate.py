@@ -13,7 +13,10 @@ shard, with the same name (so the same stem and format), whose rows are::
 ``label`` is the crf_tagger's label of each token (``B-PER``, ``NOUN``...),
 ``spans`` its entities or spans in token offsets (``end`` exclusive), and
 ``confidence`` the CRF's marginal probability of the token's label or of the
-span (null where the structure has none, e.g. spans under ``order = 2``).
+span. Both are null where the structure computes no span probabilities for
+a span target (a chain with input-dependent transitions, ``transition_templates``:
+E096); every other structure that labels spans gives them, ``order = 2`` and
+the semi-Markov CRF included.
 
 One shard is one task. Each worker process loads the pipeline once and keeps
 it. A shard's output is written to a temporary file and renamed, so OUTPUT
@@ -42,7 +45,6 @@ shards, 2 a usage, input, output or model error (nothing annotated), 130
 interrupted.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -53,6 +55,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 import srsly
 
 from . import token_values
+from .cli_util import Arg, Opt, command, our_errors, run
 from .pipeline.extensions import CONFIDENCE, SPAN_CONFIDENCE, stem
 from .errors import Errors
 from .shard_io import (list_shards, not_unicode, output_schema, parquet_id_type, read_rows,
@@ -543,34 +546,44 @@ def _say(log: IO, line: str) -> None:
     log.flush()
 
 
+@command("crf-annotate")
+def annotate_cli(
+    # fmt: off
+    # the paths are checked by annotate(), whose errors (E097-E101) say what each must be
+    model: Path = Arg(..., help="Pipeline directory with a crf_tagger"),
+    input_dir: Path = Arg(..., help="Directory of .jsonl / .parquet shards, one row per document with id and text"),
+    output_dir: Path = Arg(..., help="Directory for the annotated shards (created if missing)"),
+    n_workers: int = Opt(2, "--n-workers", help="Worker processes of the local Dask cluster", min=1),
+    address: Optional[str] = Opt(None, "--address", help="A running Dask scheduler to use instead (tcp://HOST:8786)"),
+    batch_size: int = Opt(256, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
+    component: Optional[str] = Opt(None, "--component", help="The crf_tagger whose labels are written (default: the last)"),
+    overwrite: bool = Opt(False, "--overwrite", help="Annotate every shard again, finished or not"),
+    # fmt: on
+):
+    """
+    Annotate document shards on a Dask cluster. A directory of JSONL or
+    Parquet shards is annotated with a trained pipeline: one output shard per input shard, with each
+    document's tokens, labels and confidences (and spans for span targets).
+    Every document is written exactly once: a killed run started again
+    resumes, and a run over finished output changes nothing. Bad rows are
+    listed in OUTPUT_DIR/_errors.jsonl. Exit status: 0 all good, 1 bad rows or
+    failed shards, 2 a usage, input, output or model error (nothing
+    annotated), 130 interrupted.
+    """
+    with our_errors():
+        try:
+            report = annotate(model, input_dir, output_dir, n_workers=n_workers,
+                              address=address, batch_size=batch_size, component=component,
+                              overwrite=overwrite)
+        except KeyboardInterrupt:  # annotate() has said how many shards are done
+            sys.exit(130)
+    if not report.ok:
+        sys.exit(1)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.annotate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", type=Path, help="pipeline directory with a crf_tagger")
-    parser.add_argument("input", type=Path, help="directory of .jsonl / .parquet shards")
-    parser.add_argument("output", type=Path, help="directory for the annotated shards")
-    parser.add_argument("--n-workers", type=int, default=2,
-                        help="worker processes of the local cluster (default 2)")
-    parser.add_argument("--address", default=None,
-                        help="a running Dask scheduler to use (tcp://HOST:8786)")
-    parser.add_argument("--batch-size", type=int, default=256, help="docs per nlp.pipe batch")
-    parser.add_argument("--component", default=None,
-                        help="the crf_tagger whose labels are written (default: the last)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="annotate every shard again, finished or not")
-    args = parser.parse_args(argv)
-    if args.batch_size < 1:
-        parser.error(f"--batch-size must be >= 1, not {args.batch_size}")
-    try:
-        report = annotate(args.model, args.input, args.output, n_workers=args.n_workers,
-                          address=args.address, batch_size=args.batch_size,
-                          component=args.component, overwrite=args.overwrite)
-    except (ValueError, RuntimeError) as err:
-        print(err, file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # annotate() has said how many shards are done
-        return 130
-    return 0 if report.ok else 1
+    """``python -m spacy_crf.annotate``: :func:`annotate_cli`; its exit code."""
+    return run(annotate_cli, argv, "python -m spacy_crf.annotate")
 
 
 if __name__ == "__main__":

@@ -25,14 +25,16 @@
 Usage errors exit 2 with a message; a bad line names its number.
 """
 
-import argparse
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import srsly
-from wasabi import msg
+import typer
+
+from .cli_util import Arg, Opt, command, group, msg, run
 
 from .features.brown_clusters import (lookups_data_table, path_value, read_cluster_file,
                                       read_paths, write_json_table)
@@ -91,62 +93,91 @@ def induce_file(text: Path, output: Path, n_clusters: int, min_count: int, lang:
     return len(rows)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.clusters", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    convert = sub.add_parser("import", help="a Brown paths file -> a JSON cluster table")
-    convert.add_argument("paths", type=Path)
-    convert.add_argument("output", type=Path)
-    convert.add_argument("--min-count", type=int, default=0)
-    learn = sub.add_parser("induce", help="Brown clusters of raw text -> a table or paths file")
-    learn.add_argument("text", type=Path)
-    learn.add_argument("output", type=Path)
-    learn.add_argument("--clusters", type=int, default=100)
-    learn.add_argument("--min-count", type=int, default=2)
-    learn.add_argument("--lang", default="en")
-    show = sub.add_parser("show", help="the stored paths of some words")
-    show.add_argument("table", help="a JSON table, a paths file, or lookups:LANG")
-    show.add_argument("words", nargs="+")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "import":
-            if not args.paths.exists():
-                parser.error(f"input file not found: {args.paths}")
-            if args.min_count < 0:
-                parser.error("--min-count must be at least 0")
-            n = import_paths(args.paths, args.output, args.min_count)
-            msg.good(f"wrote the clusters of {n:,} words to {args.output}")
-            return 0
-        if args.command == "induce":
-            if not args.text.exists():
-                parser.error(f"input file not found: {args.text}")
-            if args.clusters < 1 or args.min_count < 1:
-                parser.error("--clusters and --min-count must be at least 1")
-            try:
-                import spacy
+clusters_cli = group("crf-clusters", "Import, induce or show Brown clusters. Word "
+                                     "clusters for the CLUSTER feature templates.")
 
-                spacy.blank(args.lang)
-            except ImportError:
-                parser.error(f"spaCy has no language '{args.lang}'")
-            start = time.perf_counter()
-            n = induce_file(args.text, args.output, args.clusters, args.min_count, args.lang)
-            msg.good(f"wrote {args.clusters} Brown clusters of {n:,} words to {args.output} "
-                     f"({time.perf_counter() - start:.1f} s)")
-            return 0
-        if args.table.startswith("lookups:"):
-            table = lookups_data_table(args.table.split(":", 1)[1])
-            if table is None:
-                parser.error(f"spacy-lookups-data has no cluster table for '{args.table[8:]}' "
-                             f"(or is not installed: pip install spacy-lookups-data)")
-        else:
-            table = read_cluster_file(args.table)
+
+@contextmanager
+def _input_errors() -> Iterator[None]:
+    # a bad line of an input file (our E-codes, or not UTF-8): its message, not a traceback
+    try:
+        yield
     except (ValueError, UnicodeDecodeError) as err:
-        print(str(err), file=sys.stderr)
-        return 2
-    for word, value in zip(args.words, table.lookup(word_keys(args.words))[:, 0].tolist()):
+        msg.fail(str(err), exits=2)
+
+
+@command("import", parent=clusters_cli)
+def import_cli(
+    # fmt: off
+    paths: Path = Arg(..., help="Paths file of a Brown clustering (bits, word, count per line)", exists=True, dir_okay=False),
+    output: Path = Arg(..., help="Output JSON table (.json or .json.gz)", dir_okay=False),
+    min_count: int = Opt(0, "--min-count", help="Leave out words seen fewer times", min=0),
+    # fmt: on
+):
+    """
+    A Brown paths file as a JSON cluster table. Liang's wcluster output
+    becomes {word: path} in spaCy's encoding (as Token.cluster stores it),
+    for [initialize.components.NAME] clusters = "OUTPUT.json.gz".
+    """
+    with _input_errors():
+        n = import_paths(paths, output, min_count)
+    msg.good(f"wrote the clusters of {n:,} words to {output}")
+
+
+@command("induce", parent=clusters_cli)
+def induce_cli(
+    # fmt: off
+    text: Path = Arg(..., help="Raw text, one document per line (or JSON lines with a text field, .jsonl)", exists=True, dir_okay=False),
+    output: Path = Arg(..., help="Output: a JSON table (.json, .json.gz) or, for any other name, a paths file", dir_okay=False),
+    clusters: int = Opt(100, "--clusters", help="Number of clusters", min=1),
+    min_count: int = Opt(2, "--min-count", help="Leave out words seen fewer times", min=1),
+    lang: str = Opt("en", "--lang", help="Language whose tokenizer (spacy.blank) splits the text"),
+    # fmt: on
+):
+    """
+    Brown clusters of raw text. Liang's windowed algorithm, over the words
+    of spacy.blank(LANG)'s tokenizer.
+    """
+    import spacy
+
+    try:
+        spacy.blank(lang)
+    except ImportError:
+        raise typer.BadParameter(f"spaCy has no language '{lang}'", param_hint="'--lang'")
+    start = time.perf_counter()
+    with _input_errors():
+        n = induce_file(text, output, clusters, min_count, lang)
+    msg.good(f"wrote {clusters} Brown clusters of {n:,} words to {output} "
+             f"({time.perf_counter() - start:.1f} s)")
+
+
+@command("show", parent=clusters_cli)
+def show_cli(
+    # fmt: off
+    table: str = Arg(..., help="A JSON table, a paths file, or lookups:LANG for spacy-lookups-data's table"),
+    words: List[str] = Arg(..., help="The words to look up"),
+    # fmt: on
+):
+    """
+    The stored path of each word, as a bit string. A word the table does not
+    have gets "-"; trailing zeros of a path are lost in spaCy's encoding.
+    """
+    with _input_errors():
+        if table.startswith("lookups:"):
+            found = lookups_data_table(table.split(":", 1)[1])
+            if found is None:
+                raise typer.BadParameter(
+                    f"spacy-lookups-data has no cluster table for '{table[8:]}' (or is not "
+                    f"installed: pip install spacy-lookups-data)", param_hint="TABLE")
+        else:
+            found = read_cluster_file(table)
+    for word, value in zip(words, found.lookup(word_keys(words))[:, 0].tolist()):
         print(f"{word}\t{path_bits(value)}")
-    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.clusters``: :data:`clusters_cli`; its exit code."""
+    return run(clusters_cli, argv, "python -m spacy_crf.clusters")
 
 
 if __name__ == "__main__":

@@ -29,11 +29,11 @@ For CoNLL-U use spaCy's converter directly:
 ``python -m spacy convert FILE.conllu OUTPUT_DIR -c conllu -n 1``.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
+import typer
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from spacy.attrs import ENT_IOB, ENT_TYPE
@@ -41,9 +41,9 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.training.converters import conll_ner_to_docs
 from spacy.vocab import Vocab
-from wasabi import msg
 
 from ._kernels.tree import check_forest
+from .cli_util import Arg, Opt, command, group, msg, run
 from .errors import Errors
 from .targets import set_doc_labels
 
@@ -323,81 +323,114 @@ def convert_conll(text: str, vocab: Vocab, pos_as_tag: bool = False) -> Tuple[Li
     return docs, counts
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.convert", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="format", required=True)
-    chunks = sub.add_parser("chunks", help="CoNLL-2000 WORD POS CHUNK columns")
-    chunks.add_argument("input", type=Path)
-    chunks.add_argument("output", type=Path)
-    chunks.add_argument("--attr", default="chunk", help="token extension for the chunk tags")
-    chunks.add_argument("--limit", type=int, default=0, help="keep only the first N sentences")
-    uner = sub.add_parser("uner", help="Universal NER IOB2 (optionally joined to CoNLL-U trees)")
-    uner.add_argument("input", type=Path)
-    uner.add_argument("output", type=Path)
-    uner.add_argument("--conllu", type=Path, default=None, help="treebank to join on sent_id")
-    uner.add_argument("--limit", type=int, default=0, help="keep only the first N sentences")
-    conll = sub.add_parser("conll", help="CoNLL-2002/2003 NER: WORD [POS ...] TAG, one output "
-                                         "per input, named by split")
-    conll.add_argument("paths", type=Path, nargs="+", help="INPUT [INPUT ...] OUTPUT_DIR")
-    conll.add_argument("--pos-as-tag", action="store_true",
-                       help="keep the second column as Token.tag_")
-    args = parser.parse_args(argv)
-    if args.format == "conll":
-        return _main_conll(parser, args.paths, args.pos_as_tag)
-    for path in (args.input, getattr(args, "conllu", None)):
-        if path is not None and not path.exists():
-            parser.error(f"input file not found: {path}")
-    text = args.input.read_text(encoding="utf8")
-    if args.format == "chunks":
-        docs = convert_chunks(text, attr=args.attr)
-    else:
-        conllu = args.conllu.read_text(encoding="utf8") if args.conllu else None
-        report: Dict[str, str] = {}
-        try:
-            docs = convert_uner(text, Vocab(), conllu, report)
-        except ValueError as err:
-            hint = (f" Check that --conllu is the treebank split of {args.input.name}."
-                    if "[E090]" in str(err) else "")
-            parser.error(f"{args.input}: {err}{hint}")
-        if conllu is not None:
-            msg.info(f"Joined {args.input.name} to {args.conllu.name} on {report['join']}")
-    if args.limit:
-        docs = docs[: args.limit]
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    DocBin(docs=docs, store_user_data=True).to_disk(args.output)
+convert_cli = group("crf-convert", "Convert corpora to .spacy files. Chunking, Universal NER "
+                                   "or CoNLL NER corpora, one sentence per doc.")
+
+LIMIT_HELP = "Keep only the first N sentences (0: all)"
+
+
+@command("chunks", parent=convert_cli)
+def chunks_cli(
+    # fmt: off
+    input_path: Path = Arg(..., help="CoNLL-2000 file of WORD POS CHUNK columns", exists=True, dir_okay=False),
+    output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
+    attr: str = Opt("chunk", "--attr", help="Token extension for the chunk tags (Token._.ATTR)"),
+    limit: int = Opt(0, "--limit", help=LIMIT_HELP, min=0),
+    # fmt: on
+):
+    """
+    CoNLL-2000 chunking (WORD POS CHUNK columns). The POS column becomes
+    Token.tag_, the chunks entities, doc.spans["chunks"] and the Token._.ATTR
+    label list.
+    """
+    write_docs(convert_chunks(input_path.read_text(encoding="utf8"), attr=attr), output_path, limit)
+
+
+@command("uner", parent=convert_cli)
+def uner_cli(
+    # fmt: off
+    input_path: Path = Arg(..., help="Universal NER IOB2 file", exists=True, dir_okay=False),
+    output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
+    conllu: Optional[Path] = Opt(None, "--conllu", help="CoNLL-U treebank to join the sentences to (on sent_id, else tokens, else position), for gold heads, relations, UPOS, XPOS and lemmas", exists=True, dir_okay=False),
+    limit: int = Opt(0, "--limit", help=LIMIT_HELP, min=0),
+    # fmt: on
+):
+    """
+    Universal NER IOB2, optionally joined to CoNLL-U trees. The entities
+    (index, token, tag columns, # sent_id comments) become doc.ents; --conllu
+    joins each sentence to the treebank whose tokens they match (UD English EWT r2.9 for UNER English EWT). The
+    command says how the sentences were joined, and where no join works,
+    which sentence fails and why.
+    """
+    text = input_path.read_text(encoding="utf8")
+    treebank = conllu.read_text(encoding="utf8") if conllu else None
+    report: Dict[str, str] = {}
+    try:
+        docs = convert_uner(text, Vocab(), treebank, report)
+    except ValueError as err:
+        hint = (f" Check that --conllu is the treebank split of {input_path.name}."
+                if "[E090]" in str(err) else "")
+        msg.fail(f"{input_path}: {err}{hint}", exits=2)
+    if conllu is not None:
+        msg.info(f"Joined {input_path.name} to {conllu.name} on {report['join']}")
+    write_docs(docs, output_path, limit)
+
+
+def write_docs(docs: List[Doc], output_path: Path, limit: int = 0) -> None:
+    """Save the first ``limit`` docs (all with 0) as ``output_path``, and say so."""
+    if limit:
+        docs = docs[:limit]
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    DocBin(docs=docs, store_user_data=True).to_disk(output_path)
     n_tokens = sum(len(doc) for doc in docs)
-    msg.good(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {args.output}")
-    return 0
+    msg.good(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {output_path}")
 
 
-
-def _main_conll(parser: argparse.ArgumentParser, paths: List[Path], pos_as_tag: bool) -> int:
+@command("conll", parent=convert_cli)
+def conll_cli(
+    # fmt: off
+    paths: List[Path] = Arg(..., help="INPUT [INPUT ...] OUTPUT_DIR: CoNLL-2002/2003 files and the directory for their .spacy files"),
+    pos_as_tag: bool = Opt(False, "--pos-as-tag", help="Keep the second column as Token.tag_"),
+    # fmt: on
+):
+    """
+    CoNLL-2002/2003 NER, one output per input. The files (WORD [POS ...] TAG
+    columns, blank lines between sentences) become doc.ents, named by split:
+    esp.train becomes OUTPUT_DIR/esp.train.spacy. -DOCSTART- lines are
+    dropped, and an I-X tag that starts an entity (IOB1, or a stray tag)
+    becomes B-X, with a count.
+    """
     if len(paths) < 2:
-        parser.error("conll needs INPUT [INPUT ...] OUTPUT_DIR")
+        raise typer.BadParameter("conll needs INPUT [INPUT ...] OUTPUT_DIR", param_hint="PATHS")
     *inputs, out_dir = paths
     if out_dir.suffix == ".spacy":
-        parser.error(f"{out_dir} is a file name: conll writes one file per input, named by "
-                     f"split; give a folder (e.g. {out_dir.parent / 'corpus'})")
+        raise typer.BadParameter(
+            f"{out_dir} is a file name: conll writes one file per input, named by split; give "
+            f"a folder (e.g. {out_dir.parent / 'corpus'})", param_hint="OUTPUT_DIR")
     for path in inputs:
         if not path.exists():
-            parser.error(f"input file not found: {path}")
+            raise typer.BadParameter(f"input file not found: {path}", param_hint="INPUT")
     names = [path.name for path in inputs]
     if len(set(names)) != len(names):
-        parser.error(f"two inputs have the same name ({names}): their outputs would collide")
+        raise typer.BadParameter(f"two inputs have the same name ({names}): their outputs "
+                                 f"would collide", param_hint="INPUT")
     out_dir.mkdir(parents=True, exist_ok=True)
     for path in inputs:
         try:
             docs, counts = convert_conll(path.read_text(encoding="utf8"), Vocab(), pos_as_tag)
         except ValueError as err:
-            parser.error(f"{path}: {err}")
+            msg.fail(f"{path}: {err}", exits=2)
         target = out_dir / f"{path.name}.spacy"
         DocBin(docs=docs).to_disk(target)
         n_tokens = sum(len(doc) for doc in docs)
         msg.good(f"Wrote {len(docs)} docs ({n_tokens} tokens) to {target}; dropped "
                  f"{counts['documents']} -DOCSTART- line(s); repaired {counts['repaired']} I- "
                  f"tag(s) that started an entity (IOB1 or stray) to B-")
-    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.convert``: :data:`convert_cli`; its exit code."""
+    return run(convert_cli, argv, "python -m spacy_crf.convert")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ structure needs), 0 otherwise, and 2 for a usage error (bad arguments, a
 config or corpus file that is not there).
 """
 
-import argparse
 import sys
 import warnings
 from collections import Counter
@@ -36,11 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+import typer
 from spacy.language import Language
 from spacy.training import Example
 from spacy.util import filter_spans
 from wasabi import Printer
 
+from .cli_util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, run
 from .pipeline.inputs import INPUT_ANNOTATIONS
 from .targets import SpanGroupTarget, Target, make_target
 from .training.config import check_corpora, load_pipeline, training_corpora
@@ -452,65 +453,41 @@ def debug_data(config_path: Path, overrides: Dict[str, Any], component: Optional
     return checks
 
 
-def _parse_overrides(parser: argparse.ArgumentParser, extra: List[str]) -> Dict[str, Any]:
-    """spaCy's config overrides of the arguments argparse did not take; usage
-    errors (exit 2) for those that are none."""
-    from spacy.cli._util import parse_config_overrides
-
-    # checked here: parse_config_overrides prints its own message and exits 1
-    bad = _not_overrides(extra)
-    if bad:
-        parser.error(f"unrecognized arguments: {' '.join(bad)} (config overrides are "
-                     f"--section.key VALUE)")
-    return parse_config_overrides(list(extra))
-
-
-def _not_overrides(args: Sequence[str]) -> List[str]:
-    """The arguments that are neither ``--section.key[=VALUE]`` nor its value."""
-    bad, expect_value = [], False
-    for arg in args:
-        if arg.startswith("--"):
-            name = arg[2:].split("=", 1)[0]
-            if "." not in name or not name.strip("."):
-                bad.append(arg)
-            expect_value = "=" not in arg
-        elif expect_value:
-            expect_value = False
-        else:
-            bad.append(arg)
-    return bad
+@command("crf-debug-data", overrides=True)
+def debug_data_cli(
+    # fmt: off
+    ctx: typer.Context,  # this is only used to read additional arguments
+    config_path: Path = Arg(..., help="Path to config file", exists=True, allow_dash=True),
+    code_path: Optional[Path] = Opt(None, "--code-path", "--code", "-c", help=CODE_HELP),
+    component: Optional[str] = Opt(None, "--component", help="Name of the crf_tagger to report on (default: every crf_tagger)"),
+    min_count: int = Opt(MIN_COUNT, "--min-count", help="Warn about labels with fewer training examples", min=1),
+    # fmt: on
+):
+    """
+    Analyze the training data of a crf_tagger. What spacy debug data says
+    for spaCy's own pipes, for each crf_tagger of a training config: its
+    target, structure and scheme, the corpus sizes, the labels of train and
+    dev with their counts, labels only dev has or with few examples, docs
+    without the annotation, overlapping or misaligned spans, and whether the
+    inputs the component reads (a parse, TAG, POS) are given. Config
+    overrides such as --paths.train are read as spacy train reads them.
+    Exit code 1 if a check failed, 0 otherwise.
+    """
+    overrides = config_overrides(ctx)
+    import_code(code_path)
+    try:
+        checks = debug_data(config_path, overrides, component, min_count)
+    except UsageError as err:
+        raise typer.BadParameter(str(err), ctx, param_hint="'CONFIG_PATH'") from None
+    checks.printer.divider("Summary")
+    checks.printer.text(checks.summary())
+    if checks.n_fail:
+        sys.exit(1)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__, allow_abbrev=False,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config", type=Path, help="training config (.cfg)")
-    parser.add_argument("--component", default=None,
-                        help="the crf_tagger to report on (default: every crf_tagger)")
-    parser.add_argument("--min-count", type=int, default=MIN_COUNT,
-                        help=f"warn about labels with fewer training examples "
-                             f"(default {MIN_COUNT})")
-    parser.add_argument("--code", type=Path, default=None,
-                        help="Python file with registered functions the config uses")
-    args, extra = parser.parse_known_args(argv)
-    overrides = _parse_overrides(parser, extra)
-    if not args.config.is_file():
-        parser.error(f"config file not found: {args.config}")
-    if args.min_count < 1:
-        parser.error(f"--min-count must be >= 1, not {args.min_count}")
-    if args.code is not None:
-        if not args.code.is_file():
-            parser.error(f"code file not found: {args.code}")
-        from spacy.util import import_file
-
-        import_file("python_code", args.code)
-    try:
-        checks = debug_data(args.config, overrides, args.component, args.min_count)
-    except UsageError as err:
-        parser.error(str(err))
-    checks.printer.divider("Summary")
-    checks.printer.text(checks.summary())
-    return 1 if checks.n_fail else 0
+    """``python -m spacy_crf.debug_data``: :func:`debug_data_cli`; its exit code."""
+    return run(debug_data_cli, argv, PROG)
 
 
 if __name__ == "__main__":

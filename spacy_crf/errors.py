@@ -377,6 +377,11 @@ class Errors(metaclass=_Codes):
             "excluded), so the component keeps its own, with {n_labels} labels, and the "
             "weights do not fit it: {why}. Load them into a component with the labels and "
             "model settings they were trained with, or save and load them with the cfg.")
+    # E187: crf-shards into a directory that holds shards it did not write (issue 48)
+    E187 = ("'{path}' holds shard(s) crf-shards would not write for '{corpus}': {names}. "
+            "annotate reads every shard of its INPUT, so their documents would be "
+            "annotated with the corpus's. Write the shards into a new or empty directory, "
+            "or remove those files.")
     # E190: two components' own extensions (issue 49)
     E190 = ("crf_tagger components '{other}' and '{name}' would store their confidences "
             "and n-best lists in one place, and read them through the same extensions "

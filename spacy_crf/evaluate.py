@@ -7,13 +7,12 @@ the attributes the model's own training config copied (its ``[corpora]``
 augmenter, saved with the pipeline); ``--copy`` overrides them:
 
     python -m spacy_crf.evaluate MODEL DATA.spacy --output scores.json
-    python -m spacy_crf.evaluate MODEL DATA.spacy --copy HEAD DEP POS
+    python -m spacy_crf.evaluate MODEL DATA.spacy --copy HEAD,DEP,POS
 
 A crf_tagger that reads an attribute none of the evaluation docs carries (and
 no component before it sets) gets a warning naming it.
 """
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
@@ -22,10 +21,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import spacy
 import srsly
 from spacy.language import Language
+from spacy.cli._util import setup_gpu
 from spacy.training import Corpus, Example
-from wasabi import msg
 
 from .augmenters import create_copy_attrs
+from .cli_util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, parse_copy,
+                       run)
 from .errors import Warnings
 
 COPY_AUGMENTER = "spacy-crf.copy_attrs.v1"
@@ -44,7 +45,8 @@ def training_copy(nlp: Language) -> Optional[List[str]]:
 
 
 def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] = None,
-             batch_size: int = 1000) -> Dict[str, Any]:
+             batch_size: int = 1000, *, gold_preproc: bool = False,
+             per_component: bool = False) -> Dict[str, Any]:
     """Scores of ``nlp.evaluate`` on ``data``, the attributes ``copy`` copied onto the inputs.
 
     Parameters
@@ -56,6 +58,12 @@ def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] 
     copy : list of str, optional
         Attributes copied from the corpus onto the inputs; by default those
         the model's training config copied (:func:`training_copy`).
+    batch_size : int
+        Documents per ``nlp.pipe`` batch.
+    gold_preproc : bool
+        Read the inputs with the corpus's gold tokens and sentences (spaCy's ``-G``).
+    per_component : bool
+        Scores keyed by component, as ``nlp.evaluate(per_component=True)`` gives them.
 
     Returns
     -------
@@ -65,13 +73,26 @@ def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] 
     nlp = model if isinstance(model, Language) else spacy.load(model)
     if copy is None:
         copy = training_copy(nlp) or []
-    augmenter = create_copy_attrs(copy) if copy else None
-    examples = list(Corpus(data, augmenter=augmenter)(nlp))
+    examples = read_examples(nlp, data, copy, gold_preproc=gold_preproc)
+    return score(nlp, examples, copy, batch_size, per_component=per_component)
+
+
+def read_examples(nlp: Language, data: Path, copy: Sequence[str],
+                  gold_preproc: bool = False) -> List[Example]:
+    """The examples of ``data``, the attributes ``copy`` copied onto their inputs."""
+    augmenter = create_copy_attrs(list(copy)) if copy else None
+    return list(Corpus(data, augmenter=augmenter, gold_preproc=gold_preproc)(nlp))
+
+
+def score(nlp: Language, examples: List[Example], copy: Sequence[str] = (),
+          batch_size: int = 1000, per_component: bool = False) -> Dict[str, Any]:
+    """``nlp.evaluate`` of ``examples``, W004 first for every input none of them carries
+    (``copy``: the attributes copied onto them)."""
     warn_missing_inputs(nlp, examples, copy)
     with warnings.catch_warnings():
         # the components' own W005 says less than the W004 above
         warnings.filterwarnings("ignore", message=r"\[W005\]")
-        return nlp.evaluate(examples, batch_size=batch_size)
+        return nlp.evaluate(examples, batch_size=batch_size, per_component=per_component)
 
 
 def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
@@ -93,7 +114,7 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
             for attr, why in pipe.input_attrs():
                 if attr in missing and INPUT_ANNOTATIONS[attr] not in assigned:
                     needed = ["HEAD", "DEP"] if attr == "DEP" else [attr]
-                    copy = " ".join(dict.fromkeys([*copied, *needed]))
+                    copy = ",".join(dict.fromkeys([*copied, *needed]))
                     warnings.warn(Warnings.W004.format(name=name, attr=attr, why=why,
                                                        n=len(docs), copy=copy))
                     warned.append((name, attr))
@@ -101,35 +122,91 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
     return warned
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.evaluate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", help="pipeline directory or package name")
-    parser.add_argument("data", type=Path, help=".spacy file")
-    parser.add_argument("--copy", nargs="*", default=None,
-                        help="attributes copied from the corpus (default: those the model's "
-                             "training config copied; --copy with nothing copies none)")
-    parser.add_argument("--output", type=Path, default=None, help="write the scores as JSON")
-    args = parser.parse_args(argv)
-    if not args.data.exists():
-        parser.error(f"data file not found: {args.data}")
-    nlp = spacy.load(args.model)
-    copy = args.copy
-    if copy is None:
-        copy = training_copy(nlp) or []
-        msg.info(f"Copying {copy or 'nothing'} from the corpus, as the model's training config "
+@command("crf-evaluate")
+def evaluate_cli(
+    # fmt: off
+    model: str = Arg(..., help="Model name or path"),
+    data_path: Path = Arg(..., help="Location of binary evaluation data in .spacy format", exists=True),
+    output: Optional[Path] = Opt(None, "--output", "-o", help="Output JSON file for metrics", dir_okay=False),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP),
+    use_gpu: int = Opt(-1, "--gpu-id", "-g", help="GPU ID or -1 for CPU"),
+    gold_preproc: bool = Opt(False, "--gold-preproc", "-G", help="Use gold preprocessing"),
+    displacy_path: Optional[Path] = Opt(None, "--displacy-path", "-dp", help="Directory to output rendered parses as HTML", exists=True, file_okay=False),
+    displacy_limit: int = Opt(25, "--displacy-limit", "-dl", help="Limit of parses to render as HTML"),
+    per_component: bool = Opt(False, "--per-component", "-P", help="Return scores per component, only applicable when an output JSON file is specified."),
+    copy: Optional[str] = Opt(None, "--copy", help=COPY_HELP + " (default: those the model's training config copied)"),
+    # fmt: on
+):
+    """
+    Evaluate a pipeline, inputs copied as trained. As spacy evaluate does,
+    with the attributes its training config copied from the corpus onto the inputs (the
+    spacy-crf.copy_attrs.v1 augmenter of its [corpora], saved with the
+    pipeline) copied again, so that a CRF reading gold POS or a gold parse
+    sees them. --copy overrides them. A crf_tagger that reads an attribute
+    none of the evaluation docs carries gets a warning naming it.
+    """
+    import_code(code_path)
+    setup_gpu(use_gpu)
+    nlp = spacy.load(model)
+    attrs = parse_copy(copy)
+    if attrs is None:
+        attrs = training_copy(nlp) or []
+        msg.info(f"Copying {attrs or 'nothing'} from the corpus, as the model's training config "
                  f"did (--copy overrides)")
-    scores = evaluate(nlp, args.data, copy)
-    rows = [(key, f"{value:.4f}" if key != "speed" else f"{value:.0f}")
-            for key, value in scores.items() if isinstance(value, float)]
+    examples = read_examples(nlp, data_path, attrs, gold_preproc=gold_preproc)
+    scores = score(nlp, examples, attrs, per_component=per_component)
+    rows = [(key, f"{value:.4f}" if not key.endswith("speed") else f"{value:.0f}")
+            for key, value in (flat_scores(scores) if per_component else scores).items()
+            if isinstance(value, float)]
     if rows:  # the key column 16 wide (or the longest key's), the values after one space
         widths = (max(16, *(len(key) for key, _ in rows)), max(len(value) for _, value in rows))
         msg.table(rows, title="Results", widths=widths, spacing=1)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(args.output, scores)
-        msg.good(f"Saved scores to {args.output}")
-    return 0
+    if per_component and output is None:
+        msg.warn("The per-component option is enabled but there is no output JSON file "
+                 "provided to save the scores to.")
+    if displacy_path is not None:
+        render_examples(nlp, examples[:displacy_limit], displacy_path, model)
+        msg.good(f"Generated {min(displacy_limit, len(examples))} parses as HTML", displacy_path)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(output, scores)
+        msg.good(f"Saved scores to {output}")
+
+
+def flat_scores(scores: Dict[str, Any]) -> Dict[str, Any]:
+    """Per-component scores (``{component: {key: value}}``) as ``{component.key: value}``
+    (scores of the whole pipeline, such as ``speed``, as they are)."""
+    flat: Dict[str, Any] = {}
+    for name, value in scores.items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{key}": v for key, v in value.items()})
+        else:
+            flat[name] = value
+    return flat
+
+
+def render_examples(nlp: Language, examples: Sequence[Example], path: Path, model: str) -> None:
+    """displaCy pages of the pipeline's predictions on ``examples`` (their inputs, with
+    the copied attributes), as spacy evaluate's ``--displacy-path`` writes them:
+    entities.html for entity predictions, parses.html for a parser's, spans.html for
+    span predictions in ``doc.spans["sc"]``."""
+    from spacy.cli.evaluate import render_parses
+
+    from .pipeline.crf_tagger import CRFTagger
+
+    if not examples:
+        return
+    factories = {nlp.get_pipe_meta(name).factory for name in nlp.pipe_names}
+    targets = {pipe.cfg.get("target") for _, pipe in nlp.pipeline if isinstance(pipe, CRFTagger)}
+    docs = list(nlp.pipe(eg.predicted.copy() for eg in examples))
+    render_parses(docs, path, model_name=model, limit=len(docs),
+                  deps="parser" in factories, ents="ner" in factories or "ents" in targets,
+                  spans="spancat" in factories or "spans:sc" in targets)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.evaluate``: :func:`evaluate_cli`; its exit code."""
+    return run(evaluate_cli, argv, "python -m spacy_crf.evaluate")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ shards once and runs the optimizer; the weights equal the threaded fit's with
 as many shards.
 """
 
-import argparse
 import os
 import shutil
 import sys
@@ -34,6 +33,8 @@ from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Uni
 
 import numpy as np
 import spacy
+import typer
+from spacy.cli._util import show_validation_error
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
 from spacy.training import Example
@@ -41,6 +42,8 @@ from spacy.training.loop import (create_before_to_disk_callback, create_evaluati
                                  update_meta)
 from spacy.util import load_config
 
+from .cli_util import (CODE_HELP, Arg, Opt, command, config_overrides, import_code, our_errors,
+                       run)
 from .errors import Errors
 from .pipeline.crf_tagger import CRFTagger
 from .training.config import check_corpora, load_pipeline, training_corpora
@@ -48,7 +51,7 @@ from .training.corpus import (FEATURE_CRF, check_emissions, feature_layers, feat
                               read_corpus, read_weights, release_memory, write_weights)
 from .training.distributed import DaskObjective
 from .training.objective import ShardedObjective
-from .training.optimize import OPTIMIZERS, StoppingRule, minimize
+from .training.optimize import OPTIMIZERS, Optimizer, StoppingRule, minimize
 from .training.owlqn import Iteration
 
 DIR_MODEL_BEST = "model-best"
@@ -440,51 +443,49 @@ def _say(out: IO, line: str) -> None:
     out.flush()
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    from spacy.cli._util import parse_config_overrides, show_validation_error
+@command("crf-fit", overrides=True)
+def fit_cli(
+    # fmt: off
+    ctx: typer.Context,  # this is only used to read additional arguments
+    config_path: Path = Arg(..., help="Path to config file", exists=True, allow_dash=True),
+    output_path: Optional[Path] = Opt(None, "--output", "--output-path", "-o", help="Output directory to store model-best and model-last in"),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP),
+    c1: float = Opt(0.0, "--c1", help="L1 coefficient (OWL-QN if above 0)", min=0),
+    c2: float = Opt(1.0, "--c2", help="L2 coefficient", min=0),
+    max_iterations: int = Opt(100, "--max-iterations", help="Maximum number of optimizer iterations", min=1),
+    period: int = Opt(10, "--period", help="Iterations in the convergence test window", min=1),
+    delta: float = Opt(1e-5, "--delta", help="Convergence threshold: the relative improvement over the window", min=0),
+    eval_frequency: int = Opt(20, "--eval-frequency", help="Evaluate on dev every N iterations (and at the end)", min=1),
+    component: Optional[str] = Opt(None, "--component", help="Name of the crf_tagger to train, if the pipeline has several"),
+    threads: Optional[int] = Opt(None, "--threads", help="Threads (and corpus shards) for the objective (default: the CPUs this process may use)", min=1),
+    n_workers: Optional[int] = Opt(None, "--n-workers", help="Evaluate the objective on a local Dask cluster of N worker processes", min=1),
+    address: Optional[str] = Opt(None, "--address", help="Evaluate the objective on the running Dask cluster at this address (tcp://HOST:8786)"),
+    optimizer: Optimizer = Opt("lbfgs", "--optimizer", help="lbfgs: ours (OWL-QN if c1 > 0); scipy: L-BFGS-B (c1 = 0 only)"),
+    init_from: Optional[Path] = Opt(None, "--init-from", help="Start from the crf_tagger of this trained pipeline (warm start; labels the corpus adds are added)", exists=True, file_okay=False),
+    # fmt: on
+):
+    """
+    Train a crf_tagger with L-BFGS or OWL-QN. As CRFsuite trains (OWL-QN
+    with an L1 penalty, --c1 above 0): the config and corpora are read as spacy train reads them
+    (config overrides such as --paths.train included), the training corpus is
+    featurized once, and CRFsuite's objective (-log-likelihood + c1 * |w|_1 +
+    c2 * |w|^2) is minimised with the full gradient. One line per iteration,
+    dev scores every --eval-frequency iterations, and model-best and
+    model-last in the output directory, as spacy train writes them. The
+    [training] optimizer, batcher and epochs are not used.
+    """
+    import_code(code_path)
+    overrides = config_overrides(ctx)
+    with our_errors(), show_validation_error(config_path, hint_fill=False):
+        fit(config_path, output_path, overrides=overrides, c1=c1, c2=c2,
+            max_iterations=max_iterations, period=period, delta=delta,
+            eval_frequency=eval_frequency, component=component, n_threads=threads,
+            n_workers=n_workers, address=address, optimizer=optimizer, init_from=init_from)
 
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.fit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config", type=Path, help="a spacy train config (.cfg)")
-    parser.add_argument("--output", "-o", type=Path, default=None,
-                        help="directory for model-best and model-last")
-    parser.add_argument("--c1", type=float, default=0.0, help="L1 coefficient (OWL-QN if > 0)")
-    parser.add_argument("--c2", type=float, default=1.0, help="L2 coefficient")
-    parser.add_argument("--max-iterations", type=int, default=100)
-    parser.add_argument("--period", type=int, default=10, help="convergence test window")
-    parser.add_argument("--delta", type=float, default=1e-5, help="convergence threshold")
-    parser.add_argument("--eval-frequency", type=int, default=20,
-                        help="evaluate dev every N iterations (and at the end)")
-    parser.add_argument("--component", default=None, help="the crf_tagger to train")
-    parser.add_argument("--threads", type=int, default=None, help="threads for the objective")
-    parser.add_argument("--n-workers", type=int, default=None,
-                        help="evaluate the objective on a local Dask cluster of N workers")
-    parser.add_argument("--address", default=None,
-                        help="evaluate the objective on the running Dask cluster at ADDR")
-    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs",
-                        help="lbfgs: ours (OWL-QN if c1 > 0); scipy: L-BFGS-B (c1 = 0)")
-    parser.add_argument("--init-from", type=Path, default=None,
-                        help="start from the crf_tagger of this trained pipeline (warm start; "
-                             "new labels of the corpus are added)")
-    args, rest = parser.parse_known_args(argv)
-    if not args.config.exists():
-        parser.error(f"config file not found: {args.config}")
-    overrides = parse_config_overrides(rest)
-    try:
-        with show_validation_error(args.config, hint_fill=False):
-            fit(args.config, args.output, overrides=overrides, c1=args.c1, c2=args.c2,
-                max_iterations=args.max_iterations, period=args.period, delta=args.delta,
-                eval_frequency=args.eval_frequency, component=args.component,
-                n_threads=args.threads, n_workers=args.n_workers, address=args.address,
-                optimizer=args.optimizer, init_from=args.init_from)
-    except (ValueError, RuntimeError) as err:
-        if not str(err).startswith("[E"):
-            raise  # not one of ours: the traceback is what a bug report needs
-        # our errors name the problem and the fix: the message, not a traceback,
-        # and exit 2 as annotate and convert do
-        print(err, file=sys.stderr)
-        return 2
-    return 0
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.fit``: :func:`fit_cli`; its exit code."""
+    return run(fit_cli, argv, "python -m spacy_crf.fit")
 
 
 if __name__ == "__main__":

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
-from wasabi import msg
-
+from .cli_util import Arg, Opt, command, msg, our_errors, run
 from .errors import Errors
 
 #: the file of install instructions written in OUT_DIR
@@ -425,36 +424,33 @@ def package_pipeline(model_dir: Path, out_dir: Path, name: Optional[str] = None,
     return path
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m spacy crf-package MODEL_DIR OUT_DIR [--name NAME] [--version V]``:
-    a trained pipeline's wheel and spacy-crf's own, which install together where
-    spacy-crf is on no package registry, and OUT_DIR/README-install.txt with the
-    pip commands. Needs the build package (pip install build)."""
-    import argparse
+@command("crf-package")
+def package_cli(
+    # fmt: off
+    input_dir: Path = Arg(..., help="Directory with the trained pipeline"),
+    output_dir: Path = Arg(..., help="Output directory for the wheels and README-install.txt (created if missing)"),
+    name: Optional[str] = Opt(None, "--name", "-n", help="Package name to override meta (spacy.load then takes LANG_NAME)"),
+    version: Optional[str] = Opt(None, "--version", "-v", help="Package version to override meta"),
+    source: Optional[Path] = Opt(None, "--source", help="The spacy-crf checkout to build its wheel from (default: the one installed editable)"),
+    force: bool = Opt(False, "--force", "-f", help="Force overwriting existing data in output directory"),
+    # fmt: on
+):
+    """
+    Package a pipeline with spacy-crf's own wheel. For machines where
+    spacy-crf is on no package registry: the pipeline's wheel (as spacy
+    package builds it) and spacy-crf's own, which install together, and
+    OUTPUT_DIR/README-install.txt with the pip commands. Needs the build
+    package (pip install build).
+    """
+    # checks that fail before any work (E-codes naming the fix) exit 2, a failed build 1
+    with our_errors({ValueError: 2, RuntimeError: 1}):
+        package_pipeline(input_dir, output_dir, name=name, version=version, source=source,
+                         force=force)
 
-    parser = argparse.ArgumentParser(prog="python -m spacy crf-package", description=main.__doc__)
-    parser.add_argument("model_dir", type=Path, help="a trained pipeline directory")
-    parser.add_argument("out_dir", type=Path, help="output directory (created if missing)")
-    parser.add_argument("--name", help="the pipeline's name (default: its meta.json's); "
-                                       "spacy.load takes LANG_NAME")
-    parser.add_argument("--version", help="the pipeline package's version "
-                                          "(default: its meta.json's)")
-    parser.add_argument("--source", type=Path, help="the spacy-crf checkout to build its wheel "
-                                                    "from (default: the one installed editable)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace OUT_DIR/LANG_NAME-VERSION if it exists")
-    args = parser.parse_args(argv)
-    try:
-        package_pipeline(args.model_dir, args.out_dir, name=args.name, version=args.version,
-                         source=args.source, force=args.force)
-    except ValueError as err:
-        # a check failed before any work: the message names the problem and the fix
-        print(err, file=sys.stderr)
-        return 2
-    except RuntimeError as err:
-        print(err, file=sys.stderr)
-        return 1
-    return 0
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.package``: :func:`package_cli`; its exit code."""
+    return run(package_cli, argv, "python -m spacy_crf.package")
 
 
 if __name__ == "__main__":

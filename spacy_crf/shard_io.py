@@ -12,12 +12,14 @@ need nothing beyond srsly.
 """
 
 import os
+import sys
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import srsly
 
+from .cli_util import Arg, Opt, command, msg, our_errors, run
 from .errors import Errors
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
@@ -149,36 +151,102 @@ def parquet_id_type(path: Path):
     return schema.field("id").type if "id" in schema.names else None
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m spacy_crf.shard_io CORPUS.spacy OUTPUT_DIR [--n-shards N] [--format F]``:
-    the texts of a ``.spacy`` corpus as annotate's input shards (``id`` is
-    ``STEM-INDEX``), e.g. to try annotate on the shipped sample."""
-    import argparse
+def shard_name(stem: str, index: int, fmt: str) -> str:
+    """The file name of shard ``index`` of the corpus ``stem`` in format ``fmt``."""
+    suffix = {v: k for k, v in FORMATS.items()}[fmt]
+    return f"{stem}-{index:03d}{suffix}"
+
+
+def write_shards(corpus: Path, output: Path, n_shards: int = 4,
+                 fmt: str = "jsonl") -> Tuple[int, List[Path]]:
+    """Write the texts of a ``.spacy`` corpus as ``n_shards`` input shards of annotate.
+
+    Rows are ``{"id": "STEM-INDEX", "text": ...}``, in corpus order, split into
+    shards ``STEM-000``, ``STEM-001``... of (nearly) equal size. ``output`` may
+    hold the shards of an earlier run for the same corpus (any number, either
+    format): those not written again are removed, because annotate reads every
+    shard of its input and would annotate their documents twice.
+
+    Parameters
+    ----------
+    corpus : Path
+        A ``.spacy`` file.
+    output : Path
+        The directory of the shards (created if missing).
+    n_shards : int
+        How many shards (at least 1; some are empty when the corpus has fewer docs).
+    fmt : str
+        ``"jsonl"`` or ``"parquet"``.
+
+    Returns
+    -------
+    tuple of (int, list of Path)
+        The number of documents written, and the old shards removed.
+
+    Raises
+    ------
+    ValueError
+        E187, before anything is written, when ``output`` holds shards with
+        names this command would not write for ``corpus``: they are not ours
+        to remove, and annotate would read them with ours.
+    """
+    import re
 
     import spacy
     from spacy.tokens import DocBin
-    from wasabi import msg
 
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.shard_io", description=main.__doc__)
-    parser.add_argument("corpus", type=Path, help="a .spacy file")
-    parser.add_argument("output", type=Path, help="directory for the shards")
-    parser.add_argument("--n-shards", type=int, default=4)
-    parser.add_argument("--format", choices=sorted(set(FORMATS.values())), default="jsonl")
-    args = parser.parse_args(argv)
-    if args.n_shards < 1:
-        parser.error(f"--n-shards must be >= 1, not {args.n_shards}")
-    docs = DocBin().from_disk(args.corpus).get_docs(spacy.blank("xx").vocab)
-    rows = [{"id": f"{args.corpus.stem}-{i}", "text": doc.text} for i, doc in enumerate(docs)]
-    args.output.mkdir(parents=True, exist_ok=True)
-    size = -(-len(rows) // args.n_shards)
-    suffix = {v: k for k, v in FORMATS.items()}[args.format]
-    for k in range(args.n_shards):
-        write_rows(args.output / f"{args.corpus.stem}-{k:03d}{suffix}", rows[k * size:(k + 1) * size])
-    msg.good(f"{len(rows)} documents in {args.n_shards} shard(s) in {args.output}")
-    return 0
+    corpus, output = Path(corpus), Path(output)
+    ours = re.compile(rf"{re.escape(corpus.stem)}-\d{{3,}}")
+    old = [p for p in output.iterdir() if p.is_file() and p.suffix in FORMATS
+           and not p.name.startswith(".")] if output.is_dir() else []
+    foreign = sorted(p.name for p in old if not ours.fullmatch(p.stem))
+    if foreign:
+        names = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise ValueError(Errors.E187.format(path=output, corpus=corpus.name, names=names))
+    docs = DocBin().from_disk(corpus).get_docs(spacy.blank("xx").vocab)
+    rows = [{"id": f"{corpus.stem}-{i}", "text": doc.text} for i, doc in enumerate(docs)]
+    output.mkdir(parents=True, exist_ok=True)
+    size = -(-len(rows) // n_shards)
+    written = set()
+    for k in range(n_shards):
+        path = output / shard_name(corpus.stem, k, fmt)
+        write_rows(path, rows[k * size:(k + 1) * size])
+        written.add(path.name)
+    # removed after the new shards are in place, so that no moment has fewer documents
+    stale = sorted(p for p in old if p.name not in written)
+    for path in stale:
+        path.unlink()
+    return len(rows), stale
+
+
+@command("crf-shards")
+def shards_cli(
+    # fmt: off
+    corpus: Path = Arg(..., help="Corpus in spaCy's binary .spacy format", exists=True, dir_okay=False),
+    output_dir: Path = Arg(..., help="Directory for the shards (created if missing)", file_okay=False),
+    n_shards: int = Opt(4, "--n-shards", "-n", help="Number of shards", min=1),
+    file_format: Literal["jsonl", "parquet"] = Opt("jsonl", "--format", "-f", help="Shard format (parquet needs pyarrow)"),
+    # fmt: on
+):
+    """
+    Split a .spacy corpus into annotate's shards. The texts of the corpus,
+    one row per document with "id" (STEM-INDEX) and "text". Run again into the
+    same directory, it removes the shards of the earlier run that it does not
+    write again, so that every document is in exactly one shard, and refuses a
+    directory holding shards it would not write.
+    """
+    with our_errors(exits=1):
+        n_docs, stale = write_shards(corpus, output_dir, n_shards, file_format)
+    if stale:
+        msg.info(f"Removed {len(stale)} shard(s) of an earlier run not written again: "
+                 f"{', '.join(p.name for p in stale)}")
+    msg.good(f"{n_docs} documents in {n_shards} shard(s) in {output_dir}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.shard_io``: :func:`shards_cli`; its exit code."""
+    return run(shards_cli, argv, "python -m spacy_crf.shard_io")
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())

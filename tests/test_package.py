@@ -131,8 +131,8 @@ def test_plan_refuses_an_existing_package_unless_forced(tmp_path):
 
 def test_main_reports_a_failed_check_with_exit_2(tmp_path, capsys):
     assert pkg.main([str(tmp_path / "missing"), str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("[E171] ") and len(err.strip().splitlines()) == 1
+    err = capsys.readouterr().err  # wasabi's failure line, on stderr
+    assert "✘ [E171] " in err and capsys.readouterr().out == ""
     assert not (tmp_path / "out").exists()  # nothing done
 
 
@@ -193,7 +193,7 @@ def test_both_spellings_of_the_command(tmp_path):
     out = subprocess.run([sys.executable, "-m", "spacy_crf.package", str(tmp_path / "missing"),
                           str(tmp_path / "out")], capture_output=True, text=True,
                          cwd=str(tmp_path), env=env, timeout=300)
-    assert out.returncode == 2 and out.stderr.startswith("[E171] "), out.stderr
+    assert out.returncode == 2 and "✘ [E171] " in out.stderr, out.stderr
 
 
 # --------------------------------------------------- end to end: fresh venvs, with no spacy-crf

@@ -26,9 +26,9 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     out = tmp_path / "plots"
-    subprocess.run([sys.executable, *PLOTS, "--model",
-                    str(tmp_path / "model"), "--data", str(tmp_path / "data.spacy"),
-                    "--out", str(out)], check=True, capture_output=True, text=True)
+    subprocess.run([sys.executable, *PLOTS,
+                    str(tmp_path / "model"), str(tmp_path / "data.spacy"),
+                    str(out)], check=True, capture_output=True, text=True)
     for name in ("transitions.png", "confusion.png"):
         data = (out / name).read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 2000, name
@@ -99,8 +99,8 @@ def plots(tmp_path_factory):
     (tmp / "train.log").write_text(CONSOLE_LOG, encoding="utf-8")
     out = tmp / "out"
     result = subprocess.run(
-        [sys.executable, *PLOTS, "--model", str(tmp / "model"), "--data", str(tmp / "data.spacy"),
-         "--train-log", str(tmp / "train.log"), "--out", str(out), "--n-docs", "3"],
+        [sys.executable, *PLOTS, str(tmp / "model"), str(tmp / "data.spacy"), str(out),
+         "--train-log", str(tmp / "train.log"), "--n-docs", "3"],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -145,7 +145,7 @@ def test_learning_curve_skipped_without_log(plots, tmp_path):
     out, _, _ = plots
     model, data = out.parent / "model", out.parent / "data.spacy"
     result = subprocess.run(
-        [sys.executable, *PLOTS, "--model", str(model), "--data", str(data), "--out", str(tmp_path)],
+        [sys.executable, *PLOTS, str(model), str(data), str(tmp_path)],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -174,7 +174,7 @@ def test_learning_curve_from_the_jsonl_the_configs_write(tmp_path):
 
 def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     """A tree CRF with its own pair matrices for the two most frequent relations:
-    the heatmap names each group, and the whole command runs with ``--copy HEAD DEP``."""
+    the heatmap names each group, and the whole command runs with ``--copy HEAD,DEP``."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={
         "model": SMALL_MODEL, "target": "tag",
@@ -200,8 +200,8 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     result = subprocess.run(
-        [sys.executable, *PLOTS, "--model", str(tmp_path / "model"), "--data",
-         str(tmp_path / "data.spacy"), "--copy", "HEAD", "DEP", "--out", str(tmp_path / "out")],
+        [sys.executable, *PLOTS, str(tmp_path / "model"), str(tmp_path / "data.spacy"),
+         str(tmp_path / "out"), "--copy", "HEAD,DEP"],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     L = len(component.labels)
@@ -246,8 +246,7 @@ def test_without_matplotlib_the_error_names_the_extra(plots, tmp_path):
     out, _, _ = plots
     block = "import sys; sys.modules['matplotlib'] = None; "
     run = "import runpy; runpy.run_module('spacy_crf.plots', run_name='__main__')"
-    args = ["--model", str(out.parent / "model"), "--data", str(out.parent / "data.spacy"),
-            "--out", str(tmp_path / "out")]
+    args = [str(out.parent / "model"), str(out.parent / "data.spacy"), str(tmp_path / "out")]
     result = subprocess.run([sys.executable, "-c", block + f"sys.argv[1:] = {args!r}; " + run],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
@@ -467,8 +466,7 @@ def test_entity_model_gets_the_entity_views(tmp_path):
     _train_and_save(nlp, examples, tmp_path)
     out = tmp_path / "out"
     result = subprocess.run(
-        [sys.executable, *PLOTS, "--model", str(tmp_path / "model"), "--data",
-         str(tmp_path / "data.spacy"), "--out", str(out)],
+        [sys.executable, *PLOTS, str(tmp_path / "model"), str(tmp_path / "data.spacy"), str(out)],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns

@@ -646,7 +646,7 @@ def test_spacy_crf_evaluate_copies_the_inputs_the_training_config_copied(ewt_tre
     by_default = evaluate(nlp, test)["dep_acc"]
     assert by_default == pytest.approx(evaluate(nlp, test, ["HEAD", "DEP", "POS"])["dep_acc"])
     assert by_default == pytest.approx(nlp.evaluate(augmented(nlp, "ewt_deprel_tree", test))["dep_acc"])
-    with pytest.warns(UserWarning, match=r"W004.*'crf_tagger' reads POS .*--copy HEAD DEP POS\."):
+    with pytest.warns(UserWarning, match=r"W004.*'crf_tagger' reads POS .*--copy HEAD,DEP,POS\."):
         without_pos = evaluate(nlp, test, ["HEAD", "DEP"])["dep_acc"]
     assert without_pos < by_default - 0.05
     # no tree at all: the structure's input is named

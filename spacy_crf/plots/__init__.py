@@ -1,6 +1,7 @@
 """Diagnostic plots for a trained ``crf_tagger`` pipeline.
 
-Writes into ``--out``:
+``python -m spacy crf-plots MODEL DATA_PATH OUTPUT_DIR`` (or ``python -m
+spacy_crf.plots``, the same) writes into ``OUTPUT_DIR``:
 
 * ``transitions.png``: the learned label-interaction scores. Chain models: the
   transition matrix (rows = previous label, columns = next label) with the
@@ -8,7 +9,7 @@ Writes into ``--out``:
   column. Tree models: one panel per relation group (rows = child label,
   columns = head label; each group named by its relation), the root scores as
   an extra column of the first.
-* ``confusion.png``: gold against predicted label per token on ``--data``,
+* ``confusion.png``: gold against predicted label per token on ``DATA_PATH``,
   each row normalised to sum to 1 (numbers in the cells where they fit).
   Each gold row's tick label gives its support (``PROPN (n=12)``).
 * ``entities.png`` (span targets: ``ents``, ``spans:KEY``): gold span type
@@ -33,28 +34,28 @@ Writes into ``--out``:
   ``span._.crf_confidence``, wrong ones marked and missed gold spans drawn
   beside them. Self-contained: no external assets.
 
-    python -m spacy_crf.plots --model training/model-best --data corpus/dev.spacy \\
-        --train-log training/train.log --out plots/
-    python -m spacy_crf.plots --model M --data D.spacy --copy HEAD DEP --out plots/
+    python -m spacy_crf.plots training/model-best corpus/dev.spacy plots/ \\
+        --train-log training/train.log
+    python -m spacy_crf.plots MODEL DATA.spacy plots/ --copy HEAD,DEP
 
 ``--copy`` copies attributes from the corpus onto the inputs, as
 ``python -m spacy_crf.evaluate`` does (e.g. ``TAG`` for CoNLL-2000 chunking,
-``HEAD DEP`` for tree models).
+``HEAD,DEP`` for tree models).
 
 The figures need matplotlib: ``pip install matplotlib`` (``pip install -e ".[plots]"`` in a checkout). Reading the
 training log (``train_log``) and the HTML view (``confidence_html``) do not.
 """
 
-import argparse
 from pathlib import Path
 from typing import List, Optional, Tuple
 
 import numpy as np
 import spacy
 from spacy.training import Corpus, Example
-from wasabi import msg
 
 from ..augmenters import create_copy_attrs
+from ..cli_util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, our_errors,
+                        parse_copy, run)
 from ..errors import Errors
 from ..pipeline.crf_tagger import CRFTagger
 from .confidence_html import render_html
@@ -105,80 +106,90 @@ def entity_views(figures, component: CRFTagger, examples: List[Example], docs: L
     return written
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """Write the plots of a trained pipeline (the command line of ``python -m spacy_crf.plots``)."""
-    parser = argparse.ArgumentParser(prog="python -m spacy_crf.plots", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="pipeline directory or package name")
-    parser.add_argument("--data", required=True, type=Path, help="evaluation corpus (.spacy)")
-    parser.add_argument("--copy", nargs="*", default=[],
-                        help="attributes copied from the corpus onto the inputs (e.g. TAG, HEAD DEP)")
-    parser.add_argument("--train-log", type=Path, default=None,
-                        help="console output of `spacy train` (a file, or a directory holding one)")
-    parser.add_argument("--out", required=True, type=Path, help="output directory")
-    parser.add_argument("--n-docs", type=int, default=20, help="docs in confidence.html")
-    parser.add_argument("--component", default=None, help="component name (default: first crf_tagger)")
-    parser.add_argument("--batch-size", type=int, default=256)
-    args = parser.parse_args(argv)
+@command("crf-plots")
+def plots_cli(
+    # fmt: off
+    model: str = Arg(..., help="Model name or path"),
+    data_path: Path = Arg(..., help="Location of binary evaluation data in .spacy format", exists=True),
+    output_dir: Path = Arg(..., help="Directory for the plots and confidence.html (created if missing)", file_okay=False),
+    code_path: Optional[Path] = Opt(None, "--code", "-c", help=CODE_HELP),
+    copy: Optional[str] = Opt(None, "--copy", help=COPY_HELP),
+    train_log: Optional[Path] = Opt(None, "--train-log", help="Console output of spacy train, or the JSON lines of spacy.ConsoleLogger.v3's output_file (a file, or a directory holding one), for learning_curve.png", exists=True),
+    n_docs: int = Opt(20, "--n-docs", help="Number of docs in confidence.html", min=0),
+    component: Optional[str] = Opt(None, "--component", help="Name of the crf_tagger (default: the first)"),
+    batch_size: int = Opt(256, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
+    # fmt: on
+):
+    """
+    Plot a trained crf_tagger on evaluation data. The learned transition
+    scores (transitions.png), the token confusion matrix (confusion.png), for
+    span targets the span confusion and the reliability of span confidence
+    (entities.png, span_confidence.png), the learning curve from a training
+    log (learning_curve.png), and confidence.html, the first docs with each
+    token coloured by the CRF's confidence in its label. The figures need
+    matplotlib (pip install matplotlib).
+    """
     try:
         from . import figures
     except ImportError as err:  # E067: names the extra to install
-        parser.exit(1, f"{err}\n")
-    if not args.data.exists():
-        parser.error(f"data file not found: {args.data}")
-    if args.n_docs < 0:
-        parser.error("--n-docs must be >= 0")
-
-    nlp = spacy.load(args.model)
-    name, component = find_component(nlp, args.component)
-    labels = list(component.labels)
-    augmenter = create_copy_attrs(args.copy) if args.copy else None
-    examples = list(Corpus(args.data, augmenter=augmenter)(nlp))
+        msg.fail(str(err), exits=1)
+    import_code(code_path)
+    nlp = spacy.load(model)
+    with our_errors():
+        name, component_ = find_component(nlp, component)
+    labels = list(component_.labels)
+    attrs = parse_copy(copy)
+    augmenter = create_copy_attrs(attrs) if attrs else None
+    examples = list(Corpus(data_path, augmenter=augmenter)(nlp))
     if not examples:
-        parser.error(f"no examples in {args.data}")
-    args.out.mkdir(parents=True, exist_ok=True)
+        msg.fail(f"No examples in {data_path}", exits=1)
+    output_dir.mkdir(parents=True, exist_ok=True)
     written: List[Tuple[Path, str]] = []
 
-    path = args.out / "transitions.png"
-    written.append((path, figures.plot_transitions(component, path)))
+    path = output_dir / "transitions.png"
+    written.append((path, figures.plot_transitions(component_, path)))
 
-    docs, gold, pred = predict(nlp, component, examples, args.batch_size)
+    docs, gold, pred = predict(nlp, component_, examples, batch_size)
     counts, n_unknown = figures.confusion_matrix(gold, pred, len(labels))
-    path = args.out / "confusion.png"
+    path = output_dir / "confusion.png"
     info = figures.plot_confusion(labels, counts, path)
     if n_unknown:
         info += f" ({n_unknown} tokens without a known gold label skipped)"
     written.append((path, info))
 
-    if component.target.is_span_target:
-        written.extend(entity_views(figures, component, examples, docs, args.out))
+    if component_.target.is_span_target:
+        written.extend(entity_views(figures, component_, examples, docs, output_dir))
 
-    if args.train_log is None:
+    if train_log is None:
         msg.warn("learning_curve.png skipped: no --train-log given")
     else:
-        log = find_log_file(args.train_log)
+        log = find_log_file(train_log)
         columns, rows = parse_train_log(log.read_text(errors="replace")) if log else ([], [])
         if not rows or "#" not in columns:
-            msg.warn(f"learning_curve.png skipped: no `spacy train` score table found in "
-                     f"{args.train_log} (save the console output of spacy train, e.g. "
-                     "`spacy train ... | tee train.log`)")
+            msg.warn(f"learning_curve.png skipped: no spacy train score table found in "
+                     f"{train_log} (save the console output of spacy train, e.g. "
+                     "spacy train ... | tee train.log)")
         else:
-            path = args.out / "learning_curve.png"
+            path = output_dir / "learning_curve.png"
             written.append((path, figures.plot_learning_curve(columns, rows, path) + f", from {log}"))
 
-    n = min(args.n_docs, len(docs))
-    path = args.out / "confidence.html"
-    title = f"{name} ({component.cfg['target']}, {component.cfg['structure']}) on {args.data.name}"
+    n = min(n_docs, len(docs))
+    path = output_dir / "confidence.html"
+    target = component_.target
+    title = f"{name} ({component_.cfg['target']}, {component_.cfg['structure']}) on {data_path.name}"
     spans = {}
-    if component.target.is_span_target:  # the entity view: predicted and gold spans
-        spans = {"gold_spans": [component.target.spans_of(eg.reference) for eg in examples[:n]],
-                 "pred_spans": [component.target.spans_of(doc) or [] for doc in docs[:n]]}
+    if target.is_span_target:  # the entity view: predicted and gold spans
+        spans = {"gold_spans": [target.spans_of(eg.reference) for eg in examples[:n]],
+                 "pred_spans": [target.spans_of(doc) or [] for doc in docs[:n]]}
     path.write_text(render_html(docs[:n], gold[:n], pred[:n], labels, title, **spans),
                     encoding="utf-8")
     written.append((path, f"{n} docs"))
 
-    msg.info(f"model {args.model}, component '{name}', {len(labels)} labels, {len(examples)} docs")
+    msg.info(f"model {model}, component '{name}', {len(labels)} labels, {len(examples)} docs")
     for path, info in written:
         msg.good(f"wrote {path}: {info}")
-    return 0
 
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m spacy_crf.plots``: :func:`plots_cli`; its exit code."""
+    return run(plots_cli, argv, "python -m spacy_crf.plots")

@@ -15,7 +15,7 @@ step. Both find the same optimum (``tests/training/test_owlqn.py``).
 """
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Literal, Optional, Tuple, get_args
 
 import numpy as np
 
@@ -27,7 +27,9 @@ Report = Callable[[Iteration, np.ndarray], None]
 #: CRFsuite's L-BFGS memory (``num_memories``) and line search trials (``max_linesearch``)
 MEMORY = 6
 MAX_LINESEARCH = 20
-OPTIMIZERS = ("lbfgs", "scipy")
+#: the optimizers (a Literal, so that the crf-fit command offers them as choices)
+Optimizer = Literal["lbfgs", "scipy"]
+OPTIMIZERS = get_args(Optimizer)
 
 
 @dataclass
