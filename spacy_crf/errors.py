@@ -394,6 +394,14 @@ class Errors(metaclass=_Codes):
             "n-best lists through is registered by something else. Give the component "
             "another name (nlp.add_pipe(\"crf_tagger\", name=...)), or remove the other "
             "extension.")
+    # E210-E211: the pruned chain (issue 51)
+    E210 = ("candidates of spacy-crf.PrunedChain.v1 must be an integer of at least 1 (the "
+            "labels each token keeps; at least the label count for the exact chain), got "
+            "{value!r}.")
+    E211 = ("python -m spacy_crf.fit does not train spacy-crf.PrunedChain.v1 (its lattice "
+            "changes with the weights): train this config with python -m spacy train, or "
+            "with fit and spacy-crf.Chain.v1 (the same parameters: the model loads in "
+            "either).")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

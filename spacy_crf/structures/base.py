@@ -266,7 +266,7 @@ class CRFStructure:
         """(N, L) token marginals and (S,) log Z, honouring ``fixed``."""
         emissions = self.check(scores, layout)
         log_z = np.zeros(layout.n_sequences)
-        out = np.zeros_like(emissions)
+        out = np.zeros(emissions.shape)  # float64, whatever the emissions
         self._sum_pass(emissions, scores, layout, labels_or_free(emissions.shape[0], fixed),
                        log_z, out)
         return out, log_z

@@ -1,0 +1,197 @@
+"""A first-order chain over each token's few best labels: a pruned CRF for large label sets.
+
+A chain costs L^2 a token (every label pair of every move): 7k tokens/s at
+245 labels, against 1M at 17. Most of those labels are out of the question
+for a token long before the transitions are read: its emission scores (the
+zero-order model, a softmax per token) put almost all of its mass on a few.
+So, as MarMoT does (Mueller, Schmid and Schuetze, EMNLP 2013, "Efficient
+Higher-Order CRFs for Morphological Tagging"), each token keeps its
+``candidates`` best labels by emission score, and the exact chain runs over
+that lattice: ``candidates^2`` a move, whatever the label count.
+
+* Training keeps the gold label of every token in its lattice (in place of
+  its worst candidate), and the likelihood is the lattice's: log Z over the
+  labellings of the candidates, minus the gold labelling's score. A label
+  out of a token's lattice gets no gradient there.
+* Decoding keeps labels fixed by ``keep_existing`` in the lattice the same
+  way. Token marginals (``store_confidence``) are the lattice's: a pruned
+  label's probability is 0, and the kept ones' sum to 1.
+* With ``candidates`` at least the label count nothing is pruned, and every
+  result is the full chain's (a test checks it against ``chain``).
+
+The lattice is a path whose every move has a pair matrix of its own (the
+transitions between the two tokens' candidates), so it runs on the tree
+kernels as the input-dependent chain does (``tree_path.py``): ``start`` and
+``end`` go on the first and last tokens' candidate scores. The parameters are
+the chain's (``transitions``, ``start``, ``end``), so a model trained with
+one structure loads in the other. Token targets only (a span scheme's
+forbidden moves could leave a lattice without a labelling: E018); no n-best
+lists (E019).
+
+Config block::
+
+    [components.crf_tagger.structure]
+    @structures = "spacy-crf.PrunedChain.v1"
+    candidates = 8
+"""
+
+from dataclasses import dataclass
+from typing import Sequence, Tuple
+
+import numpy as np
+
+from .._kernels import pruning, tree
+from ..errors import Errors
+from ..models.potentials import CRFScores
+from ..ragged import sequence_ends
+from ..util import is_count
+from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, get_structure,
+                   gradient_in_dtype, register_structure, sequence_lengths)
+from .chain import ChainLayout
+from .config import StructureSpec, register_spec
+from .tree_path import path_forest
+
+#: labels each token keeps by default: on UD English EWT's 321 UPOS+FEATS
+#: labels the gold label is among a trained model's 8 best for all but a few
+#: tokens in a thousand, and a move then costs 64 label pairs, not 103,041
+DEFAULT_CANDIDATES = 8
+
+
+@register_spec("spacy-crf.PrunedChain.v1", "pruned_chain")
+def pruned_chain_structure(candidates: int = DEFAULT_CANDIDATES) -> StructureSpec:
+    """A first-order chain over each token's ``candidates`` best labels.
+
+    Parameters
+    ----------
+    candidates : int
+        Labels each token keeps, by emission score (the gold label and a
+        label fixed by ``keep_existing`` are always kept). At least the
+        label count: no pruning, the exact chain.
+    """
+    if not is_count(candidates):
+        raise ValueError(Errors.E210.format(value=candidates))
+    return StructureSpec("pruned_chain", {"candidates": int(candidates)})
+
+
+@dataclass
+class PrunedChainLayout(ChainLayout):
+    """Sequence lengths of a batch of chains, and the labels each token keeps."""
+
+    candidates: int = DEFAULT_CANDIDATES
+    structure_name = "pruned_chain"
+
+
+def best_candidates(emissions: np.ndarray, n: int, keep: np.ndarray) -> np.ndarray:
+    """Each token's ``n`` best labels by emission score, in label order, with
+    ``keep[t]`` (a label id, -1 for none) among them in place of the worst
+    (``_kernels/pruning.py``).
+
+    Returns
+    -------
+    numpy.ndarray
+        (N, min(n, L)) int64 label ids.
+    """
+    n_tokens, n_labels = emissions.shape
+    if n >= n_labels:
+        return np.broadcast_to(np.arange(n_labels, dtype=np.int64), (n_tokens, n_labels)).copy()
+    cand = np.zeros((n_tokens, n), dtype=np.int64)
+    pruning.best_candidates(np.ascontiguousarray(emissions), n,
+                            np.ascontiguousarray(keep, dtype=np.int64), cand)
+    return cand
+
+
+def slots_of(cand: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Where each token's label (-1: none) stands among its candidates (-1: none)."""
+    hit = cand == labels[:, None]
+    return np.where(hit.any(axis=1), hit.argmax(axis=1), -1).astype(np.int64)
+
+
+@register_structure
+class PrunedChainStructure(CRFStructure):
+    """The exact chain over each token's best labels (see the module)."""
+
+    name = "pruned_chain"
+    params = ("transitions", "start", "end")
+    layout_class = PrunedChainLayout
+    batch_trainer_error = Errors.E211
+
+    def layout(self, docs: Sequence, component: ComponentView) -> PrunedChainLayout:
+        return PrunedChainLayout(sequence_lengths(docs, component),
+                                 int(component.cfg.get("candidates", DEFAULT_CANDIDATES)))
+
+    def check(self, scores: CRFScores, layout: BatchLayout) -> np.ndarray:
+        # the emissions as they are (float32 from a model): only the
+        # candidates' scores are read in float64, not a copy of (N, L)
+        emissions = np.ascontiguousarray(scores.emissions)
+        if layout.n_tokens != emissions.shape[0]:
+            raise ValueError(Errors.E063.format(n_tokens=layout.n_tokens,
+                                                n_rows=emissions.shape[0]))
+        return emissions
+
+    def _lattice(self, emissions: np.ndarray, scores: CRFScores, layout: PrunedChainLayout,
+                 keep: np.ndarray) -> Tuple[np.ndarray, tuple]:
+        """The candidates, and the tree-kernel arguments of their lattice:
+        candidate scores (with ``start`` on first tokens and ``end`` on
+        last ones), lengths, heads, order, ``pair[t, i, j]`` = the
+        transition from token ``t - 1``'s candidate ``j`` to ``t``'s
+        candidate ``i``, each move's pair matrix, no root scores."""
+        lengths = layout.lengths
+        cand = best_candidates(emissions, layout.candidates, keep)
+        local = np.take_along_axis(emissions, cand, 1).astype(np.float64)
+        first, last = sequence_ends(lengths)
+        local[first] += as_f64(scores.start)[cand[first]]
+        local[last] += as_f64(scores.end)[cand[last]]
+        heads, order = path_forest(lengths)
+        moves = np.flatnonzero(heads >= 0)
+        pair = np.zeros((cand.shape[0], cand.shape[1], cand.shape[1]))
+        pair[moves] = as_f64(scores.transitions)[cand[moves - 1][:, None, :],
+                                                  cand[moves][:, :, None]]
+        return cand, (local, lengths, heads, order, pair,
+                      np.arange(cand.shape[0], dtype=np.int64), np.zeros(cand.shape[1]))
+
+    def _max_pass(self, emissions, scores, layout, fixed, labels, best):
+        cand, args = self._lattice(emissions, scores, layout, fixed)
+        slots = np.zeros(cand.shape[0], dtype=np.int64)
+        tree.max_product(*args, slots_of(cand, fixed), slots, best)
+        labels[:] = cand[np.arange(cand.shape[0]), slots]
+
+    def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
+        cand, args = self._lattice(emissions, scores, layout, fixed)
+        kept = np.zeros(cand.shape)
+        tree.sum_product(*args, slots_of(cand, fixed), log_z, kept, NO_EDGES,
+                         np.zeros(args[4].shape), np.zeros(cand.shape[1]), False, False)
+        marginals[:] = 0.0
+        np.put_along_axis(marginals, cand, kept, 1)
+
+    def nll_and_gradient(self, scores: CRFScores, layout: PrunedChainLayout,
+                         gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
+        emissions = self.check(scores, layout)
+        gold = np.ascontiguousarray(gold, dtype=np.int64)
+        cand, args = self._lattice(emissions, scores, layout, gold)
+        n_labels = emissions.shape[1]
+        nll = np.zeros(layout.n_sequences)
+        d_local = np.zeros(cand.shape)
+        d_pair = np.zeros(args[4].shape)
+        tree.nll_gradient(*args, slots_of(cand, gold), nll, d_local, d_pair,
+                          np.zeros(cand.shape[1]), False)
+        d_emissions = np.zeros(emissions.shape)
+        np.put_along_axis(d_emissions, cand, d_local, 1)
+        first, last = sequence_ends(layout.lengths)
+        heads = args[2]
+        moves = np.flatnonzero(heads >= 0)
+        # d transitions[cand[t - 1, j], cand[t, i]] += d_pair[t, i, j]
+        pairs = cand[moves - 1][:, None, :] * n_labels + cand[moves][:, :, None]
+        gradient = {
+            "emissions": d_emissions,
+            "transitions": np.bincount(pairs.ravel(), weights=d_pair[moves].ravel(),
+                                       minlength=n_labels * n_labels
+                                       ).reshape(n_labels, n_labels),
+            "start": np.bincount(cand[first].ravel(), weights=d_local[first].ravel(),
+                                 minlength=n_labels),
+            "end": np.bincount(cand[last].ravel(), weights=d_local[last].ravel(),
+                               minlength=n_labels)}
+        return nll, gradient_in_dtype(scores, gradient)
+
+    def labelling_counts(self, layout, labels, weights, out):
+        # a labelling scores as in the full chain (the same parameters)
+        get_structure("chain").labelling_counts(layout, labels, weights, out)

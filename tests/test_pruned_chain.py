@@ -1,0 +1,173 @@
+"""The pruned chain (``spacy-crf.PrunedChain.v1``, issue #51): each token's
+best labels, the exact chain over them. Against brute-force enumeration of the
+lattice (log Z, marginals, MAP), the full chain where nothing is pruned, finite
+differences, and the component end to end."""
+
+import numpy as np
+import pytest
+import spacy
+from thinc.api import Adam
+
+from conftest import toy_examples
+from finite_differences import central_difference
+from kernels.oracle import all_labellings, logsumexp
+from spacy_crf import inference
+from spacy_crf.models.potentials import CRFScores
+from spacy_crf.structures import ChainLayout
+from spacy_crf.structures.pruned_chain import PrunedChainLayout, best_candidates
+
+BLOCK = {"@structures": "spacy-crf.PrunedChain.v1", "candidates": 3}
+
+
+def random_problem(rng, lengths, L):
+    N = int(sum(lengths))
+    return CRFScores.of(rng.normal(scale=2.0, size=(N, L)),
+                        transitions=rng.normal(size=(L, L)), start=rng.normal(size=L),
+                        end=rng.normal(size=L))
+
+
+def lattice_labellings(scores, rows, cand, keep):
+    """Every labelling of the tokens ``rows`` whose labels are their candidates
+    (and ``keep`` where set), with its score."""
+    e = scores.emissions[rows]
+    n, L = e.shape
+    paths = all_labellings(n, L)
+    ok = np.ones(len(paths), dtype=bool)
+    for t in range(n):
+        ok &= np.isin(paths[:, t], cand[rows][t])
+        if keep[rows][t] >= 0:
+            ok &= paths[:, t] == keep[rows][t]
+    paths = paths[ok]
+    totals = (e[np.arange(n), paths].sum(axis=1) + scores.start[paths[:, 0]]
+              + scores.end[paths[:, -1]])
+    for t in range(1, n):
+        totals += scores.transitions[paths[:, t - 1], paths[:, t]]
+    return paths, totals
+
+
+def test_candidates_are_the_best_labels_with_the_kept_one():
+    emissions = np.array([[0.0, 5.0, 1.0, 4.0], [3.0, 2.0, 1.0, 0.0]])
+    cand = best_candidates(emissions, 2, np.array([-1, 3]))
+    assert cand.tolist() == [[1, 3], [0, 3]]  # token 1's worst (1) gave way to the kept 3
+    assert best_candidates(emissions, 4, np.array([-1, -1])).tolist() == [[0, 1, 2, 3]] * 2
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_log_z_marginals_and_map_against_enumerating_the_lattice(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 5, size=rng.integers(1, 4))
+    L = int(rng.integers(3, 6))
+    scores = random_problem(rng, lengths, L)
+    layout = PrunedChainLayout(np.asarray(lengths), candidates=int(rng.integers(1, L)))
+    N = layout.n_tokens
+    fixed = np.where(rng.random(N) < 0.25, rng.integers(0, L, N), -1)
+    cand = best_candidates(scores.emissions, layout.candidates, fixed)
+    probs, log_z = inference.marginals(scores, layout, fixed)
+    labels, best = inference.viterbi(scores, layout, fixed)
+    start = 0
+    for s, n in enumerate(lengths):
+        if not n:
+            assert log_z[s] == 0.0
+            continue
+        rows = slice(start, start + n)
+        paths, totals = lattice_labellings(scores, rows, cand, fixed)
+        assert log_z[s] == pytest.approx(logsumexp(totals), abs=1e-9)
+        weights = np.exp(totals - logsumexp(totals))
+        for t in range(n):
+            expected = np.bincount(paths[:, t], weights=weights, minlength=L)
+            np.testing.assert_allclose(probs[start + t], expected, atol=1e-9)
+        assert best[s] == pytest.approx(totals.max(), abs=1e-9)
+        np.testing.assert_array_equal(labels[rows], paths[np.argmax(totals)])
+        start += n
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_with_every_label_kept_it_is_the_full_chain(seed):
+    rng = np.random.default_rng(50 + seed)
+    lengths = rng.integers(0, 7, size=4)
+    L = 5
+    scores = random_problem(rng, lengths, L)
+    pruned = PrunedChainLayout(np.asarray(lengths), candidates=L)
+    chain = ChainLayout(np.asarray(lengths))
+    N = pruned.n_tokens
+    fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, N), -1)
+    for ours, theirs in zip(inference.marginals(scores, pruned, fixed),
+                            inference.marginals(scores, chain, fixed)):
+        np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    for ours, theirs in zip(inference.viterbi(scores, pruned, fixed),
+                            inference.viterbi(scores, chain, fixed)):
+        np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    gold = np.where(rng.random(N) < 0.3, -1, rng.integers(0, L, N))
+    nll, grad = inference.nll_and_gradient(scores, pruned, gold)
+    chain_nll, chain_grad = inference.nll_and_gradient(scores, chain, gold)
+    np.testing.assert_allclose(nll, chain_nll, atol=1e-9)
+    for name in ("emissions", "transitions", "start", "end"):
+        np.testing.assert_allclose(getattr(grad, name), getattr(chain_grad, name), atol=1e-9)
+
+
+def test_nll_is_the_lattices_and_keeps_the_gold_label():
+    rng = np.random.default_rng(3)
+    lengths = [3, 1, 4]
+    L = 5
+    scores = random_problem(rng, lengths, L)
+    layout = PrunedChainLayout(np.asarray(lengths), candidates=2)
+    gold = np.array([0, -1, 4, 1, 2, -1, 0, 3])
+    nll, grad = inference.nll_and_gradient(scores, layout, gold)
+    cand = best_candidates(scores.emissions, 2, gold)
+    assert all(g in c for g, c in zip(gold, cand) if g >= 0)
+    start = 0
+    for s, n in enumerate(lengths):
+        rows = slice(start, start + n)
+        _, all_totals = lattice_labellings(scores, rows, cand, np.full(8, -1))
+        _, gold_totals = lattice_labellings(scores, rows, cand, gold)
+        assert nll[s] == pytest.approx(logsumexp(all_totals) - logsumexp(gold_totals), abs=1e-9)
+        start += n
+    # a pruned label gets no gradient
+    pruned = np.ones((8, L), dtype=bool)
+    np.put_along_axis(pruned, cand, False, 1)
+    assert np.all(grad.emissions[pruned] == 0.0)
+
+
+@pytest.mark.parametrize("name", ["emissions", "transitions", "start", "end"])
+def test_nll_gradient_against_finite_differences(name):
+    rng = np.random.default_rng(11)
+    scores = random_problem(rng, [3, 1, 4], 5)
+    layout = PrunedChainLayout(np.asarray([3, 1, 4]), candidates=3)
+    gold = np.array([0, -1, 2, 1, 2, -1, 0, 4])
+    _, grad = inference.nll_and_gradient(scores, layout, gold)
+    # the lattice is fixed by the emissions' order, which a tiny step keeps
+    numeric = central_difference(
+        lambda: float(inference.nll_and_gradient(scores, layout, gold)[0].sum()),
+        getattr(scores, name))
+    np.testing.assert_allclose(getattr(grad, name), numeric, atol=1e-5)
+
+
+def test_the_component_trains_saves_and_loads_with_it(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"structure": BLOCK, "store_confidence": True})
+    examples = toy_examples(nlp, "tag")
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.05)
+    for _ in range(30):
+        nlp.update(examples, sgd=optimizer)
+    assert nlp.evaluate(examples)["tag_acc"] == 1.0
+    doc = nlp("the big dog sat on a box .")
+    confidences = [t._.crf_confidence for t in doc]
+    assert all(0.0 < c <= 1.0 for c in confidences)
+    nlp.to_disk(tmp_path / "p")
+    again = spacy.load(tmp_path / "p")
+    pipe = again.get_pipe("crf_tagger")
+    assert pipe.crf_structure.name == "pruned_chain" and pipe.cfg["candidates"] == 3
+    redone = again("the big dog sat on a box .")
+    assert [t.tag_ for t in redone] == [t.tag_ for t in doc]
+    assert [t._.crf_confidence for t in redone] == confidences
+
+
+@pytest.mark.parametrize("config, code", [
+    ({"target": "ents"}, "E018"),      # a span scheme's moves could leave no labelling
+    ({"n_best": 2}, "E019"),
+    ({"structure": {**BLOCK, "candidates": 0}}, "E210"),
+])
+def test_what_it_does_not_do_is_named(config, code):
+    with pytest.raises(ValueError, match=code):
+        spacy.blank("en").add_pipe("crf_tagger", config={"structure": BLOCK, **config})
