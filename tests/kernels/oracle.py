@@ -69,3 +69,18 @@ def run_path_score(e, lengths, T, s, en, labels):
     scores = np.full(len(lengths), 123.0)
     path_score(e, lengths, T, s, en, np.asarray(labels, dtype=np.int64), scores)
     return scores
+
+
+def assert_sequence_matches_enumeration(paths, totals, probs, log_z, best, labels):
+    """One sequence's log Z, token marginals (``probs``, its rows), best score
+    and MAP labelling (``labels``, its rows) against its enumerated
+    labellings ``paths`` with their scores ``totals``."""
+    import pytest
+
+    assert log_z == pytest.approx(logsumexp(totals), abs=1e-9)
+    weights = np.exp(totals - logsumexp(totals))
+    for t in range(paths.shape[1]):
+        expected = np.bincount(paths[:, t], weights=weights, minlength=probs.shape[1])
+        np.testing.assert_allclose(probs[t], expected, atol=1e-9)
+    assert best == pytest.approx(totals.max(), abs=1e-9)
+    np.testing.assert_array_equal(labels, paths[np.argmax(totals)])
