@@ -533,5 +533,5 @@ def score_and_decode(model: str, test_path: str, copy: Sequence[str], runs: int)
     n_tokens = sum(len(doc) for doc in docs)
     tagger = nlp.get_pipe("crf_tagger")
     return {"score": scores["crf_score"], "n_tokens": n_tokens, "decode_s": best_s,
-            "decode_tokens_per_s": n_tokens / best_s, "n_labels": len(tagger.labels),
+            "decode_tokens_per_s": n_tokens / best_s, "n_labels": len(tagger.tags),
             "cfg": {k: v for k, v in tagger.cfg.items() if k != "labels"}}

@@ -167,7 +167,7 @@ def phase_evaluate(model_dir: str, test_path: str, attrs: List[str], key: str, t
         "decode_cpu_share": shares[times.index(best)],
         "decode_tokens_per_s": n_tokens / best if best else None,
         "heads_kept": heads_kept,
-        "n_labels": len(tagger.labels),
+        "n_labels": len(tagger.tags),
         "structure": tagger.cfg["structure"],
         "relations": list(tagger.cfg.get("relations") or []),
         "model_bytes": disk_bytes(Path(model_dir)),

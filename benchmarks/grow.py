@@ -89,7 +89,7 @@ def phase(task: str, train: Sentences, test: Sentences, new_label: str, epochs: 
     first = [task_example(nlp, task, w, t) for w, t in without(task, train, new_label)]
     first_s, _ = update_loop(nlp, first, epochs - more_epochs, batch_size)
     pipe = nlp.get_pipe("crf_tagger")
-    assert not any(new_label in label for label in pipe.labels)
+    assert not any(new_label in tag for tag in pipe.tags)
     before = read_predictions(task, predict(nlp, test))
     start = time.perf_counter()
     pipe.add_label(new_label)
@@ -106,7 +106,7 @@ def phase(task: str, train: Sentences, test: Sentences, new_label: str, epochs: 
     return {"pred": read_predictions(task, predict(nlp, test)), "pred_before": before,
             "train_s": first_s + add_s + more_s, "first_s": first_s, "add_label_s": add_s,
             "more_s": more_s, "identical_after_add_label": identical,
-            "labels": list(pipe.labels)}
+            "labels": list(pipe.tags)}
 
 
 def run(data_dir: Path, tasks: Sequence[str], epochs: int, more_epochs: int, batch_size: int,

@@ -115,7 +115,7 @@ def build_nlp(n_labels: int, seed: int = SEED):
         tags = [labels[int(i)] for i in rng.integers(0, n_labels, size=len(words))]
         examples.append(Example.from_dict(Doc(nlp.vocab, words=words), {"tags": tags}))
     nlp.initialize(lambda: examples)
-    assert len(tagger.labels) == n_labels, tagger.labels
+    assert len(tagger.tags) == n_labels, tagger.tags
     n_params = 0
     for node in tagger.model.walk():
         for name in node.param_names:

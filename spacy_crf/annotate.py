@@ -261,7 +261,7 @@ def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
     confidences, and for a span target its spans."""
     target = pipe.target
     ids = target.ids_of_keys(target.reference_keys(doc))
-    labels = pipe.labels
+    labels = pipe.tags  # label ids are the model's columns
     confidence = (token_values.doc_values(doc, CONFIDENCE, stem(pipe.name))
                   or [None] * len(doc))
     tokens = [{"text": token.text, "label": labels[i] if i >= 0 else None,

@@ -119,8 +119,9 @@ class Errors(metaclass=_Codes):
             "spans, e.g. [components.crf_tagger] scheme = \"BILUO\"; the names are "
             "case-sensitive).")
     E061 = ("'{tag}' is not a span tag: use O, or B-/I-/L-/U- and a type (e.g. 'B-PER'). "
-            "Span targets ('ents', 'spans:KEY') take their labels as tags of the scheme: "
-            "check the labels given to initialize(labels=...) or add_label().")
+            "The model of a span target ('ents', 'spans:KEY') scores tags of the scheme "
+            "(its tags, cfg[\"labels\"]); initialize(labels=...) and add_label() also take "
+            "types ('PER').")
     E062 = "Labels must be strings, got {label!r}: pass the label's text, e.g. add_label(\"NOUN\")."
     E063 = ("The sequence lengths sum to {n_tokens} tokens but there are {n_rows} rows of "
             "emission scores: the batch layout and the CRFScores come from different batches. "

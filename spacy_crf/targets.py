@@ -184,6 +184,15 @@ class Target:
         """The labels ``add_label(label)`` adds: ``label``."""
         return [label]
 
+    def public_labels(self, tags: Sequence[str]) -> Tuple[str, ...]:
+        """The component's ``labels`` given its model's columns ``tags``: the tags."""
+        return tuple(tags)
+
+    def label_data(self, tags: Sequence[str]) -> List[str]:
+        """What ``spacy init labels`` writes for the columns ``tags``: labels that
+        ``initialize(labels=...)`` reads back into the same columns (the tags)."""
+        return list(tags)
+
     def kind_of(self, label: str) -> str:
         """What a label is learned with: every label of a kind is learned as
         soon as gold has one of them (span targets: the tags of a type)."""
@@ -465,6 +474,25 @@ class SpanTarget(Target):
         for span_type in types:
             refuse_negative_type(span_type, self.name)
         return tags
+
+    def public_labels(self, tags: Sequence[str]) -> Tuple[str, ...]:
+        """The span types of ``tags``, sorted (as spaCy's ``ner.labels``; no ``O``)."""
+        return tuple(sorted(set(schemes.parse_tags(tags)[2])))
+
+    def label_data(self, tags: Sequence[str]) -> List[str]:
+        """The span types of ``tags``, sorted; a type with only some of the
+        scheme's tags (``add_label("B-MISC")``) as those tags, so that
+        ``initialize(labels=...)`` reads back the same columns."""
+        prefix, kind, types = schemes.parse_tags(tags)
+        scheme_prefixes = set(schemes.SCHEMES[self.scheme])
+        data = []
+        for i, span_type in sorted(enumerate(types), key=lambda item: item[1]):
+            own = np.flatnonzero(kind == i)
+            if {int(p) for p in prefix[own]} == scheme_prefixes:
+                data.append(span_type)
+            else:
+                data.extend(tags[j] for j in own)
+        return data
 
     def kind_of(self, label: str) -> str:
         """The span type of a tag (``""`` for ``O``)."""

@@ -415,7 +415,7 @@ def test_hinge_on_span_targets_gives_well_formed_spans(scheme):
     assert nlp.evaluate(examples)["ents_f"] == 1.0
     for doc in nlp.pipe(TEXTS + [t for t, _ in TOY_NER]):
         prediction = pipe.predict([doc])
-        assert well_formed([pipe.labels[i] for i in prediction.label_ids], scheme)
+        assert well_formed([pipe.tags[i] for i in prediction.label_ids], scheme)
 
 
 def test_loss_setting_survives_disk_bytes_and_pickle(toy, tmp_path):

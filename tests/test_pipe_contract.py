@@ -141,7 +141,7 @@ def test_gold_entities_are_aligned_as_get_aligned_ner(pred_words, spaces, ref_wo
     ref.set_ents([Span(ref, a, b, label=k) for a, b, k in ents], default="outside")
     eg = Example(pred, ref)
     expected = eg.get_aligned_ner()
-    got = [pipe.labels[i] if i >= 0 else None for i in pipe.target.gold_ids(eg)]
+    got = [pipe.tags[i] if i >= 0 else None for i in pipe.target.gold_ids(eg)]
     assert got == expected
     assert None not in expected and any(tag != "O" for tag in expected)
 
@@ -157,7 +157,7 @@ def test_gold_tags_are_aligned_as_get_aligned():
         pred = Doc(nlp.vocab, words=pred_words, spaces=spaces)
         ref = Doc(nlp.vocab, words=["the", "cat", "sat"], tags=["DT", "NN", "VBD"])
         eg = Example(pred, ref)
-        got = [pipe.labels[i] if i >= 0 else None for i in pipe.target.gold_ids(eg)]
+        got = [pipe.tags[i] if i >= 0 else None for i in pipe.target.gold_ids(eg)]
         assert got == eg.get_aligned("TAG", as_string=True)
 
 
@@ -177,7 +177,7 @@ def test_an_entity_type_first_seen_in_an_update_is_added_and_learned_as_spacys_n
     nlp = make_nlp()
     nlp.initialize(lambda: ner_examples(nlp))
     pipe = nlp.get_pipe("crf_tagger")
-    labels = pipe.labels
+    labels = pipe.tags
     # ORG is a spaCy symbol; DISEASE's hash fills all 64 bits (it was a KeyError, E018)
     ref = Doc(nlp.vocab, words=["Acme", "cured", "flu", "."])
     ref.set_ents([Span(ref, 0, 1, label="ORG"), Span(ref, 2, 3, label="DISEASE")],
@@ -188,8 +188,8 @@ def test_an_entity_type_first_seen_in_an_update_is_added_and_learned_as_spacys_n
     assert not [m for m in caught(lambda: nlp.update([eg], sgd=optimizer, losses=losses))
                 if "[W001]" in m]
     assert np.isfinite(losses["crf_tagger"])
-    assert pipe.labels[:len(labels)] == labels  # appended, every old label in place
-    assert set(pipe.labels[len(labels):]) == {f"{p}-{t}" for p in "BILU" for t in ("ORG", "DISEASE")}
+    assert pipe.tags[:len(labels)] == labels  # appended, every old label in place
+    assert set(pipe.tags[len(labels):]) == {f"{p}-{t}" for p in "BILU" for t in ("ORG", "DISEASE")}
     assert pipe.cfg["unseen_labels"] == []  # learned from this update on
     for _ in range(20):
         nlp.update([eg] + ner_examples(nlp), sgd=optimizer)
@@ -204,20 +204,20 @@ def test_an_entity_model_initialized_without_examples_learns_its_types_from_upda
     optimizer = Adam(0.1)
     for _ in range(20):
         nlp.update(examples, sgd=optimizer)
-    assert {"U-PER", "B-LOC"} <= set(nlp.get_pipe("crf_tagger").labels)
+    assert {"U-PER", "B-LOC"} <= set(nlp.get_pipe("crf_tagger").tags)
     assert ("Paris", "LOC") in ents_of(nlp("Alice met Bob in Paris ."))
 
 
 def test_a_model_that_learns_from_counts_warns_w001_for_a_new_entity_type():
     nlp = make_nlp(model={"@architectures": "spacy-crf.HMM.v1", "n_buckets": 1024})
     nlp.initialize(lambda: ner_examples(nlp))
-    labels = nlp.get_pipe("crf_tagger").labels
+    labels = nlp.get_pipe("crf_tagger").tags
     ref = Doc(nlp.vocab, words=["Acme", "cured", "flu", "."])
     ref.set_ents([Span(ref, 2, 3, label="DISEASE")], default="outside")
     eg = Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref)
     messages = caught(lambda: nlp.update([eg]))
     assert any("[W001]" in m and "'DISEASE'" in m for m in messages), messages
-    assert nlp.get_pipe("crf_tagger").labels == labels
+    assert nlp.get_pipe("crf_tagger").tags == labels
 
 
 def test_a_negative_tag_warns_that_it_is_treated_as_unannotated():
@@ -266,7 +266,7 @@ def test_a_negative_entity_label_is_refused_by_add_label_and_initialize():
 def test_an_initialized_untrained_entity_model_predicts_no_entities():
     nlp = make_nlp()
     nlp.initialize(lambda: ner_examples(nlp))
-    assert nlp.get_pipe("crf_tagger").labels[0] == "O"
+    assert nlp.get_pipe("crf_tagger").tags[0] == "O"
     doc = nlp("Alice met Bob in Paris .")
     assert [t.ent_iob_ for t in doc] == ["O"] * len(doc)
 
@@ -276,7 +276,7 @@ def test_a_label_set_without_o_gets_o():
     nlp.get_pipe("crf_tagger").initialize(lambda: ner_examples(nlp), nlp=nlp,
                                           labels=["B-PER", "I-PER", "L-PER", "U-PER"])
     pipe = nlp.get_pipe("crf_tagger")
-    assert pipe.labels == ("O", "B-PER", "I-PER", "L-PER", "U-PER")
+    assert pipe.tags == ("O", "B-PER", "I-PER", "L-PER", "U-PER")
     assert [t.ent_iob_ for t in nlp("Alice met Bob .")] == ["O"] * 4
 
 
@@ -287,7 +287,8 @@ def test_an_entity_target_initializes_without_examples_and_predicts_nothing():
     nlp = make_nlp()
     messages = caught(nlp.initialize)
     assert any("[W016]" in m and "labels" in m for m in messages), messages
-    assert nlp.get_pipe("crf_tagger").labels == ("O",)
+    assert nlp.get_pipe("crf_tagger").tags == ("O",)
+    assert nlp.get_pipe("crf_tagger").labels == ()  # no type, as spaCy's empty ner
     assert not nlp("Alice met Bob in Paris .").ents
     # a ruler's entities go through
     nlp.add_pipe("entity_ruler", before="crf_tagger").add_patterns([{"label": "PER", "pattern": "Bob"}])
@@ -298,7 +299,66 @@ def test_an_entity_target_with_labels_initializes_without_examples():
     nlp = make_nlp()
     nlp.get_pipe("crf_tagger").add_label("U-PER")
     nlp.initialize()
-    assert nlp.get_pipe("crf_tagger").labels == ("O", "U-PER")
+    assert nlp.get_pipe("crf_tagger").tags == ("O", "U-PER")
+
+
+# -- 49.5: a span target's labels are its types (spaCy's tests of ner's labels) ----
+
+
+def test_pipe_labels():
+    """spaCy's test_pipe_labels (pipeline/test_pipe_methods.py), its ner a crf_tagger."""
+    nlp = spacy.blank("en")
+    input_labels = {"crf_tagger": ["PERSON", "ORG", "GPE"], "textcat": ["POSITIVE", "NEGATIVE"]}
+    nlp.add_pipe("crf_tagger", config={"model": dict(MODEL), "target": "ents"})
+    nlp.add_pipe("textcat")
+    for name, labels in input_labels.items():
+        pipe = nlp.get_pipe(name)
+        for label in labels:
+            pipe.add_label(label)
+        assert len(pipe.labels) == len(labels)
+    assert len(nlp.pipe_labels) == len(input_labels)
+    for name, labels in nlp.pipe_labels.items():
+        assert sorted(input_labels[name]) == sorted(labels)
+
+
+@pytest.mark.parametrize("target", ["ents", "spans:sc"])
+def test_pipe_base_class_add_label(target):
+    """spaCy's test_pipe_base_class_add_label[ner] (pipeline/test_pipe_methods.py)."""
+    pipe = make_nlp(target).get_pipe("crf_tagger")
+    pipe.add_label("TEST")
+    assert pipe.labels == ("TEST",)
+
+
+@pytest.mark.parametrize("scheme,n_moves", [("BILUO", 4), ("BIO", 2)])
+def test_add_label_get_label(scheme, n_moves):
+    """spaCy's test_add_label_get_label[EntityRecognizer] (parser/test_add_label.py):
+    the tags (ner's move_names) hold every tag of each type, ``labels`` the types."""
+    labels = ["A", "B", "C"]
+    pipe = make_nlp(scheme=scheme).get_pipe("crf_tagger")
+    for label in labels:
+        pipe.add_label(label)
+    assert len(pipe.tags) == len(labels) * n_moves
+    assert sorted(pipe.labels) == labels
+
+
+def test_labels_from_BILUO():
+    """spaCy's test_labels_from_BILUO (parser/test_ner.py): a type with a "-"."""
+    nlp = make_nlp()
+    ner = nlp.get_pipe("crf_tagger")
+    ner.add_label("LARGE-ANIMAL")
+    nlp.initialize()
+    assert ner.tags == ("O", "B-LARGE-ANIMAL", "I-LARGE-ANIMAL", "L-LARGE-ANIMAL",
+                        "U-LARGE-ANIMAL")
+    assert set(ner.labels) == {"LARGE-ANIMAL"}
+
+
+def test_a_trained_entity_model_gives_types_to_labels_meta_and_pipe_labels():
+    nlp = trained()
+    pipe = nlp.get_pipe("crf_tagger")
+    assert pipe.labels == ("LOC", "PER") and pipe.label_data == ["LOC", "PER"]
+    assert pipe.tags[0] == "O" and len(pipe.tags) == 9
+    assert nlp.pipe_labels == {"crf_tagger": ["LOC", "PER"]}
+    assert nlp.meta["labels"]["crf_tagger"] == ["LOC", "PER"]
 
 
 # -- 35.7: serialization honours exclude; an uninitialized component round-trips ----
@@ -436,9 +496,9 @@ def test_rehearse_after_add_label_with_the_pipelines_optimizer(rehearse_first):
     if rehearse_first:  # moments under the rehearsal's own keys too
         nlp.resume_training()
         nlp.rehearse(raw)
-    n_labels = len(pipe.labels)
+    n_labels = len(pipe.tags)
     pipe.add_label("UTENSIL")
-    assert len(pipe.labels) == n_labels + 4
+    assert len(pipe.tags) == n_labels + 4
     assert nlp.resume_training() is optimizer
     for _ in range(3):
         losses = nlp.rehearse(raw)

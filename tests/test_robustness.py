@@ -193,7 +193,7 @@ def randomize_weights(pipe, seed: int, scales: Dict[str, float]) -> None:
 
 def check_prediction(pipe, docs) -> None:
     """Every invariant of a decoded batch (docs already processed by ``pipe``)."""
-    labels = pipe.labels
+    labels = pipe.tags
     tags = decoded_tags(pipe, docs)
     for doc, doc_tags in zip(docs, tags):
         assert len(doc_tags) == len(doc)

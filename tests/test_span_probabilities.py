@@ -125,7 +125,7 @@ def dense_entity_pipe(scheme, n_tokens):
     def run(kind):
         bias = linear.get_param("b")
         bias[:] = 0.0
-        bias[pipe.labels.index({"none": "O", "dense": "B-LOC" if scheme == "BIO" else "U-LOC"}[kind])] = 8.0
+        bias[pipe.tags.index({"none": "O", "dense": "B-LOC" if scheme == "BIO" else "U-LOC"}[kind])] = 8.0
         doc = Doc(nlp.vocab, words=words)
         tracemalloc.start()
         doc = nlp(doc)

@@ -671,7 +671,8 @@ def test_ents_target_learns_toy_ner(scheme):
     loss = train(nlp, examples)
     assert np.isfinite(loss) and loss < 1.0
     pipe = nlp.get_pipe("crf_tagger")
-    assert set(pipe.labels) == set(schemes.tag_set(["PER", "LOC"], scheme))
+    assert set(pipe.tags) == set(schemes.tag_set(["PER", "LOC"], scheme))
+    assert pipe.labels == ("LOC", "PER")  # the types, as spaCy's ner.labels
     scores = nlp.evaluate(examples)
     assert scores["ents_f"] == 1.0
     assert scores["ents_p"] == 1.0 and scores["ents_r"] == 1.0
@@ -825,9 +826,9 @@ def test_overlapping_gold_spans_warn_and_keep_the_longest():
     assert np.isfinite(loss)
     pipe = nlp.get_pipe("crf_tagger")
     gold = pipe.target.gold_ids(examples[-1])
-    assert [pipe.labels[i] for i in gold] == (
+    assert [pipe.tags[i] for i in gold] == (
         ["O", "B-LOC", "I-LOC", "L-LOC", "O", "O", "O"])
-    assert "B-ORG" not in pipe.labels and "U-ORG" not in pipe.labels
+    assert "B-ORG" not in pipe.tags and "U-ORG" not in pipe.tags
     doc = nlp("the New York City office closed .")
     assert [(s.start, s.end, s.label_) for s in doc.spans["sc"]] == [(1, 4, "LOC")]
 
@@ -862,7 +863,7 @@ def test_gold_from_a_different_tokenization_is_projected_onto_the_predicted_toke
     assert not any("[W003]" in m for m in messages), messages
     assert all(np.isfinite(history)) and history[-1] < history[0]
     pipe = nlp.get_pipe("crf_tagger")
-    gold = [pipe.labels[i] for i in pipe.target.gold_ids(bad)]
+    gold = [pipe.tags[i] for i in pipe.target.gold_ids(bad)]
     assert gold == bad.get_aligned_ner() == ["B-LOC", "I-LOC", "L-LOC", "O"]
     loss, _ = pipe.get_loss([bad], pipe.model.predict([bad.predicted]))
     assert np.isfinite(loss)
@@ -922,9 +923,9 @@ def test_gold_without_a_well_formed_completion_is_unannotated():
     assert pipe.target.gold_ids(merged).tolist() == [-1, -1, -1]
     history, messages = update_with_warnings(nlp, examples, n_iter=1)
     assert all(np.isfinite(history))
-    first, second = sorted({t.split("-", 1)[1] for t in pipe.labels if t != "O"})[:2]
-    gold = np.asarray([pipe.labels.index(f"B-{first}"), -1,
-                       pipe.labels.index(f"L-{second}")], dtype=np.int64)
+    first, second = sorted({t.split("-", 1)[1] for t in pipe.tags if t != "O"})[:2]
+    gold = np.asarray([pipe.tags.index(f"B-{first}"), -1,
+                       pipe.tags.index(f"L-{second}")], dtype=np.int64)
     scores = pipe.target.constrain(pipe.model.predict([pred]))
     repaired, n_bad = pipe.target.repair_gold(scores, gold, pipe.batch_layout([pred]))
     assert repaired.tolist() == [-1, -1, -1] and n_bad == 2
@@ -1058,7 +1059,7 @@ def test_uner_training_model_best_loads_and_scores(uner_trained, uner_corpus):
     assert nlp.pipe_names == ["crf_tagger"]
     pipe = nlp.get_pipe("crf_tagger")
     assert pipe.cfg["target"] == "ents" and pipe.cfg["scheme"] == "BILUO"
-    assert set(pipe.labels) == set(schemes.tag_set(["PER", "ORG", "LOC"], "BILUO"))
+    assert set(pipe.tags) == set(schemes.tag_set(["PER", "ORG", "LOC"], "BILUO"))
     docs = list(DocBin().from_disk(uner_corpus["dev"]).get_docs(nlp.vocab))
     predicted = list(nlp.pipe(doc.text for doc in docs[:100]))
     assert sum(len(doc.ents) for doc in predicted) > 10

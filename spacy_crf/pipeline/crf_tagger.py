@@ -47,7 +47,8 @@ from .settings import check_settings, initial_cfg, resolve_structure
 
 
 class CRFTagger(TrainablePipe):
-    """A conditional random field over the tokens of each Doc (labels in ``cfg["labels"]``)."""
+    """A conditional random field over the tokens of each Doc (its model's
+    columns, the tags, in ``cfg["labels"]``)."""
 
     def __init__(self, vocab: Vocab, model: Model[List[Doc], CRFScores],
                  name: str = "crf_tagger", *, target: str = "tag",
@@ -105,14 +106,23 @@ class CRFTagger(TrainablePipe):
         return self.target.name == "ents" if setting is None else bool(setting)
 
     @property
-    def labels(self) -> tuple:
-        """The labels, in the order of the model's output columns."""
+    def tags(self) -> tuple:
+        """The model's output columns, in order: the labels of a token target,
+        the scheme's tags of a span target (``O``, ``B-PER``, ...)."""
         return tuple(self.cfg["labels"])
 
     @property
+    def labels(self) -> tuple:
+        """The labels: a span target's types, sorted (``("LOC", "PER")``, as
+        spaCy's ``ner`` and ``spancat`` give them), else :attr:`tags`."""
+        return self.target.public_labels(self.tags)
+
+    @property
     def label_data(self) -> List[str]:
-        """The labels, for ``spacy init labels`` and ``initialize(labels=...)``."""
-        return list(self.labels)
+        """The labels, for ``spacy init labels`` and ``initialize(labels=...)``:
+        a span target's types (a type with only some of the scheme's tags as
+        those tags), so that they read back into the same :attr:`tags`."""
+        return self.target.label_data(self.tags)
 
     @property
     def assigns(self) -> List[str]:
@@ -211,7 +221,8 @@ class CRFTagger(TrainablePipe):
         nlp : Language, optional
             The pipeline.
         labels : sequence of str, optional
-            The label set, e.g. from ``spacy init labels``.
+            The label set, e.g. from ``spacy init labels``; for a span target
+            types (``PER``: every tag of the type), tags (``B-PER``) or both.
         clusters : str, optional
             A Brown cluster table for the ``CLUSTER`` templates (Liang's
             ``paths`` or JSON ``{word: path}``); without it the pipeline's
@@ -248,7 +259,8 @@ class CRFTagger(TrainablePipe):
         learning.learn_new_labels(self, gold)
 
     def add_label(self, label: str) -> int:
-        """Add a label (a span target's type, ``"LOC"``, adds all its tags); 1 if new, else 0.
+        """Add a label (a span target's type, ``"LOC"``, adds all its tags, a
+        tag, ``"B-LOC"``, that tag); 1 if new, else 0.
 
         Before ``initialize`` the label joins those it finds. A trained model
         grows (zero weights for the label) and predicts exactly as before until
@@ -257,13 +269,13 @@ class CRFTagger(TrainablePipe):
         """
         if not isinstance(label, str):
             raise ValueError(Errors.E062.format(label=label))
-        new = [tag for tag in self.target.labels_for(label) if tag not in self.labels]
+        new = [tag for tag in self.target.labels_for(label) if tag not in self.tags]
         if not new:
             return 0
         if self._initialized():
             learning.grow(self, new)
             return 1
-        self._set_labels(list(self.labels) + new)
+        self._set_labels(list(self.tags) + new)
         self._added_labels.extend(new)
         return 1
 
@@ -345,11 +357,11 @@ class CRFTagger(TrainablePipe):
         return is_initialized(self.model)
 
     def _require_labels(self) -> None:
-        if not self.labels or not self._initialized():
+        if not self.tags or not self._initialized():
             raise ValueError(Errors.E007.format(name=self.name))
 
     def _check_width(self, scores: CRFScores) -> None:
-        expected = self.crf_structure.emission_width(len(self.labels))
+        expected = self.crf_structure.emission_width(len(self.tags))
         got = scores.emissions.shape[1]
         if got != expected:
             raise ValueError(Errors.E013.format(name=self.name, n_labels=got, expected=expected))

@@ -25,8 +25,9 @@ _PLACEHOLDER = ["x", "y", "z"]
 def initial_labels(name: str, target: Target, target_name: str,
                    get_examples: Callable[[], Iterable[Example]], nlp: Optional[Language],
                    labels: Optional[Sequence[str]], added: Sequence[str]) -> Set[str]:
-    """The labels a component starts with: ``labels`` if given, else those of
-    the examples' reference docs with the labels ``added`` before initialize.
+    """The labels a component starts with: ``labels`` if given (a span
+    target's types as all their tags), else those of the examples' reference
+    docs with the labels ``added`` before initialize.
 
     Raises
     ------
@@ -40,7 +41,9 @@ def initial_labels(name: str, target: Target, target_name: str,
     # training time on CoNLL-2000); that pass checks every example's type
     check_get_examples(name, get_examples, nlp, labels)
     if labels is not None:
-        found = set(labels)
+        # a span target's types stand for their tags, as in add_label (spacy init
+        # labels writes types); "O" and tags stand for themselves
+        found = {tag for label in labels for tag in target.labels_for(label)}
     else:
         found = set(added)
         n_examples = 0
@@ -52,7 +55,10 @@ def initial_labels(name: str, target: Target, target_name: str,
             n_examples += 1
         if not n_examples and not found:
             raise ValueError(Errors.E020.format(name=name, where=_train_path(nlp)))
-    if not found and labels is None and may_start_untrained(target, get_examples):
+    # a span target given no type (labels=[]: what spacy init labels writes for
+    # one that has none) starts with O alone too
+    given_none = labels is not None and target.is_span_target
+    if not found and (given_none or labels is None and may_start_untrained(target, get_examples)):
         # as spaCy's ner after nlp.initialize(): no types, no entities predicted
         warnings.warn(Warnings.W016.format(name=name, target=target_name, what="span"))
         found = {"O"}

@@ -32,11 +32,12 @@ def initialize(pipe, get_examples: Callable[[], Iterable[Example]], *,
     found = initial_labels(pipe.name, pipe.target, pipe.cfg["target"], get_examples, nlp,
                            labels, pipe._added_labels)
     if keep_weights and pipe._initialized():
-        missing = [label for label in pipe.labels if label not in found]
+        found = set(pipe.target.order_labels(found))  # a span target's O, given or not
+        missing = [tag for tag in pipe.tags if tag not in found]
         if labels is not None and missing:
             raise ValueError(Errors.E167.format(name=pipe.name, missing=missing,
-                                                labels=list(pipe.labels)))
-        new = [label for label in pipe.target.order_labels(found) if label not in pipe.labels]
+                                                labels=pipe.label_data))
+        new = [tag for tag in pipe.target.order_labels(found) if tag not in pipe.tags]
         if new:
             grow(pipe, new)
         fit_from_counts(pipe, get_examples)
@@ -47,7 +48,7 @@ def initialize(pipe, get_examples: Callable[[], Iterable[Example]], *,
     pipe._set_labels(pipe.target.order_labels(found))
     pipe.cfg["unseen_labels"] = []
     pipe._added_labels = []
-    set_n_labels(pipe.model, len(pipe.labels))
+    set_n_labels(pipe.model, len(pipe.tags))
     # settings the structure reads from the data (relation groups, kept label pairs)
     pipe.cfg.update(pipe.crf_structure.initialize_cfg(pipe.component_view, get_examples))
     # the word tables the templates read (clusters, vector clusters, gazetteer)

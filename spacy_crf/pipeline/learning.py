@@ -90,14 +90,14 @@ def objective(pipe, scores: CRFScores, layout: BatchLayout,
 def mask_unseen(pipe, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
     """``scores`` with ``-inf`` for the labels not learned yet, but ``but``."""
     unseen = [label for label in pipe.cfg.get("unseen_labels") or [] if label not in but]
-    return mask_labels(scores, [pipe.labels.index(label) for label in unseen], len(pipe.labels))
+    return mask_labels(scores, [pipe.tags.index(label) for label in unseen], len(pipe.tags))
 
 
 def new_labels_in(pipe, gold: np.ndarray) -> List[str]:
     """The labels not learned yet (``cfg["unseen_labels"]``) that ``gold``
     has, with every tag of their span types."""
     unseen = pipe.cfg.get("unseen_labels") or []
-    kinds = {pipe.target.kind_of(label) for label in seen_in(gold, unseen, pipe.labels)}
+    kinds = {pipe.target.kind_of(label) for label in seen_in(gold, unseen, pipe.tags)}
     return [label for label in unseen if pipe.target.kind_of(label) in kinds]
 
 
@@ -110,7 +110,7 @@ def learn_new_labels(pipe, gold: np.ndarray) -> None:
 
 def grow(pipe, new: Sequence[str]) -> None:
     """Append ``new`` labels to a trained component (see ``CRFTagger.add_label``)."""
-    n_old, labels = len(pipe.labels), list(pipe.labels) + list(new)
+    n_old, labels = len(pipe.tags), list(pipe.tags) + list(new)
     grown_cfg = pipe.crf_structure.grow_cfg(pipe.component_view, n_old, len(labels))  # may refuse
     make_target(pipe.cfg["target"], pipe.cfg["scheme"]).set_labels(labels, pipe.vocab)  # E061
     # the model grows from the weights it predicts with; averaging starts afresh
@@ -135,7 +135,7 @@ def add_gold_types(pipe, examples: List[Example]) -> None:
     """
     if not pipe.target.is_span_target or learns_from_counts(pipe.model):
         return
-    known = {pipe.target.kind_of(label) for label in pipe.labels}
+    known = {pipe.target.kind_of(tag) for tag in pipe.tags}
     types = {span.label_ for eg in examples for span in pipe.target.spans_of(eg.reference) or []}
     new = sorted(t for t in types - known if not is_negative(t))
     if new:  # (one growth for the batch: each commits the averaged weights)

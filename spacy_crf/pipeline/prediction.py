@@ -57,7 +57,7 @@ def decode(pipe, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
     if pipe.cfg["store_confidence"] or pipe.cfg["n_best"]:
         probs, log_z = inference.marginals(scores, layout, fixed)
     if pipe.cfg["n_best"]:
-        nbest = n_best_lists(scores, layout, fixed, log_z, pipe.cfg["n_best"], pipe.labels)
+        nbest = n_best_lists(scores, layout, fixed, log_z, pipe.cfg["n_best"], pipe.tags)
     if pipe.cfg["store_confidence"]:
         # marginals are float32: a sure label can round a few ulps above 1
         confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0

@@ -137,7 +137,7 @@ def plots_cli(
     nlp = spacy.load(model)
     with our_errors():
         name, component_ = find_component(nlp, component)
-    labels = list(component_.labels)
+    labels = list(component_.tags)
     attrs = parse_copy(copy)
     augmenter = create_copy_attrs(attrs) if attrs else None
     examples = list(Corpus(data_path, augmenter=augmenter)(nlp))

@@ -193,7 +193,7 @@ def plot_chain_transitions(component: CRFTagger, path: Path) -> str:
 
 def chain_transitions_figure(component: CRFTagger):
     """The figure of :func:`plot_chain_transitions` and the matrix it draws."""
-    labels = list(component.labels)
+    labels = list(component.tags)
     params = potentials_params(component)
     L = len(labels)
     matrix = np.full((L + 1, L + 1), np.nan)
@@ -231,7 +231,7 @@ def plot_pair_matrices(component: CRFTagger, path: Path) -> str:
 
 def pair_matrices_figure(component: CRFTagger):
     """The figure of :func:`plot_pair_matrices` and the panel matrices it draws."""
-    labels = list(component.labels)
+    labels = list(component.tags)
     params = potentials_params(component)
     pair, L = params["pair"], len(labels)
     names = relation_group_names(component)

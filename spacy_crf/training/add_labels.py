@@ -61,7 +61,8 @@ def create_add_labels(component: str = "crf_tagger", labels: Optional[List[str]]
             found = set()
             for eg in corpus(nlp):
                 found.update(pipe.target.label_strings(eg.reference))
-            wanted.extend(sorted(found))
+            # a span target's tags as their types: one growth a type, logged as types
+            wanted.extend(pipe.target.label_data(pipe.target.order_labels(found)))
         added = [label for label in wanted if pipe.add_label(label)]
         if added:
             logger.info("%s: added labels %s", component, added)

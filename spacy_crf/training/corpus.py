@@ -51,7 +51,7 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
 def layout_of(pipe) -> ParameterLayout:
     """The parameter layout of ``pipe`` (an initialized ``crf_tagger``), without rows."""
     _, _, potentials = feature_layers(pipe.model)
-    return ParameterLayout(0, len(pipe.labels), pipe.crf_structure.name, potentials.get_dim("nR"))
+    return ParameterLayout(0, len(pipe.tags), pipe.crf_structure.name, potentials.get_dim("nR"))
 
 
 def read_corpus(corpus: Callable[[Language], Iterable[Example]],
@@ -177,7 +177,7 @@ def featurize_corpus(pipe, examples: Sequence[Example],
 
 def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
     """All-zero scores with the component's scheme constraints (-inf) added."""
-    L = len(pipe.labels)
+    L = len(pipe.tags)
     _, _, potentials = feature_layers(pipe.model)
     R = potentials.get_dim("nR")
     shapes = pipe.crf_structure.param_shapes(L, R)
