@@ -9,6 +9,7 @@ spaCy's are. Errors our checks raise before any work is done (``[E...]``
 messages that name a bad input) exit 2 as well, and failures of the work 1.
 """
 
+import re
 import sys
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
@@ -18,6 +19,11 @@ import typer
 from spacy.cli._util import Arg, Opt, app, import_code, parse_config_overrides, string_to_list
 from typer.main import get_command
 from wasabi import Printer
+
+from .errors import is_ours
+
+#: the start of a message of spaCy's own, with its code
+SPACY_CODE = re.compile(r"\[E\d+\]")
 
 __all__ = ["Arg", "Opt", "app", "import_code", "msg", "command", "group", "run", "our_errors",
            "config_overrides", "parse_copy", "CODE_HELP", "COPY_HELP"]
@@ -115,7 +121,7 @@ def our_errors(exits: Union[int, Dict[type, int]] = 2) -> Iterator[None]:
     ----------
     exits : int or dict
         The exit code of a ValueError or RuntimeError whose message is one of
-        ours (``[E...]``, naming the problem and the fix), or a code for each
+        ours (``[CRF-E...]``, naming the problem and the fix), or a code for each
         of the two, e.g. ``{ValueError: 2, RuntimeError: 1}``. Any other
         exception is a bug and keeps its traceback.
     """
@@ -124,7 +130,8 @@ def our_errors(exits: Union[int, Dict[type, int]] = 2) -> Iterator[None]:
         yield
     except (ValueError, RuntimeError) as err:
         code = next((c for kind, c in codes.items() if isinstance(err, kind)), None)
-        if code is None or not str(err).startswith("[E"):
+        # ours, or spaCy's own (a config that names no factory, say: [E002])
+        if code is None or not (is_ours(str(err)) or SPACY_CODE.match(str(err))):
             raise
         msg.fail(str(err), exits=code)
 

@@ -369,7 +369,7 @@ def uner_cli(
         docs = convert_uner(text, Vocab(), treebank, report)
     except ValueError as err:
         hint = (f" Check that --conllu is the treebank split of {input_path.name}."
-                if "[E090]" in str(err) else "")
+                if "[CRF-E090]" in str(err) else "")
         msg.fail(f"{input_path}: {err}{hint}", exits=2)
     if conllu is not None:
         msg.info(f"Joined {input_path.name} to {conllu.name} on {report['join']}")

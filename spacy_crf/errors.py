@@ -1,8 +1,9 @@
 """Numbered error and warning messages, in one place (as spaCy does).
 
 Every message names the problem and the fix. Code raises e.g.
-``ValueError(Errors.E001.format(...))``; the code is part of the text so users
-can search for it.
+``ValueError(Errors.E001.format(...))``; the code is part of the text, with
+the prefix ``CRF-`` (``[CRF-E001]``), so users who search for it find ours,
+not spaCy's own E001.
 """
 
 
@@ -24,12 +25,22 @@ def warn(message: str) -> None:
 _REGISTRY: Dict = {}
 
 
+#: what every code of ours starts with: spaCy's own codes are E001, W001, ...
+#: (and mean other things), so a search for one of ours finds ours
+PREFIX = "CRF-"
+
+
+def is_ours(message: str) -> bool:
+    """Whether an exception's message is one of ours (starts with a code)."""
+    return message.startswith(f"[{PREFIX}")
+
+
 class _Codes(type):
     def __getattribute__(self, code: str) -> str:
         msg = super().__getattribute__(code)
         if code.startswith("__"):
             return msg
-        return f"[{code}] {msg}"
+        return f"[{PREFIX}{code}] {msg}"
 
 
 class Errors(metaclass=_Codes):

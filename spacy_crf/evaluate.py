@@ -91,7 +91,7 @@ def score(nlp: Language, examples: List[Example], copy: Sequence[str] = (),
     warn_missing_inputs(nlp, examples, copy)
     with warnings.catch_warnings():
         # the components' own W005 says less than the W004 above
-        warnings.filterwarnings("ignore", message=r"\[W005\]")
+        warnings.filterwarnings("ignore", message=r"\[CRF-W005\]")
         return nlp.evaluate(examples, batch_size=batch_size, per_component=per_component)
 
 

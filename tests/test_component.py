@@ -578,10 +578,10 @@ def test_empty_training_corpus_is_a_clear_error(tmp_path):
     spaCy's E930 for a bad get_examples)."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger")
-    with pytest.raises(TypeError, match=r"\[E160\] 'crf_tagger'.*no examples"):
+    with pytest.raises(TypeError, match=r"\[CRF-E160\] 'crf_tagger'.*no examples"):
         nlp.initialize(lambda: [])
     nlp.config["paths"]["train"] = str(tmp_path / "train.spacy")
-    with pytest.raises(ValueError, match=r"\[E020\].*train\.spacy"):
+    with pytest.raises(ValueError, match=r"\[CRF-E020\].*train\.spacy"):
         nlp.initialize(lambda: [])
 
 

@@ -212,7 +212,7 @@ def test_usage_errors_exit_2(tmp_path, capsys, args):
     err = capsys.readouterr().err
     assert "Error:" in err
     if "nowhere.spacy" in args:  # the batch trainer's corpus check, with its fix
-        assert "[E037]" in err and "--paths.train" in err
+        assert "[CRF-E037]" in err and "--paths.train" in err
 
 
 def test_not_overrides():  # the check fit and debug-data share

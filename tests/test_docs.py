@@ -106,7 +106,7 @@ def test_errors_page_lists_every_code_of_errors_py():
     text = (DOCS / "errors.md").read_text(encoding="utf8")
     for cls in (Errors, Warnings):
         for code, _ in gen_errors.codes(cls):
-            assert f"\n### {code}\n" in text, code
+            assert f"\n### CRF-{code}\n" in text, code
 
 
 def test_errors_page_check_detects_drift(tmp_path):
@@ -114,7 +114,7 @@ def test_errors_page_check_detects_drift(tmp_path):
     assert gen_errors.main(["--page", str(page), "--check"]) == 1
     assert gen_errors.main(["--page", str(page)]) == 0
     assert gen_errors.main(["--page", str(page), "--check"]) == 0
-    page.write_text(page.read_text(encoding="utf8").replace("### E001", "### E999"),
+    page.write_text(page.read_text(encoding="utf8").replace("### CRF-E001", "### CRF-E999"),
                     encoding="utf8")
     assert gen_errors.main(["--page", str(page), "--check"]) == 1
 

@@ -361,19 +361,19 @@ def test_the_command_line_takes_spacys_overrides(sample_corpus, tmp_path):
                                           ({"max_iterations": -1}, "E032"),
                                           ({"eval_frequency": 0}, "E032")])
 def test_bad_options_are_named(sample_corpus, kwargs, code):
-    with pytest.raises(ValueError, match=rf"\[{code}\]"):
+    with pytest.raises(ValueError, match=rf"\[CRF-{code}\]"):
         fit(ROOT / "configs" / "ewt_upos.cfg", None, overrides=overrides(sample_corpus), **kwargs)
 
 
 def test_a_neural_model_is_refused_with_the_fix(sample_corpus):
-    with pytest.raises(ValueError, match=r"\[E031\].*FeatureCRF"):
+    with pytest.raises(ValueError, match=r"\[CRF-E031\].*FeatureCRF"):
         fit(ROOT / "configs" / "ewt_upos_neural.cfg", None,
             overrides={"paths.train": str(sample_corpus["train"]),
                        "paths.dev": str(sample_corpus["dev"])}, max_iterations=1)
 
 
 def test_a_missing_corpus_is_named(sample_corpus, tmp_path):
-    with pytest.raises(ValueError, match=r"\[E037\].*nowhere.spacy.*--paths.train"):
+    with pytest.raises(ValueError, match=r"\[CRF-E037\].*nowhere.spacy.*--paths.train"):
         fit(ROOT / "configs" / "ewt_upos.cfg", None,
             overrides=overrides(sample_corpus, **{"paths.train": str(tmp_path / "nowhere.spacy")}))
 

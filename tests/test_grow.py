@@ -243,7 +243,7 @@ def test_initialize_keep_weights_adds_the_new_labels_only():
     pipe = nlp.get_pipe("crf_tagger")
     docs = probe_docs(nlp, "tag")
     before = pipe.predict(docs)
-    with pytest.raises(ValueError, match=r"\[E167\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E167\]"):
         pipe.initialize(lambda: tag_examples(nlp), nlp=nlp, labels=["JJ", "NN"], keep_weights=True)
     assert "JJ" not in pipe.labels  # the refused call changed nothing
     pipe.initialize(lambda: tag_examples(nlp), nlp=nlp, keep_weights=True)
@@ -395,7 +395,7 @@ def test_a_load_takes_the_saved_unseen_labels_and_checks_them(tmp_path):
     cfg = json.loads((tmp_path / "old" / "cfg").read_text())
     for bad in (["NOPE"], "JJ", [["DT"]]):
         (tmp_path / "old" / "cfg").write_text(json.dumps({**cfg, "unseen_labels": bad}))
-        with pytest.raises(ValueError, match=r"\[E162\].*unseen_labels"):
+        with pytest.raises(ValueError, match=r"\[CRF-E162\].*unseen_labels"):
             pipe.from_disk(tmp_path / "old")
 
 

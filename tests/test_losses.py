@@ -316,7 +316,7 @@ def interactions(scores):
 def test_registry_and_unknown_loss():
     assert set(losses.OBJECTIVES) >= {"nll", "perceptron", "hinge"}
     assert losses.get_loss("nll") is inference.nll_and_gradient
-    with pytest.raises(ValueError, match=r"\[E040\].*'svm'.*'nll', 'perceptron', 'hinge'"):
+    with pytest.raises(ValueError, match=r"\[CRF-E040\].*'svm'.*'nll', 'perceptron', 'hinge'"):
         losses.get_loss("svm")
 
 
@@ -325,9 +325,9 @@ def test_registry_and_unknown_loss():
 
 @pytest.mark.parametrize("loss", ["svm", "", "NLL"])
 def test_component_rejects_unknown_loss(toy, loss):
-    with pytest.raises(ValueError, match=r"\[E040\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E040\]"):
         toy.make_nlp(loss=loss)
-    with pytest.raises(ValueError, match=r"\[E040\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E040\]"):
         CRFTagger(spacy.blank("en").vocab, None, loss=None)
 
 

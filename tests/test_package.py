@@ -35,23 +35,23 @@ def fake_model(path: Path, meta=None) -> Path:
 
 
 def test_model_dir_errors(tmp_path):
-    with pytest.raises(ValueError, match=r"^\[E171\] .*missing does not exist\. Give the "):
+    with pytest.raises(ValueError, match=r"^\[CRF-E171\] .*missing does not exist\. Give the "):
         check_model_dir(tmp_path / "missing")
     (tmp_path / "file").write_text("")
-    with pytest.raises(ValueError, match=r"^\[E171\] .*file is not a directory"):
+    with pytest.raises(ValueError, match=r"^\[CRF-E171\] .*file is not a directory"):
         check_model_dir(tmp_path / "file")
     model = fake_model(tmp_path / "no_meta")
     (model / "meta.json").unlink()
     with pytest.raises(ValueError,
-                       match=r"^\[E171\] .* has no meta\.json\. .*meta\.json and config\.cfg"):
+                       match=r"^\[CRF-E171\] .* has no meta\.json\. .*meta\.json and config\.cfg"):
         check_model_dir(model)
     model = fake_model(tmp_path / "no_config")
     (model / "config.cfg").unlink()
-    with pytest.raises(ValueError, match=r"^\[E171\] .* has no config\.cfg"):
+    with pytest.raises(ValueError, match=r"^\[CRF-E171\] .* has no config\.cfg"):
         check_model_dir(model)
     model = fake_model(tmp_path / "bad_meta")
     (model / "meta.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"^\[E171\] .* has a meta\.json that is not JSON"):
+    with pytest.raises(ValueError, match=r"^\[CRF-E171\] .* has a meta\.json that is not JSON"):
         check_model_dir(model)
     assert check_model_dir(fake_model(tmp_path / "good"))["name"] == "demo"
 
@@ -61,18 +61,18 @@ def test_build_missing_names_the_fix(monkeypatch):
         raise pkg.importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(pkg.importlib.metadata, "version", not_found)
-    with pytest.raises(ValueError, match=r"^\[E172\] .*needs the 'build' package.*pip install "
+    with pytest.raises(ValueError, match=r"^\[CRF-E172\] .*needs the 'build' package.*pip install "
                                          r"build \(or.*pip install -e \"\.\[package\]\"\)"):
         check_build()
 
 
 def test_output_dir_errors(tmp_path):
     (tmp_path / "a_file").write_text("")
-    with pytest.raises(ValueError, match=r"^\[E173\] .*cannot write to the output directory "
+    with pytest.raises(ValueError, match=r"^\[CRF-E173\] .*cannot write to the output directory "
                                          r".*a_file \(it is a file, not a directory\)"):
         check_out_dir(tmp_path / "a_file")
     # a parent that is a file: mkdir fails, and the OS's reason is given
-    with pytest.raises(ValueError, match=r"^\[E173\] .*a_file/out \(Not a directory\)\. Give "):
+    with pytest.raises(ValueError, match=r"^\[CRF-E173\] .*a_file/out \(Not a directory\)\. Give "):
         check_out_dir(tmp_path / "a_file" / "out")
     made = check_out_dir(tmp_path / "new" / "out")
     assert made.is_dir() and made.is_absolute() and not list(made.iterdir())
@@ -84,7 +84,7 @@ def test_output_dir_not_writable(tmp_path, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(pkg.tempfile, "NamedTemporaryFile", read_only)
-    with pytest.raises(ValueError, match=r"^\[E173\] .* \(Permission denied\)"):
+    with pytest.raises(ValueError, match=r"^\[CRF-E173\] .* \(Permission denied\)"):
         check_out_dir(tmp_path)
 
 
@@ -92,7 +92,7 @@ def test_source_tree(tmp_path, monkeypatch):
     # the editable install of this checkout
     assert find_source_tree() == ROOT
     assert find_source_tree(ROOT) == ROOT
-    with pytest.raises(ValueError, match=r"^\[E174\] .*, but --source .* is not a spacy-crf "
+    with pytest.raises(ValueError, match=r"^\[CRF-E174\] .*, but --source .* is not a spacy-crf "
                                          r"checkout .*\. Pass --source DIR"):
         find_source_tree(tmp_path)
     # a wheel install: pip records no directory, and the module sits in site-packages
@@ -100,7 +100,7 @@ def test_source_tree(tmp_path, monkeypatch):
     monkeypatch.setattr(pkg.importlib.metadata, "distribution", lambda name: fake_dist)
     installed = tmp_path / "site-packages" / "spacy_crf" / "package.py"
     monkeypatch.setattr(pkg, "__file__", str(installed))
-    with pytest.raises(ValueError, match=r"^\[E174\] .*installed from site-packages, with no "
+    with pytest.raises(ValueError, match=r"^\[CRF-E174\] .*installed from site-packages, with no "
                                          r"source tree.*pip install -e DIR\)\.$"):
         find_source_tree()
 
@@ -110,7 +110,7 @@ def test_package_names():
     assert package_name(meta) == "en_demo"
     assert package_name(meta, "other") == "en_other"
     assert package_name({"lang": "de", "name": "de_core"}) == "de_core"
-    with pytest.raises(ValueError, match=r"^\[E176\] .*'en_my-model' is not a valid Python "
+    with pytest.raises(ValueError, match=r"^\[CRF-E176\] .*'en_my-model' is not a valid Python "
                                          r"module name.*--name my_model\.$"):
         package_name(meta, "my-model")
 
@@ -122,7 +122,7 @@ def test_plan_refuses_an_existing_package_unless_forced(tmp_path):
     assert (checked.package, checked.version, checked.source) == ("en_demo", "2.0.0", ROOT)
     assert checked.package_dir == out.resolve() / "en_demo-2.0.0"
     checked.package_dir.mkdir()
-    with pytest.raises(ValueError, match=r"^\[E175\] .*en_demo-2\.0\.0 already exists.*--force"):
+    with pytest.raises(ValueError, match=r"^\[CRF-E175\] .*en_demo-2\.0\.0 already exists.*--force"):
         plan(model, out, version="2.0.0")
     assert plan(model, out, version="2.0.0", force=True).package == "en_demo"
     # meta.json's version by default
@@ -132,18 +132,18 @@ def test_plan_refuses_an_existing_package_unless_forced(tmp_path):
 def test_main_reports_a_failed_check_with_exit_2(tmp_path, capsys):
     assert pkg.main([str(tmp_path / "missing"), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err  # wasabi's failure line, on stderr
-    assert "✘ [E171] " in err and capsys.readouterr().out == ""
+    assert "✘ [CRF-E171] " in err and capsys.readouterr().out == ""
     assert not (tmp_path / "out").exists()  # nothing done
 
 
 def test_failed_builds(tmp_path, monkeypatch):
-    with pytest.raises(RuntimeError, match=r"^\[E177\] .*: the step failed \(exit code 3\)"):
+    with pytest.raises(RuntimeError, match=r"^\[CRF-E177\] .*: the step failed \(exit code 3\)"):
         pkg._run("the step", [sys.executable, "-c", "raise SystemExit(3)"])
     # spaCy reports success even when its wheel step falls back and writes none
     monkeypatch.setattr(pkg, "_run", lambda step, command, cwd=None: None)
     checked = Plan(model_dir=tmp_path, out_dir=tmp_path, source=ROOT, package="en_demo",
                    version="1.0.0")
-    with pytest.raises(RuntimeError, match=r"^\[E177\] .*spacy package --build wheel failed "
+    with pytest.raises(RuntimeError, match=r"^\[CRF-E177\] .*spacy package --build wheel failed "
                                            r"\(no en_demo-1\.0\.0-\*\.whl in "):
         pkg.build_model_wheel(checked)
 
@@ -156,7 +156,7 @@ def test_requirement_check(tmp_path):
     meta.write_text(json.dumps({"requirements": ["spacy-crf>=0.1.0,<0.2.0", "spacy>=3.8"]}))
     check_requirement(checked, tmp_path / CRF_WHEEL)
     meta.write_text(json.dumps({"requirements": ["spacy_crf>=0.2.0,<0.3.0"]}))
-    with pytest.raises(RuntimeError, match=r"^\[E178\] .*requires spacy_crf>=0\.2\.0,<0\.3\.0, "
+    with pytest.raises(RuntimeError, match=r"^\[CRF-E178\] .*requires spacy_crf>=0\.2\.0,<0\.3\.0, "
                                            r"which the spacy-crf wheel just built "
                                            r"\(spacy_crf-0\.1\.0-py3-none-any\.whl\)"):
         check_requirement(checked, tmp_path / CRF_WHEEL)
@@ -193,7 +193,7 @@ def test_both_spellings_of_the_command(tmp_path):
     out = subprocess.run([sys.executable, "-m", "spacy_crf.package", str(tmp_path / "missing"),
                           str(tmp_path / "out")], capture_output=True, text=True,
                          cwd=str(tmp_path), env=env, timeout=300)
-    assert out.returncode == 2 and "✘ [E171] " in out.stderr, out.stderr
+    assert out.returncode == 2 and "✘ [CRF-E171] " in out.stderr, out.stderr
 
 
 # --------------------------------------------------- end to end: fresh venvs, with no spacy-crf

@@ -186,7 +186,7 @@ def test_an_entity_type_first_seen_in_an_update_is_added_and_learned_as_spacys_n
     optimizer = Adam(0.1)
     losses = {}
     assert not [m for m in caught(lambda: nlp.update([eg], sgd=optimizer, losses=losses))
-                if "[W001]" in m]
+                if "[CRF-W001]" in m]
     assert np.isfinite(losses["crf_tagger"])
     assert pipe.tags[:len(labels)] == labels  # appended, every old label in place
     assert set(pipe.tags[len(labels):]) == {f"{p}-{t}" for p in "BILU" for t in ("ORG", "DISEASE")}
@@ -216,7 +216,7 @@ def test_a_model_that_learns_from_counts_warns_w001_for_a_new_entity_type():
     ref.set_ents([Span(ref, 2, 3, label="DISEASE")], default="outside")
     eg = Example(Doc(nlp.vocab, words=[t.text for t in ref]), ref)
     messages = caught(lambda: nlp.update([eg]))
-    assert any("[W001]" in m and "'DISEASE'" in m for m in messages), messages
+    assert any("[CRF-W001]" in m and "'DISEASE'" in m for m in messages), messages
     assert nlp.get_pipe("crf_tagger").tags == labels
 
 
@@ -228,7 +228,7 @@ def test_a_negative_tag_warns_that_it_is_treated_as_unannotated():
     for token, tag in zip(ref, ["!NN", "VBD", "NN", "."]):
         token.tag_ = tag
     messages = caught(lambda: nlp.update([Example(Doc(nlp.vocab, words=words), ref)]))
-    assert any("[W015]" in m and "not " in m and "unannotated" in m for m in messages), messages
+    assert any("[CRF-W015]" in m and "not " in m and "unannotated" in m for m in messages), messages
 
 
 @pytest.mark.parametrize("label", ["!PER", "!PERSON"])  # "!PERSON"'s hash fills all 64 bits
@@ -240,7 +240,7 @@ def test_a_negative_entity_is_a_value_error_as_in_spacys_ner(label):
     example = Example.from_dict(nlp.make_doc("Who is Shaka Khan?"),
                                 {"entities": [(7, 17, label)]})
     for _ in range(2):
-        with pytest.raises(ValueError, match=rf"\[E185\] '{label}' \(target 'ents'\) is a negative"):
+        with pytest.raises(ValueError, match=rf"\[CRF-E185\] '{label}' \(target 'ents'\) is a negative"):
             nlp.update([example], sgd=optimizer)
 
 
@@ -248,14 +248,14 @@ def test_a_negative_entity_label_is_refused_by_add_label_and_initialize():
     nlp = make_nlp()
     pipe = nlp.get_pipe("crf_tagger")
     for label in ("!PERSON", "U-!PERSON"):
-        with pytest.raises(ValueError, match=r"\[E185\] '!PERSON'"):
+        with pytest.raises(ValueError, match=r"\[CRF-E185\] '!PERSON'"):
             pipe.add_label(label)
     assert pipe.labels == ()
-    with pytest.raises(ValueError, match=r"\[E185\] '!PER'"):
+    with pytest.raises(ValueError, match=r"\[CRF-E185\] '!PER'"):
         pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, labels=["O", "U-PER", "U-!PER"])
     nlp.initialize(lambda: ner_examples(nlp))  # trained: add_label would grow the model
     labels = pipe.labels
-    with pytest.raises(ValueError, match=r"\[E185\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E185\]"):
         pipe.add_label("!PERSON")
     assert pipe.labels == labels
 
@@ -286,7 +286,7 @@ def test_a_label_set_without_o_gets_o():
 def test_an_entity_target_initializes_without_examples_and_predicts_nothing():
     nlp = make_nlp()
     messages = caught(nlp.initialize)
-    assert any("[W016]" in m and "labels" in m for m in messages), messages
+    assert any("[CRF-W016]" in m and "labels" in m for m in messages), messages
     assert nlp.get_pipe("crf_tagger").tags == ("O",)
     assert nlp.get_pipe("crf_tagger").labels == ()  # no type, as spaCy's empty ner
     assert not nlp("Alice met Bob in Paris .").ents
@@ -400,7 +400,7 @@ def test_weights_saved_without_cfg_load_into_a_component_whose_cfg_fits(how, tmp
     assert np.array_equal(weights(other), weights(nlp))
     assert np.array_equal(twin.predict([other.make_doc(text)]).label_ids, expected.label_ids)
     fresh = make_nlp().get_pipe("crf_tagger")  # no labels: the weights do not fit
-    with pytest.raises(ValueError, match=r"\[E186\].*without a cfg.*0 labels.*hold 9 labels"):
+    with pytest.raises(ValueError, match=r"\[CRF-E186\].*without a cfg.*0 labels.*hold 9 labels"):
         load(fresh)
     assert fresh.labels == ()
 
@@ -438,7 +438,7 @@ def test_an_uninitialized_component_round_trips_byte_identically(tmp_path):
 def test_bad_get_examples_is_a_type_error_naming_the_component(bad):
     nlp = make_nlp()
     pipe = nlp.get_pipe("crf_tagger")
-    with pytest.raises(TypeError, match=r"\[E160\] 'crf_tagger'\.initialize\(\) needs get_examples"):
+    with pytest.raises(TypeError, match=r"\[CRF-E160\] 'crf_tagger'\.initialize\(\) needs get_examples"):
         pipe.initialize(bad(nlp), nlp=nlp)
 
 
@@ -530,7 +530,7 @@ def test_missing_lexeme_norms_are_logged_as_spacys_w033(caplog):
 def test_a_table_above_the_bound_is_refused_before_allocating(monkeypatch):
     monkeypatch.setenv("SPACY_CRF_MAX_TABLE_BYTES", str(2 ** 20))
     nlp = make_nlp(model={**MODEL, "n_buckets": 2 ** 20})
-    with pytest.raises(ValueError, match=r"\[E161\].*n_buckets = 16384"):
+    with pytest.raises(ValueError, match=r"\[CRF-E161\].*n_buckets = 16384"):
         nlp.initialize(lambda: ner_examples(nlp))  # 2^20 x 13 labels x 4 bytes
     assert hashed_linear.MAX_TABLE_BYTES == 4 * 1024 ** 3
     monkeypatch.delenv("SPACY_CRF_MAX_TABLE_BYTES")
@@ -538,7 +538,7 @@ def test_a_table_above_the_bound_is_refused_before_allocating(monkeypatch):
 
 
 def test_a_segment_length_above_the_bound_is_refused_by_the_factory():
-    with pytest.raises(ValueError, match=r"\[E166\].*up to 100"):
+    with pytest.raises(ValueError, match=r"\[CRF-E166\].*up to 100"):
         make_nlp(structure=semi_markov(10 ** 6))
     make_nlp(structure=semi_markov(100))
 
@@ -586,7 +586,7 @@ def test_bad_saved_values_fail_at_load_and_change_nothing(tmp_path, change, code
     pipe = nlp.get_pipe("crf_tagger")
     expected = ents_of(nlp("Alice met Bob in Paris ."))
     cfg, model = dict(pipe.cfg), pipe.model
-    with pytest.raises(ValueError, match=rf"\[{code}\]"):
+    with pytest.raises(ValueError, match=rf"\[CRF-{code}\]"):
         pipe.from_disk(path)
     assert pipe.cfg == cfg and pipe.model is model
     assert ents_of(nlp("Alice met Bob in Paris .")) == expected
@@ -600,7 +600,7 @@ def test_non_finite_weights_are_rejected_at_load():
     node.set_param("transitions", transitions)
     data = pipe.to_bytes()
     fresh = make_nlp().get_pipe("crf_tagger")
-    with pytest.raises(ValueError, match=r"\[E165\].*transitions.*non-finite.*retrain"):
+    with pytest.raises(ValueError, match=r"\[CRF-E165\].*transitions.*non-finite.*retrain"):
         fresh.from_bytes(data)
     assert fresh.labels == ()
 

@@ -250,7 +250,7 @@ def test_without_matplotlib_the_error_names_the_extra(plots, tmp_path):
     result = subprocess.run([sys.executable, "-c", block + f"sys.argv[1:] = {args!r}; " + run],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
-    assert "[E067]" in result.stderr and 'pip install matplotlib' in result.stderr
+    assert "[CRF-E067]" in result.stderr and 'pip install matplotlib' in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
     helpers = subprocess.run(
@@ -264,9 +264,9 @@ def test_component_that_is_not_a_crf_tagger():
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
-    with pytest.raises(ValueError, match=r"\[E069\] The pipeline has no crf_tagger"):
+    with pytest.raises(ValueError, match=r"\[CRF-E069\] The pipeline has no crf_tagger"):
         find_component(nlp, None)
-    with pytest.raises(ValueError, match=r"\[E068\] Component 'sentencizer' is not a crf_tagger"):
+    with pytest.raises(ValueError, match=r"\[CRF-E068\] Component 'sentencizer' is not a crf_tagger"):
         find_component(nlp, "sentencizer")
     nlp.add_pipe("crf_tagger", name="tagger2", config={"model": SMALL_MODEL})
     assert find_component(nlp, None)[0] == "tagger2"

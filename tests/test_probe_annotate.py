@@ -89,7 +89,7 @@ def test_an_input_shard_named_like_the_error_list_is_refused(model, tmp_path, ca
     srsly.write_jsonl(tmp_path / "in" / ERRORS_FILE, [{"id": "a", "text": "Hello ."}])
     assert main([str(model), str(tmp_path / "in"), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "[E140]" in err and "Rename the shard" in err
+    assert "[CRF-E140]" in err and "Rename the shard" in err
     assert not (tmp_path / "out").exists()
 
 
@@ -100,7 +100,7 @@ def test_an_output_that_cannot_be_written_is_a_usage_error(model, texts, tmp_pat
     (tmp_path / "a_file").write_text("not a directory")
     assert main([str(model), str(tmp_path / "in"), str(tmp_path / "a_file" / "out")]) == 2
     err = capsys.readouterr().err
-    assert "[E141]" in err and "NotADirectoryError" in err and "Traceback" not in err
+    assert "[CRF-E141]" in err and "NotADirectoryError" in err and "Traceback" not in err
 
 
 def wait_for_a_finished_shard(out: Path, run: subprocess.Popen, seconds: float = 120) -> None:

@@ -71,9 +71,9 @@ def test_every_registered_architecture_has_an_entry_point():
 
 def test_span_and_n_best_errors_name_every_structure_that_has_them():
     """They said both need structure = "chain", though order 2 and semi-Markov have them."""
-    with pytest.raises(ValueError, match=r"\[E018\].*order = 1 or 2.*semi_markov"):
+    with pytest.raises(ValueError, match=r"\[CRF-E018\].*order = 1 or 2.*semi_markov"):
         spacy.blank("en").add_pipe("crf_tagger", config={"target": "ents", "structure": "tree"})
-    with pytest.raises(ValueError, match=r"\[E019\].*order = 1 or 2.*semi_markov"):
+    with pytest.raises(ValueError, match=r"\[CRF-E019\].*order = 1 or 2.*semi_markov"):
         spacy.blank("en").add_pipe("crf_tagger", config={"target": "tag", "structure": "tree",
                                                          "n_best": 2})
 
@@ -89,7 +89,7 @@ def test_e015_from_the_feature_templates_names_the_component():
         "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM", "head:NORM"],
         "cluster_templates": None}})
     examples = [Example.from_dict(nlp.make_doc("the cat sat"), {"tags": ["D", "N", "V"]})]
-    with pytest.raises(ValueError, match=r"\[E015\] 'my_tagger' needs a dependency parse"):
+    with pytest.raises(ValueError, match=r"\[CRF-E015\] 'my_tagger' needs a dependency parse"):
         nlp.initialize(lambda: examples)
 
 
@@ -111,5 +111,5 @@ def test_w003_is_said_without_a_line_of_our_code():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "[W003]" in out.stderr
+    assert "[CRF-W003]" in out.stderr
     assert "warn(" not in out.stderr and "Warnings.W003" not in out.stderr

@@ -19,20 +19,20 @@ def test_a_tag_that_is_not_iob2_is_named_with_its_line():
     """PERSON became entity type RSON."""
     text = (iob2_sentence("s1", ["Ana", "runs"], ["B-PER", "O"]) + "\n"
             + iob2_sentence("s2", ["Bob", "walks"], ["PERSON", "O"]))
-    with pytest.raises(ValueError, match=r"\[E144\] Line 6 \(sentence s2\).*'PERSON'"):
+    with pytest.raises(ValueError, match=r"\[CRF-E144\] Line 6 \(sentence s2\).*'PERSON'"):
         convert_uner(text, Vocab())
 
 
 @pytest.mark.parametrize("tag", ["B-", "X-PER", "b-PER", "I"])
 def test_other_malformed_tags_are_refused(tag):
-    with pytest.raises(ValueError, match=r"\[E144\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E144\]"):
         convert_uner(iob2_sentence("s1", ["Ana"], [tag]), Vocab())
 
 
 def test_a_line_with_too_few_columns_is_named():
     """A bare IndexError, with no line number."""
     text = "# sent_id = s1\n1\tAna\tB-PER\t-\t-\n2 runs O\n"
-    with pytest.raises(ValueError, match=r"\[E145\] Line 3 .* 1 column"):
+    with pytest.raises(ValueError, match=r"\[CRF-E145\] Line 3 .* 1 column"):
         convert_uner(text, Vocab())
 
 
@@ -49,7 +49,7 @@ def test_a_head_cycle_in_the_conllu_is_refused():
     """It converted silently and failed only in training, as E016."""
     words = ["Ana", "runs", "fast"]
     ner = iob2_sentence("s1", words, ["B-PER", "O", "O"])
-    with pytest.raises(ValueError, match=r"\[E146\].*sent_id s1.*cycle"):
+    with pytest.raises(ValueError, match=r"\[CRF-E146\].*sent_id s1.*cycle"):
         convert_uner(ner, Vocab(), cyclic_tree("s1", words))
 
 
@@ -59,7 +59,7 @@ def test_heads_out_of_range_are_refused(head, why):
     words = ["Ana", "runs", "fast"]
     tree = conllu_sentence("s1", words).replace("2\truns\truns\tX\tXX\t_\t1",
                                                 f"2\truns\truns\tX\tXX\t_\t{head}")
-    with pytest.raises(ValueError, match=rf"\[E146\].*{why}"):
+    with pytest.raises(ValueError, match=rf"\[CRF-E146\].*{why}"):
         convert_uner(iob2_sentence("s1", words, ["B-PER", "O", "O"]), Vocab(), tree)
 
 
@@ -68,6 +68,6 @@ def test_the_command_exits_2_with_the_line(tmp_path):
     run = subprocess.run([sys.executable, "-m", "spacy_crf.convert", "uner", "x.iob2",
                           "x.spacy"], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 2
-    assert "[E144] Line 2" in run.stderr and "Traceback" not in run.stderr
+    assert "[CRF-E144] Line 2" in run.stderr and "Traceback" not in run.stderr
     assert "--conllu" not in run.stderr  # the join hint is for join errors only
     assert not (tmp_path / "x.spacy").exists()

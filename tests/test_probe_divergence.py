@@ -38,7 +38,7 @@ def test_an_update_with_nan_weights_raises_e009(kind):
     optimizer = nlp.initialize(lambda: examples)
     nlp.update(examples, sgd=optimizer)
     poison(crf.model)
-    with pytest.raises(ValueError, match=r"\[E009\].*became nan"):
+    with pytest.raises(ValueError, match=r"\[CRF-E009\].*became nan"):
         nlp.update(examples, sgd=optimizer)
 
 

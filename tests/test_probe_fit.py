@@ -50,7 +50,7 @@ def test_a_small_corpus_fits_on_many_threads(small_corpus, n_threads):
 def test_a_dev_corpus_without_documents_is_refused(small_corpus, dev):
     """It made model-best the first evaluation, with score 0.0, silently."""
     path = small_corpus["empty"] if dev == "empty" else SAMPLE / "en_ewt-dev.conllu"
-    with pytest.raises(ValueError, match=r"\[E142\].*--paths.dev"):
+    with pytest.raises(ValueError, match=r"\[CRF-E142\].*--paths.dev"):
         fit(CONFIG, None, overrides=overrides(small_corpus, **{"paths.dev": str(path)}),
             max_iterations=1, stdout=io.StringIO())
 
@@ -58,7 +58,7 @@ def test_a_dev_corpus_without_documents_is_refused(small_corpus, dev):
 @pytest.mark.parametrize("name", ["c1", "c2", "delta"])
 def test_infinite_coefficients_are_refused(small_corpus, name):
     """--c2 inf slipped past the divergence check; --c1 inf gave an all-zero model."""
-    with pytest.raises(ValueError, match=rf"\[E032\] {name} must be a finite number"):
+    with pytest.raises(ValueError, match=rf"\[CRF-E032\] {name} must be a finite number"):
         fit(CONFIG, None, overrides=overrides(small_corpus), max_iterations=1,
             stdout=io.StringIO(), **{name: float("inf")})
 
@@ -66,7 +66,7 @@ def test_infinite_coefficients_are_refused(small_corpus, name):
 def test_output_at_a_file_is_refused_before_training(small_corpus, tmp_path):
     (tmp_path / "a_file").write_text("")
     log = io.StringIO()
-    with pytest.raises(ValueError, match=r"\[E143\].*a_file"):
+    with pytest.raises(ValueError, match=r"\[CRF-E143\].*a_file"):
         fit(CONFIG, tmp_path / "a_file", overrides=overrides(small_corpus), max_iterations=1,
             stdout=log)
     assert "Fitting" not in log.getvalue()
@@ -78,7 +78,7 @@ def test_option_errors_exit_2_with_the_message_alone(small_corpus, tmp_path):
             str(small_corpus["dev"]), "--components.crf_tagger.model.n_buckets", "4096"]
     # a value out of the option's range is click's usage error; ours are wasabi's lines
     for extra, said in ((["--threads", "0"], "Invalid value for '--threads'"),
-                        (["--c2", "inf"], "✘ [E032]"), (["--output", str(CONFIG)], "✘ [E143]")):
+                        (["--c2", "inf"], "✘ [CRF-E032]"), (["--output", str(CONFIG)], "✘ [CRF-E143]")):
         run = subprocess.run([sys.executable, "-m", "spacy_crf.fit", *base, *extra],
                              capture_output=True, text=True)
         assert run.returncode == 2, run.stderr

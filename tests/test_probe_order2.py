@@ -130,5 +130,5 @@ def test_too_many_labels_for_order_two_is_a_clear_error_at_initialize():
     words = [f"w{i}" for i in range(n)]
     examples = [Example.from_dict(nlp.make_doc(" ".join(words)),
                                   {"tags": [f"T{i}" for i in range(n)]})]
-    with pytest.raises(ValueError, match=rf"\[E147\].*{n} labels"):
+    with pytest.raises(ValueError, match=rf"\[CRF-E147\].*{n} labels"):
         nlp.initialize(lambda: examples)

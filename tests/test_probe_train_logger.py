@@ -41,7 +41,7 @@ def train(corpus, tmp_path, *extra):
 
 def test_a_run_evaluated_only_at_step_0_warns(corpus, tmp_path):
     run = train(corpus, tmp_path)  # eval_frequency 500 against 12 steps
-    assert "[W010]" in run.stderr and "of 13 steps" in run.stderr
+    assert "[CRF-W010]" in run.stderr and "of 13 steps" in run.stderr
     assert "--training.eval_frequency 2" in run.stderr
     assert (tmp_path / "out" / "model-best").exists()
 

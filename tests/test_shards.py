@@ -46,8 +46,8 @@ def test_shards_it_did_not_write_are_refused_and_nothing_changes(corpus, tmp_pat
     write_shards(corpus, out, 2)
     (out / "mine.jsonl").write_text('{"id": "x", "text": "kept"}\n', encoding="utf8")
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    with pytest.raises(ValueError, match=r"\[E187\].*mine\.jsonl"):
+    with pytest.raises(ValueError, match=r"\[CRF-E187\].*mine\.jsonl"):
         write_shards(corpus, out, 1)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert main([str(corpus), str(out), "--n-shards", "1"]) == 1
-    assert "✘ [E187]" in capsys.readouterr().err
+    assert "✘ [CRF-E187]" in capsys.readouterr().err

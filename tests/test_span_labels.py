@@ -148,7 +148,7 @@ def test_keep_weights_takes_the_label_data_and_new_types():
 def test_keep_weights_names_the_missing_tags_and_the_types_to_pass():
     nlp = trained()
     pipe = nlp.get_pipe("crf_tagger")
-    with pytest.raises(ValueError, match=r"\[E167\].*lacks \['B-LOC'.*every trained label "
+    with pytest.raises(ValueError, match=r"\[CRF-E167\].*lacks \['B-LOC'.*every trained label "
                                          r"\(\['LOC', 'PER'\]\)"):
         pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, labels=["PER"], keep_weights=True)
 

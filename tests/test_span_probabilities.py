@@ -103,7 +103,7 @@ def test_spans_must_lie_inside_their_sequence():
     tags = schemes.tag_set(["X"], "BIO")
     scores = constrain(random_scores(np.random.default_rng(0), len(tags), 4), tags, "BIO")
     labels = np.array([0, 1, 2, 0])
-    with pytest.raises(ValueError, match=r"\[E050\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E050\]"):
         inference.span_log_probabilities(scores, ChainLayout(np.array([2, 2])), labels,
                                          np.array([1]), np.array([3]), schemes.continuations(tags, "BIO"))
 

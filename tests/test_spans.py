@@ -282,12 +282,12 @@ def test_a_batch_is_written_as_each_doc_would_be(keep_existing):
 
 
 def test_scheme_names_and_bad_tags_are_clear_errors():
-    with pytest.raises(ValueError, match=r"\[E060\] Unknown scheme 'IOB'"):
+    with pytest.raises(ValueError, match=r"\[CRF-E060\] Unknown scheme 'IOB'"):
         schemes.check_scheme("IOB")
-    with pytest.raises(ValueError, match=r"\[E060\] Unknown scheme 'BILOU'"):
+    with pytest.raises(ValueError, match=r"\[CRF-E060\] Unknown scheme 'BILOU'"):
         schemes.tag_set(["X"], "BILOU")
     for bad in ("X", "Q-X", "B-", "O-X"):
-        with pytest.raises(ValueError, match=rf"\[E061\] '{bad}' is not a span tag"):
+        with pytest.raises(ValueError, match=rf"\[CRF-E061\] '{bad}' is not a span tag"):
             schemes.parse_tags(["O", bad])
 
 
@@ -821,7 +821,7 @@ def test_overlapping_gold_spans_warn_and_keep_the_longest():
     nlp = make_nlp("spans:sc")
     data = TOY_NER + [("the New York City office closed .", [(1, 4, "LOC"), (1, 3, "LOC"), (2, 3, "ORG")])]
     examples = ner_examples(nlp, data, key="sc")
-    with pytest.warns(UserWarning, match=r"\[W002\].*'sc'"):
+    with pytest.warns(UserWarning, match=r"\[CRF-W002\].*'sc'"):
         loss = train(nlp, examples)
     assert np.isfinite(loss)
     pipe = nlp.get_pipe("crf_tagger")
@@ -860,7 +860,7 @@ def test_gold_from_a_different_tokenization_is_projected_onto_the_predicted_toke
     examples = ner_examples(nlp) + [bad]
     nlp.initialize(lambda: examples)
     history, messages = update_with_warnings(nlp, examples)
-    assert not any("[W003]" in m for m in messages), messages
+    assert not any("[CRF-W003]" in m for m in messages), messages
     assert all(np.isfinite(history)) and history[-1] < history[0]
     pipe = nlp.get_pipe("crf_tagger")
     gold = [pipe.tags[i] for i in pipe.target.gold_ids(bad)]
@@ -880,7 +880,7 @@ def test_scheme_breaking_gold_from_sentence_boundaries_is_unannotated():
     examples = ner_examples(nlp) + [Example(pred, ref)]
     nlp.initialize(lambda: examples)
     history, messages = update_with_warnings(nlp, examples)
-    w003 = [m for m in messages if "[W003]" in m]
+    w003 = [m for m in messages if "[CRF-W003]" in m]
     assert w003 and "1 gold tag(s)" in w003[0] and "BIO" in w003[0]
     assert all(np.isfinite(history))
 
@@ -898,9 +898,9 @@ def test_scheme_breaking_gold_after_an_empty_doc():
     examples = ner_examples(nlp)
     nlp.initialize(lambda: examples)
     history, messages = update_with_warnings(nlp, [bad], n_iter=1)  # fine alone
-    assert any("[W003]" in m for m in messages) and np.isfinite(history[0])
+    assert any("[CRF-W003]" in m for m in messages) and np.isfinite(history[0])
     history, messages = update_with_warnings(nlp, [empty, bad], n_iter=1)  # E009 here
-    assert any("[W003]" in m for m in messages) and np.isfinite(history[0])
+    assert any("[CRF-W003]" in m for m in messages) and np.isfinite(history[0])
 
 
 def test_gold_without_a_well_formed_completion_is_unannotated():
@@ -934,7 +934,7 @@ def test_gold_without_a_well_formed_completion_is_unannotated():
 @pytest.mark.parametrize("target", ["ents", "spans:sc"])
 def test_tree_structure_with_a_span_target_is_a_clear_error(target):
     nlp = spacy.blank("en")
-    with pytest.raises(ValueError, match=r"\[E018\].*chain"):
+    with pytest.raises(ValueError, match=r"\[CRF-E018\].*chain"):
         nlp.add_pipe("crf_tagger", config={"model": dict(MODEL), "target": target,
                                            "structure": "tree"})
     assert "crf_tagger" not in nlp.pipe_names
@@ -944,7 +944,7 @@ def test_tree_structure_with_a_span_target_is_a_clear_error(target):
 @pytest.mark.parametrize("scheme", ["IOB", "bio", "BILOU", ""])
 def test_unknown_scheme_is_a_clear_error(target, scheme):
     nlp = spacy.blank("en")
-    with pytest.raises(ValueError, match=r"\[E060\] Unknown scheme.*'BIO' or 'BILUO'"):
+    with pytest.raises(ValueError, match=r"\[CRF-E060\] Unknown scheme.*'BIO' or 'BILUO'"):
         nlp.add_pipe("crf_tagger", config={"model": dict(MODEL), "target": target,
                                            "scheme": scheme})
 

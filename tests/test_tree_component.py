@@ -382,13 +382,13 @@ def test_dep_target_writes_relations_and_keeps_heads():
                                        ["NORM", "LCHILD_DEP"], ["RCHILD_DEP"],
                                        ["NORM|DEP"], ["POS", "DEP|head:POS"]])
 def test_dep_target_rejects_templates_reading_dep(templates):
-    with pytest.raises(ValueError, match=r"\[E017\]") as info:
+    with pytest.raises(ValueError, match=r"\[CRF-E017\]") as info:
         make_nlp(target="dep", templates=templates)
     assert "n_relations = 1" in str(info.value)
 
 
 def test_dep_target_rejects_relation_groups():
-    with pytest.raises(ValueError, match=r"\[E017\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E017\]"):
         make_nlp(target="dep", templates=["NORM", "head:POS"], n_relations=2)
     # the same templates with one relation group are fine, in both structures
     make_nlp(target="dep", templates=["NORM", "head:POS", "N_CHILDREN"], n_relations=1)
@@ -415,7 +415,7 @@ def _assert_update_fails_cleanly(nlp, build, bad_examples, code):
     twin.initialize(lambda: pos_examples(twin))
     twin.get_pipe("crf_tagger").from_bytes(tagger.to_bytes())
     sgd = Adam(0.1)
-    with pytest.raises(ValueError, match=rf"\[{code}\]"):
+    with pytest.raises(ValueError, match=rf"\[CRF-{code}\]"):
         nlp.update(bad_examples, sgd=sgd)
     assert weights(nlp) == before
     good = pos_examples(nlp)
@@ -441,14 +441,14 @@ def test_missing_parse_raises_e015_before_weights_change(structure, templates, w
     # a parsed doc first in the batch does not hide the unparsed one
     mixed = pos_examples(nlp)[:1] + bad
     _assert_update_fails_cleanly(nlp, build, mixed, "E015")
-    with pytest.raises(ValueError, match=r"\[E015\]") as info:
+    with pytest.raises(ValueError, match=r"\[CRF-E015\]") as info:
         nlp("the dog saw a cat .")
     message = str(info.value)
     assert why in message
     for fix in ("parser", "annotating_components", "spacy-crf.copy_attrs.v1", '"HEAD", "DEP"',
                 'structure = "chain"'):
         assert fix in message
-    with pytest.raises(ValueError, match=r"\[E015\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E015\]"):
         list(nlp.pipe([parsed_doc(nlp.vocab, TREE_TEXT[0]), Doc(nlp.vocab, words=["a", "b"])]))
 
 
@@ -517,13 +517,13 @@ def test_cycle_raises_e016_never_crashes(structure, templates):
     assert [t.head.i for t in doc] == [1, 2, 0, 3]  # spaCy let us build it
     with pytest.raises(ValueError, match="a cycle"):
         batch_heads([parsed_doc(v, TREE_TEXT[0]), doc])
-    with pytest.raises(ValueError, match=r"\[E016\].*cycle"):
+    with pytest.raises(ValueError, match=r"\[CRF-E016\].*cycle"):
         nlp(doc)
     ref = Doc(v, words=[t.text for t in doc], pos=["DET", "NOUN", "VERB", "PUNCT"])
     _assert_update_fails_cleanly(nlp, build, pos_examples(nlp)[:1] + [Example(cyclic_doc(v), ref)],
                                 "E016")
     # a doc with no root at all
-    with pytest.raises(ValueError, match=r"\[E016\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E016\]"):
         nlp(Doc(v, words=["a", "b"], heads=[1, 0], deps=["x", "y"]))
     # the component still works afterwards
     assert labels_of([nlp(parsed_doc(v, TREE_TEXT[0]))]) == [read_tree(TREE_TEXT[0])[1]]

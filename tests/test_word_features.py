@@ -76,7 +76,7 @@ def test_word_representation_attributes_parse_in_windows_and_conjunctions():
 
 @pytest.mark.parametrize("bad", ["CLUSTER0", "CLUSTER64", "VECTOR_CLUSTER1", "VECTOR_CLUSTER"])
 def test_out_of_range_word_attributes_are_refused_by_name(bad):
-    with pytest.raises(ValueError, match=r"\[E00[12]\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E00[12]\]"):
         FeatureTemplates([bad])
 
 
@@ -141,9 +141,9 @@ def test_words_that_are_spacy_symbols_are_found(tmp_path):
 def test_a_bad_paths_line_is_named(tmp_path):
     paths = tmp_path / "paths"
     paths.write_text("0101\tthe\t3\n01x1\tcat\t2\n", encoding="utf8")
-    with pytest.raises(ValueError, match=r"\[E123\].*line 2"):
+    with pytest.raises(ValueError, match=r"\[CRF-E123\].*line 2"):
         read_cluster_file(paths)
-    with pytest.raises(ValueError, match=r"\[E123\].*no such file"):
+    with pytest.raises(ValueError, match=r"\[CRF-E123\].*no such file"):
         read_cluster_file(tmp_path / "missing")
 
 
@@ -212,7 +212,7 @@ def test_without_a_table_the_model_reads_spelling_only_and_says_how_once(monkeyp
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         train(nlp, tag_examples(nlp), n=3)
-    said = [w for w in caught if "[W007]" in str(w.message)]
+    said = [w for w in caught if "[CRF-W007]" in str(w.message)]
     assert len(said) == 1 and "spacy-lookups-data" in str(said[0].message)
     assert feature_layer_templates(pipe) == list(DEFAULT_MODEL["templates"])
     # the same as a model that never had cluster templates
@@ -239,14 +239,14 @@ def test_templates_that_must_read_clusters_fail_clearly_without_a_table(monkeypa
     monkeypatch.setattr(brown_clusters, "lookups_data_table", lambda lang: None)
     nlp = spacy.blank("en")
     tagger(nlp, templates=["NORM", "CLUSTER4"], cluster_templates=[])
-    with pytest.raises(ValueError, match=r"\[E126\].*CLUSTER4"):
+    with pytest.raises(ValueError, match=r"\[CRF-E126\].*CLUSTER4"):
         train(nlp, tag_examples(nlp), n=1)
 
 
 def test_predicting_before_initialize_names_the_missing_table():
     nlp = spacy.blank("en")
     doc = nlp.make_doc("a cat")
-    with pytest.raises(ValueError, match=r"\[E126\].*CLUSTER"):
+    with pytest.raises(ValueError, match=r"\[CRF-E126\].*CLUSTER"):
         extract_features([doc], FeatureTemplates(["CLUSTER"]))
 
 
@@ -296,7 +296,7 @@ def test_vector_clusters_group_words_with_similar_vectors():
 def test_vector_clusters_need_vectors():
     nlp = spacy.blank("en")
     tagger(nlp, templates=["NORM", "VECTOR_CLUSTER8"], cluster_templates=[])
-    with pytest.raises(ValueError, match=r"\[E124\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E124\]"):
         train(nlp, [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})], n=1)
 
 
@@ -357,7 +357,7 @@ def test_gazetteer_files_and_bad_rows(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"label": "CITY", "pattern": "Rome"}\n{"label": "X", "pattern": [{"LOWER": "a"}]}\n',
                    encoding="utf8")
-    with pytest.raises(ValueError, match=r"\[E125\].*line 2"):
+    with pytest.raises(ValueError, match=r"\[CRF-E125\].*line 2"):
         read_gazetteer(bad)
 
 
@@ -381,7 +381,7 @@ def test_gazetteer_from_a_file_and_an_entity_ruler(tmp_path):
                         gazetteer_ruler="entity_ruler")
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
     assert sorted(lexicon.gazetteer.entries) == [(0, ("Oslo",)), (0, ("new", "york"))]
-    with pytest.raises(ValueError, match=r"\[E125\].*nosuchruler"):
+    with pytest.raises(ValueError, match=r"\[CRF-E125\].*nosuchruler"):
         pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, gazetteer_ruler="nosuchruler")
 
 
@@ -390,7 +390,7 @@ def test_a_gazetteer_without_a_template_to_read_it_is_refused(tmp_path):
     path = tmp_path / "gaz.tsv"
     path.write_text("CITY\tRome\n", encoding="utf8")
     nlp.add_pipe("crf_tagger", config={"target": "ents"})
-    with pytest.raises(ValueError, match=r"\[E125\].*GAZETTEER"):
+    with pytest.raises(ValueError, match=r"\[CRF-E125\].*GAZETTEER"):
         nlp.get_pipe("crf_tagger").initialize(lambda: ner_examples(nlp), nlp=nlp,
                                               gazetteer=str(path))
 
@@ -512,14 +512,14 @@ def test_gazetteer_from_training_needs_spans():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "tag", "model": {
         **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER"], "cluster_templates": []}})
-    with pytest.raises(ValueError, match=r"\[E125\].*has none"):
+    with pytest.raises(ValueError, match=r"\[CRF-E125\].*has none"):
         nlp.get_pipe("crf_tagger").initialize(lambda: tag_examples(nlp), nlp=nlp,
                                               gazetteer_from_training=True)
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "ents", "model": {
         **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER"], "cluster_templates": []}})
     no_ents = [Example.from_dict(nlp.make_doc("Carol met Dave"), {"entities": []})]
-    with pytest.raises(ValueError, match=r"\[E125\].*no gold spans"):
+    with pytest.raises(ValueError, match=r"\[CRF-E125\].*no gold spans"):
         nlp.get_pipe("crf_tagger").initialize(lambda: no_ents, nlp=nlp, labels=["O", "U-LOC"],
                                               gazetteer_from_training=True)
 
@@ -619,7 +619,7 @@ def test_clusters_command_usage_errors_exit_2(tmp_path):
     bad = tmp_path / "bad"
     bad.write_text("10\tcat\t1\nnot-bits\tdog\t1\n", encoding="utf8")
     out = run_clusters("import", bad, tmp_path / "o.json")
-    assert out.returncode == 2 and "[E123]" in out.stderr and "line 2" in out.stderr
+    assert out.returncode == 2 and "[CRF-E123]" in out.stderr and "line 2" in out.stderr
     assert "Traceback" not in out.stderr
 
 

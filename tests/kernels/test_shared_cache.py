@@ -167,7 +167,7 @@ def as_another_user(path: Path) -> None:
 
 def said(result, code: str) -> int:
     """How many times the child's stderr carries the warning ``code``."""
-    return result["stderr"].count(f"[{code}]")
+    return result["stderr"].count(f"[CRF-{code}]")
 
 
 def filled_cache(tmp_path: Path):
@@ -270,7 +270,7 @@ def test_a_full_disk_under_the_cache_is_no_error(tmp_path, monkeypatch):
     monkeypatch.setattr(caching.IndexDataCacheFile, "_open_for_write", full)
     kernel = numba.njit(cache=True)(feature_rows.py_func)  # a dispatcher of its own
     rows = np.empty((2, 2), dtype=np.int64)
-    with pytest.warns(UserWarning, match=r"\[W023\].*No space left"):
+    with pytest.warns(UserWarning, match=r"\[CRF-W023\].*No space left"):
         kernel(np.arange(4, dtype=np.uint64).reshape(2, 2), 3, True, rows)
     assert rows.tolist() == [[0, 1], [2, 0]]
     assert not any((tmp_path / "cache").rglob("*.nb[ic]"))

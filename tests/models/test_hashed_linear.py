@@ -357,5 +357,5 @@ def test_trained_weights_do_not_depend_on_what_else_draws_from_numpy():
 def test_dropout_outside_0_1_is_a_clear_error(rate):
     layer = layer_with_rows(100)
     layer.attrs["dropout_rate"] = rate
-    with pytest.raises(ValueError, match=r"\[E052\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E052\]"):
         layer(np.arange(6, dtype=np.uint64).reshape(3, 2), is_train=True)
