@@ -394,6 +394,10 @@ class Errors(metaclass=_Codes):
             "n-best lists through is registered by something else. Give the component "
             "another name (nlp.add_pipe(\"crf_tagger\", name=...)), or remove the other "
             "extension.")
+    # E200-E209: the morph target (issue 51)
+    E200 = ("Label '{label}' (target 'morph') has POS '{pos}', which is not a Universal POS "
+            "tag: the component writes it to Token.pos. Give the POS field as UPOS (NOUN, "
+            "VERB, ...), e.g. 'Number=Sing|POS=NOUN'.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
