@@ -413,6 +413,13 @@ class MorphTarget(Target):
         arr = self._arrays(doc)
         return self.mix(arr[:, 0], arr[:, 1])
 
+    def label_strings(self, doc: Doc) -> List[str]:
+        # the doc's arrays once, not once per label as string_of would read them
+        arr = self._arrays(doc)
+        keys, first = np.unique(self.mix(arr[:, 0], arr[:, 1]), return_index=True)
+        return [self.label_of(doc.vocab, int(arr[i, 0]), int(arr[i, 1]))
+                for key, i in zip(keys.tolist(), first.tolist()) if key != self.missing_key]
+
     def string_of(self, doc: Doc, key: int) -> str:
         """The label of the first token of ``doc`` whose key is ``key``."""
         arr = self._arrays(doc)
