@@ -318,7 +318,8 @@ class MorphTarget(Target):
     unannotated, as spaCy treats missing annotation.
 
     Gold is read from ``Doc.to_array([MORPH, POS])`` and predictions written
-    with ``Doc.from_array`` (no Python work per token): a token's key mixes
+    with ``Doc.from_array`` (no Python loop of ours per token; spaCy's
+    ``from_array`` looks each morph up in its morphology table): a token's key mixes
     its morph hash and POS id (:meth:`mix`), and each label keeps the morph
     hash of its FEATS without the POS (in ``vocab.morphology``) and its POS id.
     """
@@ -341,9 +342,9 @@ class MorphTarget(Target):
         """The key of tokens with morph hashes ``morph`` and POS ids ``pos``.
 
         A POS without FEATS reads as empty FEATS (``"_"``), whether the morph
-        is unset (0) or set to ``"_"``: both are the label ``"POS=X"``. Neither
-        gives 0, the missing key. Two labels could share a key only if their
-        64-bit hashes collided.
+        is unset (0) or set to ``"_"``: both are the label ``"POS=X"``. Only
+        a token with neither gets 0, the missing key, and two labels share a
+        key only where 64-bit hashes collide.
         """
         morph = np.asarray(morph, dtype=np.uint64)
         pos = np.asarray(pos, dtype=np.uint64)
