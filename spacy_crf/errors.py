@@ -406,6 +406,10 @@ class Errors(metaclass=_Codes):
             "n-best lists through is registered by something else. Give the component "
             "another name (nlp.add_pipe(\"crf_tagger\", name=...)), or remove the other "
             "extension.")
+    # E200-E209: the morph target (issue 51)
+    E200 = ("Label '{label}' (target 'morph') has POS '{pos}', which is not a Universal POS "
+            "tag: the component writes it to Token.pos. Give the POS field as UPOS (NOUN, "
+            "VERB, ...), e.g. 'Number=Sing|POS=NOUN'.")
     # E210-E211: the pruned chain (issue 51)
     E210 = ("candidates of spacy-crf.PrunedChain.v1 must be an integer of at least 1 (the "
             "labels each token keeps; at least the label count for the exact chain), got "

@@ -7,6 +7,9 @@ factory's default score weight, so a config made by ``spacy init fill-config``
 picks model-best by it (:func:`main_score_key`):
 
 * ``tag``, ``pos``, ``dep``: token accuracy (``tag_acc``, ``pos_acc``, ``dep_acc``);
+* ``morph``: ``morph_acc``, the accuracy of ``Token.morph`` (FEATS), with
+  ``pos_acc`` and ``morph_per_feat`` beside it, as spaCy's morphologizer
+  scores them;
 * ``ents``: entity F1 (``ents_f``);
 * ``spans:KEY``: span F1 (``spans_KEY_f``);
 * ``_.NAME``: ``NAME_score``, the chunk F1 (``NAME_f``) where the gold labels are
@@ -29,7 +32,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
-from spacy.attrs import ENT_IOB, ENT_TYPE, IS_SPACE
+from spacy.attrs import ENT_IOB, ENT_TYPE, IS_SPACE, MORPH, POS
 from spacy.scorer import MISSING_VALUES, PRFScore, Scorer, get_ner_prf
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -62,13 +65,20 @@ def main_score_key(target: str) -> str:
 def default_score_weights(target: str) -> Dict[str, Optional[float]]:
     """The score weights of a component with this target: all on its main
     score (:func:`main_score_key`), with the scores worth seeing beside it in
-    the ``spacy train`` table at 0, all keyed by the target."""
+    the ``spacy train`` table at 0, all keyed by the target (``morph``: also
+    ``morph_per_feat`` at ``None``, reported but not in the table, as spaCy's
+    morphologizer has it)."""
     weights: Dict[str, Optional[float]] = {main_score_key(target): 1.0}
     if target == "ents":
         weights.update({"ents_p": 0.0, "ents_r": 0.0})
     elif target.startswith("spans:"):
         key = target[len("spans:"):]
         weights.update({f"spans_{key}_p": 0.0, f"spans_{key}_r": 0.0})
+    elif target == "morph":
+        # spaCy's morphologizer weighs pos_acc and morph_acc 0.5 each; here
+        # morph_acc alone picks model-best, as every component has one main
+        # score (crf_score repeats it), and pos_acc is shown beside it
+        weights.update({"pos_acc": 0.0, "morph_per_feat": None})
     elif target.startswith("_."):
         # token accuracy beside the chunk F1 (the same number for non-IOB labels)
         weights[f"{make_target(target).score_attr}_acc"] = 0.0
@@ -89,8 +99,8 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
     examples : iterable of Example
         Predicted and reference docs.
     target : str
-        The component's target (``tag``, ``pos``, ``dep``, ``ents``,
-        ``spans:KEY``, ``_.NAME``).
+        The component's target (``tag``, ``pos``, ``dep``, ``morph``,
+        ``ents``, ``spans:KEY``, ``_.NAME``).
 
     Returns
     -------
@@ -117,6 +127,8 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
         results["crf_acc"] = None
         results[MAIN_SCORE] = results[f"spans_{key}_f"]
         return results
+    if target == "morph":
+        return _score_morph(examples, tgt, **kwargs)
     results = token_accuracy(examples, tgt, tgt.score_attr, **kwargs)
     results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
     results[MAIN_SCORE] = results["crf_acc"]
@@ -164,6 +176,24 @@ def token_accuracy(examples: List[Example], tgt: Target, attr: str,
         score.fp += int(np.count_nonzero(scored)) - tp
         score.fn += int(np.count_nonzero(annotated)) - tp
     return {f"{attr}_acc": None if len(score) == 0 else score.fscore}
+
+
+def _score_morph(examples: List[Example], tgt: Target, **kwargs: Any) -> Dict[str, Any]:
+    """spaCy's morphologizer scores (``pos_acc``, ``morph_acc``, ``morph_per_feat``
+    and ``morph_micro_p/r/f``), ``crf_acc`` the accuracy of the joined labels."""
+    results: Dict[str, Any] = {}
+    results.update(token_accuracy(examples, tgt, "pos", keys_of=_column(POS), **kwargs))
+    results.update(token_accuracy(examples, tgt, "morph", keys_of=_column(MORPH), **kwargs))
+    results.update(Scorer.score_token_attr_per_feat(examples, "morph", getter=tgt.getter(),
+                                                    **kwargs))
+    results["crf_acc"] = token_accuracy(examples, tgt, "label", **kwargs)["label_acc"]
+    results[MAIN_SCORE] = results["morph_acc"]
+    return results
+
+
+def _column(attr: int) -> Callable[[Doc], np.ndarray]:
+    """``keys_of`` for :func:`token_accuracy`: one attribute's ids (0 missing)."""
+    return lambda doc: doc.to_array([attr]).astype(np.uint64).reshape(len(doc), 1)
 
 
 def _ent_tag_keys(doc: Doc) -> np.ndarray:

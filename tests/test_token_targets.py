@@ -1,4 +1,4 @@
-"""Token-attribute targets (tag, pos, dep) write a whole batch's labels with one
+"""Token-attribute targets (tag, pos, dep, morph) write a whole batch's labels with one
 gather of label keys and a slice per doc; the result must be what writing each
 doc alone gives, empty docs included."""
 
@@ -10,7 +10,9 @@ from spacy.tokens import Doc
 from spacy_crf.targets import make_target
 
 LABELS = {"tag": ["DT", "NN", "VBD", "."], "pos": ["DET", "NOUN", "PUNCT", "VERB"],
-          "dep": ["ROOT", "det", "nsubj", "punct"]}
+          "dep": ["ROOT", "det", "nsubj", "punct"],
+          "morph": ["Definite=Def|POS=DET|PronType=Art", "Number=Sing|POS=NOUN", "POS=PUNCT",
+                    "POS=VERB|Tense=Past|VerbForm=Fin", "_"]}
 WORDS = [["the", "dog", "ran", "."], [], ["a", "cat"], [], [], ["it", "sat", "down", "."]]
 
 
@@ -32,8 +34,9 @@ def test_the_batch_write_is_the_per_doc_write(name):
         if n:
             target.write(doc, ids[start:start + n])
         start += n
-    attr = {"tag": "tag_", "pos": "pos_", "dep": "dep_"}[name]
-    got = [[getattr(t, attr) for t in doc] for doc in batch]
-    assert got == [[getattr(t, attr) for t in doc] for doc in alone]
+    # (the morph target's getter gives a token's label for any other attribute name)
+    attr, get = {"tag": "tag_", "pos": "pos_", "dep": "dep_"}.get(name, "label"), target.getter()
+    got = [[get(t, attr) for t in doc] for doc in batch]
+    assert got == [[get(t, attr) for t in doc] for doc in alone]
     # and they are the labels the ids name, in order
     assert [label for doc in got for label in doc] == [LABELS[name][i] for i in ids]

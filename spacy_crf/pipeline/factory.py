@@ -37,7 +37,7 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
     "crf_tagger",
     # what some target may write; each component's own meta (declare_pipe_meta
     # in the factory) names only what its target writes
-    assigns=["token.tag", "token.pos", "token.dep", "doc.ents", "token.ent_iob",
+    assigns=["token.tag", "token.pos", "token.dep", "token.morph", "doc.ents", "token.ent_iob",
              "token.ent_type", "doc.spans"],
     default_config={
         "model": DEFAULT_MODEL,
@@ -78,7 +78,9 @@ def make_crf_tagger(
         Docs -> CRFScores, e.g. ``spacy-crf.FeatureCRF.v2``.
     target : str
         Where gold labels come from and predictions go: ``tag``, ``pos``,
-        ``dep``, ``ents``, ``spans:KEY`` or ``_.NAME`` (a token extension).
+        ``dep``, ``morph`` (``Token.morph`` and ``Token.pos``, one label per
+        token as spaCy's morphologizer makes them), ``ents``, ``spans:KEY``
+        or ``_.NAME`` (a token extension).
     structure : StructureSpec or str
         The graph the labels interact over, a config block of the
         ``structures`` registry with its own settings
