@@ -184,6 +184,15 @@ def _score_morph(examples: List[Example], tgt: Target, **kwargs: Any) -> Dict[st
     results: Dict[str, Any] = {}
     results.update(token_accuracy(examples, tgt, "pos", keys_of=_column(POS), **kwargs))
     results.update(token_accuracy(examples, tgt, "morph", keys_of=_column(MORPH), **kwargs))
+    # spaCy reads a predicted morph's string from the gold doc's vocab: a
+    # reference corpus read into a vocab of its own may lack a morph the
+    # model predicts (one seen in training only), so give it the predicted ones
+    for vocab in {id(ex.reference.vocab): ex.reference.vocab for ex in examples}.values():
+        for ex in examples:
+            if ex.predicted.vocab is not vocab:
+                for key in np.unique(ex.predicted.to_array(MORPH)):
+                    if key and key not in vocab.strings:
+                        vocab.strings.add(ex.predicted.vocab.strings[key])
     results.update(Scorer.score_token_attr_per_feat(examples, "morph", getter=tgt.getter(),
                                                     **kwargs))
     results["crf_acc"] = token_accuracy(examples, tgt, "label", **kwargs)["label_acc"]

@@ -83,6 +83,9 @@ class Target:
     score_attr: str = ""
     missing_key = 0
     is_span_target = False
+    #: its labels come by the hundred (morphology): a chain whose order the
+    #: config leaves null prunes each token's labels (``spacy-crf.PrunedChain.v1``)
+    many_labels = False
     #: what ``write`` sets, as spaCy's pipe meta names it (``nlp.analyze_pipes()``)
     assigns: Sequence[str] = ()
 
@@ -335,6 +338,7 @@ class MorphTarget(Target):
 
     name = score_attr = "morph"
     assigns = ("token.morph", "token.pos")
+    many_labels = True  # 321 on UD English EWT, 500-1,500 in German or Czech treebanks
     #: the field the POS takes in a label (spaCy's ``Morphologizer.POS_FEAT``)
     POS_FEAT = "POS"
     #: an odd multiplier: ``morph * MIX`` is one-to-one modulo 2**64, so a

@@ -166,3 +166,16 @@ def test_the_component_trains_saves_and_loads_with_it(tmp_path):
 def test_what_it_does_not_do_is_named(config, code):
     with pytest.raises(ValueError, match=code):
         spacy.blank("en").add_pipe("crf_tagger", config={"structure": BLOCK, **config})
+
+
+def test_a_target_with_labels_by_the_hundred_prunes_by_default():
+    """``order = null`` (the factory's chain) picks the pruned chain for the
+    morph target, and a chain of order 1 where the config says so."""
+    nlp = spacy.blank("en")
+    morph = nlp.add_pipe("crf_tagger", name="morph", config={"target": "morph"})
+    assert morph.crf_structure.name == "pruned_chain" and morph.cfg["candidates"] == 8
+    tags = nlp.add_pipe("crf_tagger", name="tags", config={"target": "tag"})
+    assert tags.crf_structure.name == "chain"
+    exact = nlp.add_pipe("crf_tagger", name="exact", config={
+        "target": "morph", "structure": {"@structures": "spacy-crf.Chain.v1", "order": 1}})
+    assert exact.crf_structure.name == "chain"

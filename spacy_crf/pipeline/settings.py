@@ -26,17 +26,17 @@ SETTINGS = ("target", "structure", "sequence", "scheme", "keep_existing", "store
 def resolve_structure(spec: StructureSpec, model: Optional[Model], target: str,
                       scheme: str) -> StructureSpec:
     """``spec`` with the settings its config left null chosen for the component
-    (``StructureSpec.by_component``): from whether its target is a span target
-    and the structures its model scores (None: every one). A spec without such
+    (``StructureSpec.by_component``): from its target (a span target? labels
+    by the hundred?) and the structures its model scores (None: every one). A spec without such
     settings is returned as it is; a bad target or scheme is left to
     :func:`check_settings`."""
     if spec.by_component is None:
         return spec
     try:
-        is_span_target = make_target(target, scheme).is_span_target
+        made = make_target(target, scheme)
     except ValueError:
         return spec
-    return spec.by_component(is_span_target, scorable_structures(model))
+    return spec.by_component(made, scorable_structures(model))
 
 
 def check_settings(model: Optional[Model], name: str, *, target: str, structure: StructureSpec,

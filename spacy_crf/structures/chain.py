@@ -27,6 +27,8 @@ register_scores(transitions=("out", "out"), start=("out",), end=("out",))
 
 #: the chain's orders, and the strategy that runs each
 ORDERS = {1: "chain", 2: "chain_order2"}
+#: the strategy of a chain that prunes each token's labels (``pruned_chain.py``)
+PRUNED = "pruned_chain"
 
 
 @register_spec("spacy-crf.Chain.v1", "chain")
@@ -41,7 +43,10 @@ def chain_structure(order: Optional[int] = None, transition_templates: Optional[
         triples too, over the label pairs seen in training, or for a span
         target every pair its scheme allows (``structures/second_order.py``).
         ``null`` (the default): 2 for a span target (``ents``, ``spans:KEY``)
-        whose model scores order 2, 1 otherwise. A span scheme allows few
+        whose model scores order 2; for a target whose labels come by the
+        hundred (``morph``), order 1 over each token's best labels
+        (``spacy-crf.PrunedChain.v1``: ``structures/pruned_chain.py``); 1
+        otherwise. A span scheme allows few
         label pairs, so the triples over them cost little: on UNER English, +0.55 test F1 over 7 plain-loop
         runs and +1.17 through ``spacy train`` (filled config), for 19%
         slower decoding; on EWT UPOS, whose 17 tags follow one another
@@ -67,11 +72,23 @@ def chain_structure(order: Optional[int] = None, transition_templates: Optional[
     return StructureSpec("chain", {"order": order, **transitions}, key=ORDERS[order])
 
 
-def _order_for(transitions: Dict[str, Any], is_span_target: bool,
+def _order_for(transitions: Dict[str, Any], target: Any,
                scorable: Optional[Sequence[str]]) -> StructureSpec:
-    """``order = null`` chosen for a component (see :func:`chain_structure`)."""
-    second = is_span_target and (scorable is None or ORDERS[2] in scorable)
-    return chain_structure(2 if second else 1, **transitions)
+    """``order = null`` chosen for a component (see :func:`chain_structure`):
+    order 2 for a span target, the pruned chain of order 1 for a target whose
+    labels come by the hundred (``Target.many_labels``: the morphology), order
+    1 otherwise."""
+    def allowed(key: str) -> bool:
+        return scorable is None or key in scorable
+
+    if target.is_span_target and allowed(ORDERS[2]):
+        return chain_structure(2, **transitions)
+    if target.many_labels and not transitions.get("transition_templates") \
+            and allowed(PRUNED):
+        from .pruned_chain import pruned_chain_structure  # (it builds on this module)
+
+        return pruned_chain_structure()
+    return chain_structure(1, **transitions)
 
 
 @dataclass

@@ -56,9 +56,9 @@ class StructureSpec:
     settings: Dict[str, Any] = field(default_factory=dict)
     key: str = ""
     #: for a block whose config leaves a setting null, to be chosen by the
-    #: component: ``(is_span_target, scorable structures or None) -> spec``,
+    #: component: ``(its Target, scorable structures or None) -> spec``,
     #: the spec with those settings chosen (``pipeline.settings.resolve_structure``)
-    by_component: Optional[Callable[[bool, Optional[Sequence[str]]], "StructureSpec"]] = field(
+    by_component: Optional[Callable[[Any, Optional[Sequence[str]]], "StructureSpec"]] = field(
         default=None, compare=False)
 
     @property
