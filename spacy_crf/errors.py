@@ -418,6 +418,13 @@ class Errors(metaclass=_Codes):
             "changes with the weights): train this config with python -m spacy train, or "
             "with fit and spacy-crf.Chain.v1 (the same parameters: the model loads in "
             "either).")
+    # E212-E219: the sent_starts target (issue 52)
+    E212 = ("'{name}' (target '{target}') predicts the sentence boundaries, so its CRF "
+            "sequence is the whole doc: {what} would cut it at the boundaries the doc "
+            "already has. Set sequence = \"doc\" (the default) and structure "
+            "spacy-crf.Chain.v1.")
+    E213 = ("Label '{label}' is not one of target 'sent_starts': its labels are 'S' (the "
+            "token starts a sentence) and 'I' (it does not).")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

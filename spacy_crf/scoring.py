@@ -10,6 +10,8 @@ picks model-best by it (:func:`main_score_key`):
 * ``morph``: ``morph_acc``, the accuracy of ``Token.morph`` (FEATS), with
   ``pos_acc`` and ``morph_per_feat`` beside it, as spaCy's morphologizer
   scores them;
+* ``sent_starts``: sentence F1 (``sents_f``, with ``sents_p`` and
+  ``sents_r``), as spaCy's senter scores it;
 * ``ents``: entity F1 (``ents_f``);
 * ``spans:KEY``: span F1 (``spans_KEY_f``);
 * ``_.NAME``: ``NAME_score``, the chunk F1 (``NAME_f``) where the gold labels are
@@ -33,6 +35,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 from spacy.attrs import ENT_IOB, ENT_TYPE, IS_SPACE, MORPH, POS
+from spacy.pipeline.senter import senter_score
 from spacy.scorer import MISSING_VALUES, PRFScore, Scorer, get_ner_prf
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -55,6 +58,8 @@ def main_score_key(target: str) -> str:
     IOB labels, else token accuracy: which, the labels tell only later)."""
     if target == "ents":
         return "ents_f"
+    if target == "sent_starts":
+        return "sents_f"
     if target.startswith("spans:"):
         return f"spans_{target[len('spans:'):]}_f"
     if target.startswith("_."):
@@ -69,8 +74,9 @@ def default_score_weights(target: str) -> Dict[str, Optional[float]]:
     ``morph_per_feat`` at ``None``, reported but not in the table, as spaCy's
     morphologizer has it)."""
     weights: Dict[str, Optional[float]] = {main_score_key(target): 1.0}
-    if target == "ents":
-        weights.update({"ents_p": 0.0, "ents_r": 0.0})
+    if target in ("ents", "sent_starts"):
+        attr = "ents" if target == "ents" else "sents"
+        weights.update({f"{attr}_p": 0.0, f"{attr}_r": 0.0})
     elif target.startswith("spans:"):
         key = target[len("spans:"):]
         weights.update({f"spans_{key}_p": 0.0, f"spans_{key}_r": 0.0})
@@ -129,6 +135,8 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
         return results
     if target == "morph":
         return _score_morph(examples, tgt, **kwargs)
+    if target == "sent_starts":
+        return _score_sents(examples, tgt, **kwargs)
     results = token_accuracy(examples, tgt, tgt.score_attr, **kwargs)
     results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
     results[MAIN_SCORE] = results["crf_acc"]
@@ -197,6 +205,16 @@ def _score_morph(examples: List[Example], tgt: Target, **kwargs: Any) -> Dict[st
                                                     **kwargs))
     results["crf_acc"] = token_accuracy(examples, tgt, "label", **kwargs)["label_acc"]
     results[MAIN_SCORE] = results["morph_acc"]
+    return results
+
+
+def _score_sents(examples: List[Example], tgt: Target, **kwargs: Any) -> Dict[str, Any]:
+    """spaCy's senter scores (``sents_p``, ``sents_r``, ``sents_f``: the
+    sentences as spans, docs without boundary annotation left out), and
+    ``crf_acc`` the accuracy of the S / I labels."""
+    results = senter_score(examples, **kwargs)
+    results["crf_acc"] = token_accuracy(examples, tgt, "sent_start", **kwargs)["sent_start_acc"]
+    results[MAIN_SCORE] = results["sents_f"]
     return results
 
 

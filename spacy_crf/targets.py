@@ -4,6 +4,7 @@
 * ``dep``: ``Token.dep_`` of an existing parse (the heads stay as they are);
 * ``morph``: ``Token.morph`` and ``Token.pos`` together, one label per token
   as spaCy's morphologizer makes them (``"Number=Sing|POS=NOUN"``);
+* ``sent_starts``: ``Token.is_sent_start`` (``S`` / ``I``), so ``doc.sents``;
 * ``ents``: ``doc.ents``;  * ``spans:KEY``: ``doc.spans[KEY]`` (both as BIO or
   BILUO tags, with the scheme's forbidden transitions enforced);
 * ``_.NAME``: a custom token extension, e.g. ``_.chunk``.
@@ -24,7 +25,7 @@ from functools import partial
 from typing import Callable, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
-from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, IS_SPACE, MORPH, POS, TAG
+from spacy.attrs import DEP, ENT_IOB, ENT_TYPE, IS_SPACE, MORPH, POS, SENT_START, TAG
 from spacy.morphology import Morphology
 from spacy.parts_of_speech import IDS as POS_IDS
 from spacy.parts_of_speech import NAMES as POS_NAMES
@@ -86,6 +87,9 @@ class Target:
     #: its labels come by the hundred (morphology): a chain whose order the
     #: config leaves null prunes each token's labels (``spacy-crf.PrunedChain.v1``)
     many_labels = False
+    #: its sequences are whole docs whatever the ``sequence`` setting (E212):
+    #: it predicts the sentence boundaries that would cut them
+    whole_docs = False
     #: what ``write`` sets, as spaCy's pipe meta names it (``nlp.analyze_pipes()``)
     assigns: Sequence[str] = ()
 
@@ -476,6 +480,84 @@ class MorphTarget(Target):
                 return token.morph.key
             return self.label_of(token.vocab, token.morph.key, token.pos)
         return get
+
+
+class SentStartsTarget(TokenAttrTarget):
+    """Sentence boundaries: ``Token.is_sent_start``, one label per token, ``S``
+    (the token starts a sentence) or ``I`` (it does not), as spaCy's senter
+    predicts them; components after it see ``doc.sents``.
+
+    Gold is read with ``Doc.to_array(SENT_START)`` (1 a start, -1 not a start,
+    0 unannotated) and predictions written with ``Doc.from_array``. A doc
+    whose boundaries are not annotated at all (``doc.has_annotation("SENT_START")``
+    is False: a fresh Doc marks its first token and nothing else) has no gold.
+    The first token of a doc is always a start, in gold and in what is written,
+    as ``doc.sents`` reads it.
+
+    Its CRF sequence is the whole doc (:attr:`whole_docs`): the boundaries are
+    what it predicts, so those a doc already has must not cut its sequences
+    or its feature windows.
+    """
+
+    name = "sent_starts"
+    score_attr = "sents"
+    assigns = ("token.is_sent_start",)
+    token_attr = SENT_START
+    whole_docs = True
+    START, INSIDE = "S", "I"
+    #: the values ``Doc.to_array(SENT_START)`` gives, as uint64 (-1 wraps around)
+    KEYS = {START: 1, INSIDE: 2 ** 64 - 1}
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        if label not in self.KEYS:
+            raise ValueError(Errors.E213.format(label=label))
+        return self.KEYS[label]
+
+    def labels_for(self, label: str) -> List[str]:
+        self.key_of(label, None)  # E213 for a label that is neither S nor I
+        return [label]
+
+    def order_labels(self, labels: Iterable[str]) -> List[str]:
+        """Both labels, always (``I`` first: an untrained model's ties decode as
+        no boundary), whatever the examples or ``labels`` showed."""
+        return [self.INSIDE, self.START]
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        if not len(doc) or not doc.has_annotation("SENT_START"):
+            return np.zeros(len(doc), dtype=np.uint64)
+        keys = super().reference_keys(doc)
+        keys[0] = self.KEYS[self.START]  # (a doc built with sent_starts=[None, ...] leaves it 0)
+        return keys
+
+    def label_strings(self, doc: Doc) -> List[str]:
+        # both labels for any annotated doc: a one-sentence doc still tells
+        # that its other tokens are no starts, and the first is one
+        return [self.INSIDE, self.START] if doc.has_annotation("SENT_START") else []
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        return {v: k for k, v in self.KEYS.items()}[int(key)]
+
+    def has_existing(self, doc: Doc) -> bool:
+        return doc.has_annotation("SENT_START")
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        self.write_batch([doc], ids, np.asarray([len(doc)], dtype=np.int64), False)
+
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        keys = self._label_keys[label_ids]
+        firsts = (np.cumsum(doc_lengths) - doc_lengths)[doc_lengths > 0]
+        # whatever the CRF decoded there: doc.sents starts every doc with a sentence
+        keys[firsts] = self.KEYS[self.START]
+        attrs = [SENT_START]
+        end = 0
+        for doc, n in zip(docs, doc_lengths.tolist()):
+            end += n
+            if n:
+                doc.from_array(attrs, keys[end - n:end])
+
+    def getter(self) -> Callable[[Token, str], object]:
+        return lambda token, _: token.is_sent_start
 
 
 class ExtensionTarget(Target):
@@ -953,7 +1035,7 @@ class SpanGroupTarget(SpanTarget):
 
 def make_target(target: str, scheme: str = "BILUO") -> Target:
     """Build the target named in the config (``tag``, ``pos``, ``dep``, ``morph``,
-    ``ents``, ``spans:KEY`` or ``_.NAME``)."""
+    ``sent_starts``, ``ents``, ``spans:KEY`` or ``_.NAME``)."""
     if target == "tag":
         return TagTarget()
     if target == "pos":
@@ -962,6 +1044,8 @@ def make_target(target: str, scheme: str = "BILUO") -> Target:
         return DepTarget()
     if target == "morph":
         return MorphTarget()
+    if target == SentStartsTarget.name:
+        return SentStartsTarget()
     if target == "ents":
         return EntTarget(scheme)
     if isinstance(target, str) and target.startswith("spans:") and len(target) > 6:

@@ -10,7 +10,7 @@ from thinc.api import Model
 
 from .. import schemes
 from ..errors import Errors
-from ..features.doc_arrays import SEQUENCES
+from ..features.doc_arrays import SEQUENCE_DOC, SEQUENCES
 from ..models.hooks import scorable_structures
 from ..models.token_transitions import has_token_transitions
 from ..losses import get_loss
@@ -72,6 +72,13 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
         raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
                                             structure=structure.describe()))
     crf_target = make_target(target, scheme)
+    if crf_target.whole_docs and sequence != SEQUENCE_DOC:
+        raise ValueError(Errors.E212.format(name=name, target=target,
+                                            what=f"sequence = \"{sequence}\""))
+    if crf_target.whole_docs and crf_structure.name == "doc_chain":
+        # (its moves into a sentence are told apart by the boundaries the doc has)
+        raise ValueError(Errors.E212.format(name=name, target=target,
+                                            what="structure spacy-crf.DocChain.v1"))
     # what the structure can run: its loss, n-best, span targets and confidences
     crf_structure.check_settings(structure, name, crf_target, loss=loss, n_best=n_best,
                                  store_confidence=store_confidence)
