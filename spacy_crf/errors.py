@@ -418,6 +418,11 @@ class Errors(metaclass=_Codes):
             "changes with the weights): train this config with python -m spacy train, or "
             "with fit and spacy-crf.Chain.v1 (the same parameters: the model loads in "
             "either).")
+    # E220-E229: the lemma target (issue 52)
+    E220 = ("Label {label!r} (target 'lemma') is not an edit tree: a lemma label is a tree "
+            "as spaCy's EditTrees.tree_to_str writes it, e.g. \"(m 0 1 () (s 's' ''))\" "
+            "(strip a final s) or \"(s 'is' 'be')\". Take the labels from a trained "
+            "component's labels, or let initialize() read them from lemmas in the corpus.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
@@ -470,6 +475,16 @@ class Warnings(metaclass=_Codes):
             "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "
             "(pip install spacy-lookups-data) and re-initialize, or ignore this if the "
             "pipeline is meant to run without the lookups.")
+    # W035-W039: the lemma target (issue 52)
+    W035 = ("{n} gold lemma(s) of a doc have an edit tree that is not among the "
+            "component's labels (e.g. '{form}' -> '{lemma}', {tree}): those tokens are "
+            "treated as unannotated. initialize() leaves out trees seen fewer than "
+            "{min_freq} times, as spaCy's edit_tree_lemmatizer does (min_tree_freq); a few "
+            "such tokens are expected. To learn a tree, add it (add_label) or give "
+            "initialize(labels=...) the full set. Said once per component.")
+    W036 = ("{n} gold lemma(s) of a doc have an edit tree that does not apply to the "
+            "predicted token's form (e.g. '{form}' with {tree}; the tokenisations may "
+            "differ): those tokens are treated as unannotated. Said once per component.")
     # W020-W023: the kernels' cache (issue 48)
     W020 = ("The kernel cache directory {path} {why}, so spacy-crf does not use it: numba's "
             "cache files are pickles, which run code as they load, and a file another user "
