@@ -52,8 +52,9 @@ class Errors(metaclass=_Codes):
     E003 = "Window offset {offset} in template '{template}' is out of range: use -{max} to {max}."
     E004 = "The feature template list is empty: give at least one template, e.g. ['NORM[0]']."
     E005 = "'{name}' must be a positive integer, got {value!r}."
-    E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep', 'ents', 'spans:KEY' or "
-            "'_.NAME' (a custom token extension, e.g. '_.chunk').")
+    E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep', 'morph', 'lemma', "
+            "'sent_starts', 'ents', 'spans:KEY' or '_.NAME' (a custom token extension, e.g. "
+            "'_.chunk').")
     E018 = ("Target '{target}' decodes spans with the scheme's transition constraints, "
             "which the tree structures (\"tree\", \"chain_tree\") do not have. Use "
             "structure = \"chain\" (order = 1 or 2) or structure = \"semi_markov\".")
@@ -425,6 +426,11 @@ class Errors(metaclass=_Codes):
             "spacy-crf.Chain.v1.")
     E213 = ("Label '{label}' is not one of target 'sent_starts': its labels are 'S' (the "
             "token starts a sentence) and 'I' (it does not).")
+    # E220-E229: the lemma target (issue 52)
+    E220 = ("Label {label!r} (target 'lemma') is not an edit tree: a lemma label is a tree "
+            "as spaCy's EditTrees.tree_to_str writes it, e.g. \"(m 0 1 () (s 's' ''))\" "
+            "(strip a final s) or \"(s 'is' 'be')\". Take the labels from a trained "
+            "component's labels, or let initialize() read them from lemmas in the corpus.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
@@ -477,6 +483,16 @@ class Warnings(metaclass=_Codes):
             "and accuracy may be lower (spaCy's W033). Install spacy-lookups-data "
             "(pip install spacy-lookups-data) and re-initialize, or ignore this if the "
             "pipeline is meant to run without the lookups.")
+    # W035-W039: the lemma target (issue 52)
+    W035 = ("{n} gold lemma(s) of a doc have an edit tree that is not among the "
+            "component's labels (e.g. '{form}' -> '{lemma}', {tree}): those tokens are "
+            "treated as unannotated. initialize() leaves out trees seen fewer than "
+            "{min_freq} times, as spaCy's edit_tree_lemmatizer does (min_tree_freq); a few "
+            "such tokens are expected. To learn a tree, add it (add_label) or give "
+            "initialize(labels=...) the full set. Said once per component.")
+    W036 = ("{n} gold lemma(s) of a doc have an edit tree that does not apply to the "
+            "predicted token's form (e.g. '{form}' with {tree}; the tokenisations may "
+            "differ): those tokens are treated as unannotated. Said once per component.")
     # W020-W023: the kernels' cache (issue 48)
     W020 = ("The kernel cache directory {path} {why}, so spacy-crf does not use it: numba's "
             "cache files are pickles, which run code as they load, and a file another user "

@@ -12,6 +12,7 @@ picks model-best by it (:func:`main_score_key`):
   scores them;
 * ``sent_starts``: sentence F1 (``sents_f``, with ``sents_p`` and
   ``sents_r``), as spaCy's senter scores it;
+* ``lemma``: ``lemma_acc``, the accuracy of ``Token.lemma_`` (spaCy's lemmatizers');
 * ``ents``: entity F1 (``ents_f``);
 * ``spans:KEY``: span F1 (``spans_KEY_f``);
 * ``_.NAME``: ``NAME_score``, the chunk F1 (``NAME_f``) where the gold labels are
@@ -34,7 +35,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
-from spacy.attrs import ENT_IOB, ENT_TYPE, IS_SPACE, MORPH, POS
+from spacy.attrs import ENT_IOB, ENT_TYPE, IS_SPACE, LEMMA, MORPH, POS
 from spacy.pipeline.senter import senter_score
 from spacy.scorer import MISSING_VALUES, PRFScore, Scorer, get_ner_prf
 from spacy.tokens import Doc
@@ -137,6 +138,12 @@ def score_crf(examples: Iterable[Example], *, target: str, **kwargs: Any) -> Dic
         return _score_morph(examples, tgt, **kwargs)
     if target == "sent_starts":
         return _score_sents(examples, tgt, **kwargs)
+    if target == "lemma":
+        # Token.lemma_ compared as spaCy's lemmatizers score it, not the trees (two
+        # trees may give a form one lemma)
+        results = token_accuracy(examples, tgt, "lemma", keys_of=_column(LEMMA), **kwargs)
+        results["crf_acc"] = results[MAIN_SCORE] = results["lemma_acc"]
+        return results
     results = token_accuracy(examples, tgt, tgt.score_attr, **kwargs)
     results["crf_acc"] = results.get(f"{tgt.score_attr}_acc")
     results[MAIN_SCORE] = results["crf_acc"]

@@ -97,7 +97,8 @@ def sample_corpus(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", ["ewt_upos.cfg", "ewt_deprel_tree.cfg", "ewt_morph.cfg"])
+@pytest.mark.parametrize("name", ["ewt_upos.cfg", "ewt_deprel_tree.cfg", "ewt_morph.cfg",
+                                  "ewt_lemma.cfg"])
 def test_spacy_debug_data_accepts_the_config(name, sample_corpus, capsys):
     debug_data(ROOT / "configs" / name,
                config_overrides={"paths.train": str(sample_corpus / "train.spacy"),

@@ -152,7 +152,7 @@ class CRFTagger(TrainablePipe):
         self.check_inputs(docs)
         self.use_prediction_weights()
         batch = self.read_batch(docs)
-        scores = self.constrain_scores(self.model.predict(batch))
+        scores = self.constrain_scores(self.model.predict(batch), docs)
         self._check_width(scores)
         return decode(self, docs, scores, batch.layout, lengths)
 
@@ -174,7 +174,7 @@ class CRFTagger(TrainablePipe):
         self.check_inputs(docs)
         batch = self.read_batch(docs)
         scores, backprop = self.model.begin_update(batch)
-        loss, d_scores = learning.batch_loss(self, examples, self.target.constrain(scores),
+        loss, d_scores = learning.batch_loss(self, examples, self.constrain_target(scores, docs),
                                              batch.layout, learn=True)
         backprop(d_scores)
         if sgd is not None:
@@ -188,8 +188,9 @@ class CRFTagger(TrainablePipe):
         their best gold-consistent labels (perceptron, hinge)."""
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
-        return learning.batch_loss(self, examples, self.target.constrain(scores),
-                                   self.batch_layout([eg.predicted for eg in examples]))
+        docs = [eg.predicted for eg in examples]
+        return learning.batch_loss(self, examples, self.constrain_target(scores, docs),
+                                   self.batch_layout(docs))
 
     def rehearse(self, examples: Iterable[Example], *, drop: float = 0.0,
                  sgd: Optional[Union[Optimizer, Callable]] = None,
@@ -247,11 +248,20 @@ class CRFTagger(TrainablePipe):
                    gazetteer_ruler=gazetteer_ruler, keep_weights=keep_weights,
                    gazetteer_from_training=gazetteer_from_training)
 
-    def constrain_scores(self, scores: CRFScores) -> CRFScores:
+    def constrain_scores(self, scores: CRFScores,
+                         docs: Optional[Sequence[Doc]] = None) -> CRFScores:
         """``scores`` (the model's output) as the CRF decodes and trains on them:
-        with the target's constraints (a span scheme's forbidden moves) and
+        with the target's constraints (a span scheme's forbidden moves, the
+        labels its tokens may take where ``docs``, the batch, is given) and
         ``-inf`` for the labels not learned yet."""
-        return learning.mask_unseen(self, self.target.constrain(scores))
+        return learning.mask_unseen(self, self.constrain_target(scores, docs))
+
+    def constrain_target(self, scores: CRFScores,
+                         docs: Optional[Sequence[Doc]] = None) -> CRFScores:
+        """``scores`` with the target's constraints: its forbidden moves, and
+        where ``docs`` is given the labels each token may not take (the lemma
+        trees that do not apply to its form) at ``-inf``."""
+        return learning.mask_candidates(self, self.target.constrain(scores), docs)
 
     def learn_new_labels(self, gold: np.ndarray) -> None:
         """Predict the new labels ``gold`` has from now on (the batch trainer

@@ -37,9 +37,8 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
     "crf_tagger",
     # what some target may write; each component's own meta (declare_pipe_meta
     # in the factory) names only what its target writes
-    assigns=["token.tag", "token.pos", "token.dep", "token.morph", "doc.ents", "token.ent_iob",
-             "token.ent_type", "doc.spans",
-             "token.is_sent_start"],
+    assigns=["token.tag", "token.pos", "token.dep", "token.morph", "token.lemma", "doc.ents",
+             "token.ent_iob", "token.ent_type", "doc.spans", "token.is_sent_start"],
     default_config={
         "model": DEFAULT_MODEL,
         "target": "tag",
@@ -80,9 +79,11 @@ def make_crf_tagger(
     target : str
         Where gold labels come from and predictions go: ``tag``, ``pos``,
         ``dep``, ``morph`` (``Token.morph`` and ``Token.pos``, one label per
-        token as spaCy's morphologizer makes them), ``sent_starts``
-        (``Token.is_sent_start``, a senter: its sequence is the doc), ``ents``,
-        ``spans:KEY`` or ``_.NAME`` (a token extension).
+        token as spaCy's morphologizer makes them), ``lemma``
+        (``Token.lemma_``, an edit tree per token as spaCy's edit tree
+        lemmatizer makes them), ``sent_starts`` (``Token.is_sent_start``, a
+        senter: its sequence is the doc), ``ents``, ``spans:KEY`` or ``_.NAME``
+        (a token extension).
     structure : StructureSpec or str
         The graph the labels interact over, a config block of the
         ``structures`` registry with its own settings

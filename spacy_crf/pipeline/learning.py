@@ -93,6 +93,37 @@ def mask_unseen(pipe, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
     return mask_labels(scores, [pipe.tags.index(label) for label in unseen], len(pipe.tags))
 
 
+def mask_candidates(pipe, scores: CRFScores, docs: Optional[Sequence[Doc]]) -> CRFScores:
+    """``scores`` with ``-inf`` emissions for the labels the target does not
+    allow a token (``Target.allowed_labels``: the lemma trees that do not apply
+    to its form), the experts' too; ``scores`` itself where it allows every
+    label or ``docs`` is None.
+
+    A token left no allowed label that is learned (no tree applies to its
+    form, or only trees ``add_label`` gave a trained model) keeps every label:
+    a row all ``-inf`` has no labelling, and the target writes such a token
+    as it says (the lemma target: its form, spaCy's ``backoff = "orth"``).
+    """
+    allowed = None if docs is None else pipe.target.allowed_labels(docs)
+    if allowed is None:
+        return scores
+    usable = allowed
+    unseen = [pipe.tags.index(label) for label in pipe.cfg.get("unseen_labels") or []]
+    if unseen:
+        usable = allowed.copy()
+        usable[:, unseen] = False
+    allowed = allowed | ~usable.any(axis=1, keepdims=True)
+
+    def masked(part: CRFScores) -> CRFScores:
+        emissions = part.emissions
+        return part.replace(emissions=np.where(allowed, emissions, -np.inf).astype(emissions.dtype))
+
+    out = masked(scores)
+    if scores.experts is not None:
+        out = out.replace(experts=tuple(masked(expert) for expert in scores.experts))
+    return out
+
+
 def new_labels_in(pipe, gold: np.ndarray) -> List[str]:
     """The labels not learned yet (``cfg["unseen_labels"]``) that ``gold``
     has, with every tag of their span types."""

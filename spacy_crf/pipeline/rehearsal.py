@@ -35,12 +35,12 @@ def rehearse(pipe, examples: Iterable[Example], *, drop: float,
         return losses
     batch = pipe.read_batch(docs)
     layout = batch.layout
-    teacher = pipe.constrain_scores(teacher_model.predict(batch))
+    teacher = pipe.constrain_scores(teacher_model.predict(batch), docs)
     scores, backprop = pipe.model.begin_update(batch)
     pipe._check_width(teacher)
     pipe._check_width(scores)
     gold, _ = inference.viterbi(teacher, layout, None)
-    loss, d_scores = objective(pipe, pipe.constrain_scores(scores), layout, gold)
+    loss, d_scores = objective(pipe, pipe.constrain_scores(scores, docs), layout, gold)
     backprop(d_scores)
     if isinstance(sgd, Optimizer):
         pipe.finish_update(sgd)
