@@ -18,8 +18,9 @@ value at character 0 (``("._.", NAME, 0, None)``), so ``Span.as_doc``
 shifts it by the span's first character, as it shifts spaCy's own
 extension values, and the offsets are read shifted by as much.
 
-An entry is ``{owner: [starts, ends, values]}``, one owner per component (or
-per ``_.NAME`` attribute), with the starts in increasing order; lists, so
+An entry is ``{owner: [starts, lengths, values]}`` (in characters), one owner
+per component (or per ``_.NAME`` attribute), with the starts in increasing
+order; lists, so
 ``DocBin(store_user_data=True)`` and ``nlp.pipe(n_process=...)`` (msgpack)
 keep it.
 """
@@ -31,7 +32,7 @@ import numpy as np
 from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc, Span, Token
 
-#: an entry's payload: character starts, character ends, values
+#: an entry's payload: character starts, lengths in characters, values
 Stored = Tuple[Sequence[int], Sequence[int], Sequence[Any]]
 
 
@@ -60,28 +61,27 @@ def _merge_shifted(doc: Doc, kind: str) -> bool:
     if not shifted:
         return False
     ranges: Dict[str, List[Tuple[int, int, Any]]] = {}
-    for owner, (starts, ends, values) in (user_data.get(key) or {}).items():
-        ranges[owner] = list(zip(starts, ends, values))
+    for owner, (starts, lengths, values) in (user_data.get(key) or {}).items():
+        ranges[owner] = list(zip(starts, lengths, values))
     for old in shifted:
         offset = old[2]
-        for owner, (starts, ends, values) in user_data.pop(old).items():
+        for owner, (starts, lengths, values) in user_data.pop(old).items():
             ranges.setdefault(owner, []).extend(
-                (s + offset, e + offset, v) for s, e, v in zip(starts, ends, values))
+                (s + offset, n, v) for s, n, v in zip(starts, lengths, values))
     user_data[key] = {owner: [list(column) for column in zip(*sorted(found, key=lambda r: r[:2]))]
                       for owner, found in ranges.items() if found}
     return True
 
 
-def token_offsets(doc: Doc) -> Tuple[np.ndarray, np.ndarray]:
-    """Each token's first character and the character after its last."""
-    idx_len = doc.to_array([IDX, LENGTH]).astype(np.int64, copy=False).reshape(-1, 2)
-    return idx_len[:, 0], idx_len[:, 0] + idx_len[:, 1]
+def token_offsets(doc: Doc) -> np.ndarray:
+    """(2, n): each token's first character, and its length in characters."""
+    return doc.to_array([IDX, LENGTH]).reshape(-1, 2).T  # (uint64: Python ints in tolist)
 
 
-def store(doc: Doc, kind: str, owner: str, starts: Sequence[int], ends: Sequence[int],
-          values: Sequence[Any]) -> None:
-    """Store ``values`` of ``owner`` for the character ranges ``[starts, ends)``
-    (increasing starts) on ``doc``, replacing what ``owner`` stored before.
+def store(doc: Doc, kind: str, owner: str, starts: List[int], lengths: List[int],
+          values: List[Any]) -> None:
+    """Store ``values`` of ``owner`` for the characters ``[start, start + length)``
+    of each (increasing starts) on ``doc``, replacing what ``owner`` stored before.
 
     Parameters
     ----------
@@ -91,21 +91,22 @@ def store(doc: Doc, kind: str, owner: str, starts: Sequence[int], ends: Sequence
         What the values are (``"confidence"``, ``"label:chunk"``, ...).
     owner : str
         Who stored them (a component's name, an attribute).
-    starts, ends : sequence of int
-        Each value's first character and the character after its last.
-    values : sequence
-        The values (msgpack-serializable).
+    starts, lengths : list of int
+        Each value's first character, and how many it covers.
+    values : list
+        The values (msgpack-serializable). The three lists are kept as they
+        are given, not copied (this runs once per doc when decoding).
     """
     _merge_shifted(doc, kind)  # so no older value of the owner's is merged in later
     entries = dict(doc.user_data.get(entry_key(kind)) or {})  # a copy: as_doc shares it
-    entries[owner] = [list(starts), list(ends), list(values)]
+    entries[owner] = [starts, lengths, values]
     doc.user_data[entry_key(kind)] = entries
 
 
 def store_per_token(doc: Doc, kind: str, owner: str, values: Sequence[Any]) -> None:
     """Store one value per token of ``doc`` (see :func:`store`)."""
-    starts, ends = token_offsets(doc)
-    store(doc, kind, owner, starts.tolist(), ends.tolist(), values)
+    starts, lengths = token_offsets(doc).tolist()
+    store(doc, kind, owner, starts, lengths, list(values))
 
 
 def _lookup(doc: Doc, kind: str, owner: Optional[str], start: int, end: int,
@@ -119,9 +120,9 @@ def _lookup(doc: Doc, kind: str, owner: Optional[str], start: int, end: int,
 
 
 def _find(stored: Stored, start: int, end: int, hint: int = -1) -> Optional[Any]:
-    starts, ends, values = stored
+    starts, lengths, values = stored
     j = hint if 0 <= hint < len(starts) and starts[hint] == start else bisect_left(starts, start)
-    if j < len(starts) and starts[j] == start and ends[j] == end:
+    if j < len(starts) and starts[j] == start and lengths[j] == end - start:
         return values[j]
     return None
 
@@ -146,13 +147,12 @@ def doc_values(doc: Doc, kind: str, owner: str) -> Optional[List[Any]]:
     stored = owned(doc, kind, owner)
     if stored is None:
         return None
-    starts, ends, values = stored
-    token_starts, token_ends = token_offsets(doc)
-    if (len(starts) == len(doc) and np.array_equal(token_starts, starts)
-            and np.array_equal(token_ends, ends)):
+    starts, lengths, values = stored
+    offsets = token_offsets(doc)
+    if len(starts) == len(doc) and np.array_equal(offsets, [starts, lengths]):
         return list(values)  # the tokens as they were stored (the usual case)
-    by_range = dict(zip(zip(starts, ends), values))
-    return [by_range.get(key) for key in zip(token_starts.tolist(), token_ends.tolist())]
+    by_range = dict(zip(zip(starts, lengths), values))
+    return [by_range.get(key) for key in zip(*offsets.tolist())]
 
 
 def doc_value(doc: Doc, kind: str, owner: Optional[str] = None) -> Optional[Any]:
@@ -163,7 +163,7 @@ def doc_value(doc: Doc, kind: str, owner: Optional[str] = None) -> Optional[Any]
 
 def store_doc_value(doc: Doc, kind: str, owner: str, value: Any) -> None:
     """Store one value for the whole of ``doc``: its characters, first to last token."""
-    store(doc, kind, owner, [0], [_doc_end(doc)], [value])
+    store(doc, kind, owner, [0], [_doc_end(doc)], [value])  # (from character 0)
 
 
 def _doc_end(doc: Doc) -> int:

@@ -431,8 +431,8 @@ def _store_span_confidences(pred_docs, stored):
         doc = pred_docs[d]
         starts = sorted(spans)
         token_values.store(doc, SPAN_CONFIDENCE, "crf_tagger", [doc[s].idx for s in starts],
-                           [doc[spans[s][1] - 1].idx + len(doc[spans[s][1] - 1])
-                            for s in starts], [spans[s][0] for s in starts])
+                           [len(doc[s:spans[s][1]].text) for s in starts],
+                           [spans[s][0] for s in starts])
 
 
 def test_span_confidence_outcomes_and_reliability_bins(tmp_path):

@@ -103,14 +103,16 @@ def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> No
     for doc, end, n in zip(docs, ends, prediction.doc_lengths):
         if not n:
             continue
-        starts, stops = token_values.token_offsets(doc)
+        offsets = token_values.token_offsets(doc)
         if prediction.confidence is not None:
-            token_values.store(doc, CONFIDENCE, owner, starts.tolist(), stops.tolist(),
+            token_values.store(doc, CONFIDENCE, owner, *offsets.tolist(),
                                prediction.confidence[end - n:end].tolist())
         if prediction.span_confidence is not None:
-            # each predicted span: its first token's start, its last token's end
+            # each predicted span: its first token's start, to its last token's end
             probs, span_ends = prediction.span_confidence
             first = np.flatnonzero(span_ends[end - n:end] >= 0)
             last = span_ends[end - n:end][first] - (end - n) - 1
-            token_values.store(doc, SPAN_CONFIDENCE, owner, starts[first].tolist(),
-                               stops[last].tolist(), probs[end - n:end][first].tolist())
+            starts = offsets[0][first]
+            token_values.store(doc, SPAN_CONFIDENCE, owner, starts.tolist(),
+                               (offsets[0][last] + offsets[1][last] - starts).tolist(),
+                               probs[end - n:end][first].tolist())
