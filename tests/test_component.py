@@ -436,7 +436,7 @@ def test_predict_before_initialize_names_initialize(toy):
         nlp("the cat sat")
 
 
-@pytest.mark.parametrize("target", ["lemma", "TAG", "_.", "_.1bad", "_.a-b", "", "ent"])
+@pytest.mark.parametrize("target", ["lemmas", "TAG", "_.", "_.1bad", "_.a-b", "", "ent"])
 def test_wrong_target_is_a_clear_error_at_add_pipe(toy, target):
     nlp = spacy.blank("en")
     with pytest.raises(ValueError) as excinfo:
