@@ -131,6 +131,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
     import conll2000
     import ewt_tree
     import ewt_upos
+    import morph
     import scaling
     import orders
     import trainers
@@ -144,6 +145,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
         "scaling": scaling.scaling_summary,
         "trainers": trainers.trainers_summary,
         "orders": orders.orders_summary,
+        "morph": morph.morph_summary,
     }
     checked = 0
     for path in committed_reports():
