@@ -535,3 +535,51 @@ def score_and_decode(model: str, test_path: str, copy: Sequence[str], runs: int)
     return {"score": scores["crf_score"], "n_tokens": n_tokens, "decode_s": best_s,
             "decode_tokens_per_s": n_tokens / best_s, "n_labels": len(tagger.tags),
             "cfg": {k: v for k, v in tagger.cfg.items() if k != "labels"}}
+
+
+#: a config that names a crf_tagger and its target only, as a new user writes it
+#: before ``spacy init fill-config`` completes it (trainers.py, morph.py)
+FACTORY_CONFIG = """
+[paths]
+train = null
+dev = null
+
+[nlp]
+lang = "{lang}"
+pipeline = ["{name}"]
+
+[components]
+
+[components.{name}]
+factory = "crf_tagger"
+target = "{target}"
+
+[corpora]
+
+[corpora.train]
+@readers = "spacy.Corpus.v1"
+path = ${{paths.train}}
+
+[corpora.dev]
+@readers = "spacy.Corpus.v1"
+path = ${{paths.dev}}
+
+[training]
+
+[initialize]
+"""
+
+
+def filled_factory_config(workdir: Path, stem: str, target: str, lang: str = "en",
+                          name: str = "crf_tagger") -> Path:
+    """``spacy init fill-config`` of :data:`FACTORY_CONFIG` (its output in
+    ``workdir / f"{stem}_fill.log"``): the config a new user trains."""
+    base = workdir / f"{stem}_base.cfg"
+    base.write_text(FACTORY_CONFIG.format(target=target, lang=lang, name=name), encoding="utf8")
+    filled = workdir / f"{stem}_filled.cfg"
+    with open(workdir / f"{stem}_fill.log", "w", encoding="utf8") as log_file:
+        subprocess.run([sys.executable, "-m", "spacy", "init", "fill-config", str(base),
+                        str(filled)], check=True, stdout=log_file, stderr=subprocess.STDOUT,
+                       cwd=str(REPO_ROOT))
+    return filled
+

@@ -50,7 +50,7 @@ from typing import Any, Dict, List, Optional, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (REPO_ROOT, SHARED_DATA, add_run_arguments, busy_processes,  # noqa: E402
-                    disk_bytes, environment, log, make_summary, render_summary,
+                    disk_bytes, filled_factory_config, environment, log, make_summary, render_summary,
                     run_benchmark, run_isolated, summary_row, time_pipe,
                     train_spacy_subprocess)
 from defaults import update_loop  # noqa: E402
@@ -69,39 +69,6 @@ UPOS = "UPOS model (target pos), factory defaults, nlp.update loop"
 #: issue #51's goals
 GOALS = {"ufeats": 0.964, "tok_s": 400_000, "ratio": 0.4, "rss_mb": 1.2 * 1024,
          "model_mb": 40, "gdt_ufeats": 0.915}
-
-#: a config that names the component and its target only, completed by
-#: ``spacy init fill-config`` (issue #51: ``[components.morph]``)
-FACTORY_CONFIG = """
-[paths]
-train = null
-dev = null
-
-[nlp]
-lang = "{lang}"
-pipeline = ["morph"]
-
-[components]
-
-[components.morph]
-factory = "crf_tagger"
-target = "morph"
-
-[corpora]
-
-[corpora.train]
-@readers = "spacy.Corpus.v1"
-path = ${{paths.train}}
-
-[corpora.dev]
-@readers = "spacy.Corpus.v1"
-path = ${{paths.dev}}
-
-[training]
-
-[initialize]
-"""
-
 
 # -- data --------------------------------------------------------------------------
 
@@ -236,12 +203,9 @@ def phase_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, 
 
 
 def filled_config(lang: str, workdir: Path) -> Path:
-    base = workdir / f"morph_factory_{lang}.cfg"
-    base.write_text(FACTORY_CONFIG.format(lang=lang), encoding="utf8")
-    filled = workdir / f"morph_factory_{lang}_filled.cfg"
-    subprocess.run([sys.executable, "-m", "spacy", "init", "fill-config", str(base), str(filled)],
-                   check=True, capture_output=True, text=True, cwd=str(REPO_ROOT))
-    return filled
+    """The factory config of a component named ``morph`` (issue #51), filled."""
+    return filled_factory_config(workdir, f"morph_factory_{lang}", "morph", lang=lang,
+                                 name="morph")
 
 
 # -- the run -----------------------------------------------------------------------

@@ -44,12 +44,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (REPO_ROOT, SHARED_DATA, chunk_prf, disk_bytes, environment, log,  # noqa: E402
-                    make_summary, read_columns, render_summary, run_isolated, summary_row,
+from common import (REPO_ROOT, SHARED_DATA, chunk_prf, disk_bytes, environment,  # noqa: E402
+                    filled_factory_config, log, make_summary, read_columns, render_summary, run_isolated, summary_row,
                     write_json)
 from defaults import read_conllu_upos, read_iob2, update_loop  # noqa: E402
 
@@ -246,47 +246,9 @@ def loss_config(task: str, loss: str, workdir: Path) -> Path:
     return path
 
 
-#: a config that names the component and its target only, as a new user writes
-#: it before ``spacy init fill-config`` completes it
-FACTORY_CONFIG = """
-[paths]
-train = null
-dev = null
-
-[nlp]
-lang = "en"
-pipeline = ["crf_tagger"]
-
-[components]
-
-[components.crf_tagger]
-factory = "crf_tagger"
-target = "{target}"
-
-[corpora]
-
-[corpora.train]
-@readers = "spacy.Corpus.v1"
-path = ${{paths.train}}
-
-[corpora.dev]
-@readers = "spacy.Corpus.v1"
-path = ${{paths.dev}}
-
-[training]
-
-[initialize]
-"""
-
-
 def filled_config(task: str, workdir: Path) -> Path:
-    """``spacy init fill-config`` of :data:`FACTORY_CONFIG` for the task's target."""
-    base = workdir / f"{task}_factory_base.cfg"
-    base.write_text(FACTORY_CONFIG.format(target=TASKS[task]["target"]), encoding="utf8")
-    filled = workdir / f"{task}_factory_filled.cfg"
-    timed_process([sys.executable, "-m", "spacy", "init", "fill-config", str(base), str(filled)],
-                  workdir / f"{task}_factory_fill.log")
-    return filled
+    """``spacy init fill-config`` of the factory config for the task's target."""
+    return filled_factory_config(workdir, f"{task}_factory", TASKS[task]["target"])
 
 
 def run_task(task: str, data_dir: Path, workdir: Path, limit: int, epochs: int,
