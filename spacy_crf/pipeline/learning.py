@@ -87,10 +87,15 @@ def objective(pipe, scores: CRFScores, layout: BatchLayout,
     return loss, gradient
 
 
+def unseen_ids(pipe, but: Sequence[str] = ()) -> List[int]:
+    """The columns of the labels not learned yet (``cfg["unseen_labels"]``), but ``but``."""
+    return [pipe.tags.index(label) for label in pipe.cfg.get("unseen_labels") or []
+            if label not in but]
+
+
 def mask_unseen(pipe, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
     """``scores`` with ``-inf`` for the labels not learned yet, but ``but``."""
-    unseen = [label for label in pipe.cfg.get("unseen_labels") or [] if label not in but]
-    return mask_labels(scores, [pipe.tags.index(label) for label in unseen], len(pipe.tags))
+    return mask_labels(scores, unseen_ids(pipe, but), len(pipe.tags))
 
 
 def mask_candidates(pipe, scores: CRFScores, docs: Optional[Sequence[Doc]]) -> CRFScores:
@@ -108,7 +113,7 @@ def mask_candidates(pipe, scores: CRFScores, docs: Optional[Sequence[Doc]]) -> C
     if allowed is None:
         return scores
     usable = allowed
-    unseen = [pipe.tags.index(label) for label in pipe.cfg.get("unseen_labels") or []]
+    unseen = unseen_ids(pipe)
     if unseen:
         usable = allowed.copy()
         usable[:, unseen] = False
