@@ -207,16 +207,30 @@ def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "sp
     return nlp
 
 
+#: ``train(..., optimizer=FROM_INITIALIZE)``: the optimizer ``nlp.initialize`` returns
+FROM_INITIALIZE = object()
+
+
 def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None) -> List[float]:
-    """Initialize and train with full-batch updates; returns the loss of every step."""
-    nlp.initialize(lambda: examples)
-    optimizer = optimizer or Adam(learn_rate)
+    """Initialize and train with full-batch updates (``Adam(learn_rate)``, or
+    ``optimizer``); returns the loss of every step."""
+    initialized = nlp.initialize(lambda: examples)
+    optimizer = initialized if optimizer is FROM_INITIALIZE else optimizer or Adam(learn_rate)
     history = []
     for _ in range(n_iter):
         losses: Dict[str, float] = {}
         nlp.update(examples, sgd=optimizer, losses=losses)
         history.append(losses["crf_tagger"])
     return history
+
+
+def train_epochs(nlp, examples, epochs: int = 5, size: int = 32) -> None:
+    """Initialize, then ``epochs`` passes over ``examples`` in batches of ``size``
+    with the optimizer ``nlp.initialize`` returns (a short plain loop)."""
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(epochs):
+        for i in range(0, len(examples), size):
+            nlp.update(examples[i:i + size], sgd=optimizer)
 
 
 def trained_nlp(target: str = "tag", n_iter: int = 25, **kwargs):

@@ -17,7 +17,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import load_config, load_model_from_config
 
-from conftest import SMALL_MODEL, ewt_sample_docs
+from conftest import FROM_INITIALIZE, ewt_sample_docs, make_nlp, train, train_epochs
 from spacy_crf import inference
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import LemmaTarget, make_target, parse_edit_tree
@@ -37,18 +37,14 @@ def gold_doc(vocab, words=WORDS, lemmas=LEMMAS):
 
 
 def lemma_nlp(**config):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": dict(SMALL_MODEL), "target": "lemma", **config})
-    return nlp
+    return make_nlp("lemma", **config)
 
 
 def trained(n_iter=20, **config):
     nlp = lemma_nlp(**config)
     # three of each: initialize keeps the trees seen 3+ times, as spaCy's lemmatizer
     examples = [Example(Doc(nlp.vocab, words=WORDS), gold_doc(nlp.vocab))] * 3
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(n_iter):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, n_iter, optimizer=FROM_INITIALIZE)
     return nlp, examples
 
 
@@ -308,10 +304,7 @@ def test_a_short_training_on_the_sample_beats_the_lowercase_baseline():
     # the factory's model, with a smaller table
     nlp.add_pipe("crf_tagger", config={"target": "lemma", "model": {"n_buckets": 65536}})
     examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in train]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(5):
-        for i in range(0, len(examples), 32):
-            nlp.update(examples[i:i + 32], sgd=optimizer)
+    train_epochs(nlp, examples)
     gold = [(t.text, t.lemma_) for d in dev for t in d if t.lemma]
     lowercase = sum(form.lower() == lemma for form, lemma in gold) / len(gold)
     scores = nlp.evaluate([Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in dev])

@@ -16,7 +16,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import load_config, load_model_from_config
 
-from conftest import SMALL_MODEL, ewt_sample_docs
+from conftest import FROM_INITIALIZE, ewt_sample_docs, make_nlp, train, train_epochs
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import MorphTarget, make_target
 
@@ -43,17 +43,13 @@ def gold_examples(nlp, n=4):
 
 
 def morph_nlp(**config):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": dict(SMALL_MODEL), "target": "morph", **config})
-    return nlp
+    return make_nlp("morph", **config)
 
 
 def trained(n_iter=30, **config):
     nlp = morph_nlp(**config)
     examples = gold_examples(nlp)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(n_iter):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, n_iter, optimizer=FROM_INITIALIZE)
     return nlp, examples
 
 
@@ -289,10 +285,7 @@ def test_a_short_training_on_the_sample_beats_the_majority_label():
     # the factory's model, with a smaller table (112 labels x 2**16 rows)
     nlp.add_pipe("crf_tagger", config={"target": "morph", "model": {"n_buckets": 65536}})
     examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in train]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(5):
-        for i in range(0, len(examples), 32):
-            nlp.update(examples[i:i + 32], sgd=optimizer)
+    train_epochs(nlp, examples)
     target = nlp.get_pipe("crf_tagger").target
     counts = Counter(label for d in train for label in
                      [target.string_of(d, int(k)) for k in target.reference_keys(d)])

@@ -14,7 +14,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import load_config, load_model_from_config
 
-from conftest import EWT_SAMPLE, SMALL_MODEL
+from conftest import EWT_SAMPLE, FROM_INITIALIZE, make_nlp, train
 from spacy_crf.features.doc_arrays import DocBatch
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import SentStartsTarget, make_target
@@ -36,18 +36,13 @@ def examples_of(nlp, texts=TEXTS):
 
 
 def sents_nlp(**config):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": dict(SMALL_MODEL), "target": "sent_starts",
-                                       **config})
-    return nlp
+    return make_nlp("sent_starts", **config)
 
 
 def trained(n_iter=20, **config):
     nlp = sents_nlp(**config)
     examples = examples_of(nlp) * 3
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(n_iter):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, n_iter, optimizer=FROM_INITIALIZE)
     return nlp, examples
 
 
