@@ -121,6 +121,15 @@ class Target:
         self._order = np.argsort(self._label_keys, kind="stable")
         self._keys = self._label_keys[self._order]
 
+    def label_parts(self, label: str) -> List[str]:
+        """The parts a label's emission score is the sum of, where the model
+        factors its emissions over them (``spacy-crf.FactoredCRF.v1``): here
+        the label itself, so a factored model of this target is a plain one.
+        A target whose labels are made of parts (the morphology's POS and
+        features) gives them, and labels that share a part share its weights.
+        """
+        return [label]
+
     def key_of(self, label: str, vocab: Vocab) -> int:
         """The value ``reference_keys`` gives for a token with this label."""
         raise NotImplementedError
