@@ -431,6 +431,14 @@ class Errors(metaclass=_Codes):
             "as spaCy's EditTrees.tree_to_str writes it, e.g. \"(m 0 1 () (s 's' ''))\" "
             "(strip a final s) or \"(s 'is' 'be')\". Take the labels from a trained "
             "component's labels, or let initialize() read them from lemmas in the corpus.")
+    # E240-E249: emissions factored over label parts (issue 51)
+    E240 = ("factored = {value!r} in a spacy-crf.FeatureCRF block: it takes true (a weight "
+            "per label part), false (a weight per label) or null (factor where the target's "
+            "labels are made of parts, as the morph target's are).")
+    E241 = ("The model of '{name}' holds a weight per label part (factored emissions: the "
+            "target's labels are made of parts), and the batch trainer fit trains a weight "
+            "per label. Set factored = false in the [components.{name}.model] block to train "
+            "it with fit, or train this model with spacy train.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -179,3 +179,25 @@ def test_a_target_with_labels_by_the_hundred_prunes_by_default():
     exact = nlp.add_pipe("crf_tagger", name="exact", config={
         "target": "morph", "structure": {"@structures": "spacy-crf.Chain.v1", "order": 1}})
     assert exact.crf_structure.name == "chain"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_candidates_do_not_depend_on_the_order_labels_are_read_in(seed):
+    """The kernel reads likely labels first; ties (frequent in float32 rows
+    made of few distinct scores) still go to the lower label id."""
+    from spacy_crf._kernels import pruning
+
+    rng = np.random.default_rng(seed)
+    emissions = rng.integers(0, 4, size=(300, 12)).astype(np.float32)  # many ties
+    keep = rng.integers(-1, 12, size=300)
+    want = np.zeros((300, 3), dtype=np.int64)
+    for t in range(300):
+        order = sorted(range(12), key=lambda j: (-emissions[t, j], j))[:3]
+        if keep[t] >= 0 and keep[t] not in order:
+            order[-1] = keep[t]
+        want[t] = sorted(order)
+    for visit in (np.arange(12), np.arange(12)[::-1].copy(), rng.permutation(12)):
+        got = np.zeros((300, 3), dtype=np.int64)
+        pruning.best_candidates(emissions, 3, keep.astype(np.int64), visit.astype(np.int64), got)
+        assert np.array_equal(got, want)
+    assert np.array_equal(best_candidates(emissions, 3, keep), want)

@@ -8,7 +8,8 @@ in increasing label order::
     cand[t] = sorted(top_n_j e[t, j])           (keep[t] replacing the n-th if missing)
 
 One pass over the row with an insertion into a list of ``n`` (L + a few
-inserts a token, where ``numpy.argpartition`` cost 11 ns a label at 321).
+inserts a token, where ``numpy.argpartition`` cost 11 ns a label at 321),
+reading likely labels first.
 """
 
 import numpy as np
@@ -16,23 +17,31 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def best_candidates(emissions, n, keep, out):
-    """Fill ``out`` (N, n) int64 with each row's candidates (see the module)."""
+def best_candidates(emissions, n, keep, visit, out):
+    """Fill ``out`` (N, n) int64 with each row's candidates (see the module).
+
+    ``visit`` (a permutation of the labels) is the order a row is read in:
+    likely labels first (the caller's guess) fill the list with high scores
+    early, so that most later labels fail one comparison with the worst kept
+    (EWT's 321 labels: 37 -> 20 ms for 25k tokens). The candidates do not
+    depend on it: a score ties with the worst kept only by the lower label id.
+    """
     n_rows, n_labels = emissions.shape
     top = np.empty(n)
     for t in range(n_rows):
-        # top[:m] descending scores, out[t, :m] their labels
+        # top[:m] descending scores (equal scores: lower label first), out[t, :m] their labels
         m = 0
-        for j in range(n_labels):
+        for v in range(n_labels):
+            j = visit[v]
             s = emissions[t, j]
             if m < n:
                 i = m
                 m += 1
-            elif s > top[n - 1]:
+            elif s > top[n - 1] or (s == top[n - 1] and j < out[t, n - 1]):
                 i = n - 1
             else:
                 continue
-            while i > 0 and top[i - 1] < s:
+            while i > 0 and (top[i - 1] < s or (top[i - 1] == s and out[t, i - 1] > j)):
                 top[i] = top[i - 1]
                 out[t, i] = out[t, i - 1]
                 i -= 1

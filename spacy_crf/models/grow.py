@@ -34,11 +34,16 @@ LABEL_PAIR_SIZED = "crf_label_pair_sized"
 LABEL_AXES = "crf_label_axes"
 #: attrs key: the label counts a layer has had, oldest first (set by growth)
 LABEL_HISTORY = "crf_label_history"
+#: attrs key: the part counts a factored table has had, oldest first
+#: (``label_parts.py``; its columns grow with parts, not labels)
+PART_HISTORY = "crf_part_history"
 
 
 def axis_size(kind: Optional[str], n_labels: int, pair_sized: bool) -> Optional[int]:
-    """The length of an axis of ``kind`` for ``n_labels`` labels (None: not a label axis)."""
-    if kind is None:
+    """The length of an axis of ``kind`` for ``n_labels`` labels (None: not a
+    label axis; a ``"part"`` axis, a factored table's, grows with its parts,
+    ``label_parts.py``)."""
+    if kind is None or kind == "part":
         return None
     if kind == "start":
         return n_labels + 1
@@ -61,7 +66,7 @@ def _old_places(kinds: Sequence[Optional[str]], n_old: int, n_new: int, pair_siz
     """An index of the grown array selecting the old entries, in their order."""
     index = []
     for axis, kind in enumerate(kinds):
-        if kind is None:
+        if kind is None or kind == "part":  # (a part axis does not grow with the labels)
             index.append(np.arange(shape[axis]))
         elif kind == "start":  # the old labels, then START, which moves to the end
             index.append(np.append(np.arange(n_old), n_new))
@@ -71,14 +76,6 @@ def _old_places(kinds: Sequence[Optional[str]], n_old: int, n_new: int, pair_siz
         else:
             index.append(np.arange(n_old))
     return np.ix_(*index)
-
-
-def old_shape(node: Model, name: str, n_labels: int, current: Tuple[int, ...]) -> Tuple[int, ...]:
-    """The shape ``name`` of ``node`` had with ``n_labels`` labels."""
-    pair_sized = bool(node.attrs.get(LABEL_PAIR_SIZED))
-    kinds = node.attrs[LABEL_AXES][name]
-    return tuple(axis_size(kind, n_labels, pair_sized) or current[axis]
-                 for axis, kind in enumerate(kinds))
 
 
 def grow_params(model: Model, n_old: int, n_new: int) -> None:
@@ -119,14 +116,19 @@ def grow_optimizer_state(model: Model, sgd: Optimizer) -> None:
     grown since it last stepped them (a no-op for a new optimizer, as
     ``nlp.resume_training()`` creates)."""
     for node in model.walk():
-        history = node.attrs.get(LABEL_HISTORY)
-        if not history:
+        if not node.attrs.get(LABEL_HISTORY) and not node.attrs.get(PART_HISTORY):
             continue
         pair_sized = bool(node.attrs.get(LABEL_PAIR_SIZED))
-        n_now = history[-1]
         for name, kinds in node.attrs[LABEL_AXES].items():
             if not node.has_param(name) or node.get_param(name) is None:
                 continue
+            # a factored table's columns grow with its parts (label_parts.py)
+            by_parts = "part" in kinds
+            history = node.attrs.get(PART_HISTORY if by_parts else LABEL_HISTORY)
+            if not history:
+                continue
+            kinds = tuple("out" if kind == "part" else kind for kind in kinds)
+            n_now = history[-1]
             current = node.get_param(name).shape
             key = (node.id, name)
             for store in (sgd.mom1, sgd.mom2, sgd.averages or {}):
@@ -144,7 +146,8 @@ def _grown_state(node: Model, name: str, state: np.ndarray, kinds, history: Sequ
     if state.size == int(np.prod(current)):
         return state
     for n_old in reversed(history[:-1]):
-        shape = old_shape(node, name, n_old, current)
+        shape = tuple(axis_size(kind, n_old, pair_sized) or current[axis]
+                      for axis, kind in enumerate(kinds))
         if state.size == int(np.prod(shape)):
             grown = grow_array(state.reshape(shape), kinds, n_old, n_now, pair_sized)
             return grown.reshape(-1) if state.ndim == 1 else grown
@@ -153,11 +156,27 @@ def _grown_state(node: Model, name: str, state: np.ndarray, kinds, history: Sequ
 
 def grow_rows(node: Model, rows: np.ndarray, width: int) -> np.ndarray:
     """Rows shaped as ``node``'s ``W`` rows (a hashed table's compact optimizer
-    moments, or its pending gradient), grown to ``width`` columns."""
+    moments, or its pending gradient), grown to ``width`` columns (labels,
+    label pairs or a factored table's parts)."""
     pair_sized = bool(node.attrs.get(LABEL_PAIR_SIZED))
     n_old, n_now = ((int(round(rows.shape[1] ** 0.5)), int(round(width ** 0.5))) if pair_sized
                     else (rows.shape[1], width))
-    return grow_array(rows, node.attrs[LABEL_AXES]["W"], n_old, n_now, pair_sized)
+    kinds = tuple("out" if kind == "part" else kind for kind in node.attrs[LABEL_AXES]["W"])
+    return grow_array(rows, kinds, n_old, n_now, pair_sized)
+
+
+def drop_params(node: Model) -> None:
+    """Unset ``node``'s parameters (to be allocated anew by ``initialize`` or
+    filled by a load), with any pending gradient and row-sparse state."""
+    from .sparse_table import ATTR as SPARSE_TABLE  # a layer module; no cycle at import
+
+    for name in node.param_names:
+        if node.has_param(name):
+            node.set_param(name, None)
+        # a gradient left from the old size would be added to the new
+        # one; thinc's ParamServer has no public way to drop it
+        node._params._grads.pop((node.id, name), None)
+    node.attrs.pop(SPARSE_TABLE, None)
 
 
 def declare_label_axes(node: Model, axes: Dict[str, Tuple[Optional[str], ...]]) -> Model:

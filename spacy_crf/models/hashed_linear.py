@@ -8,8 +8,10 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .._kernels.emissions import feature_rows, gather_sum
+from .._kernels.label_parts import compose_parts, compose_parts_backward
 from ..errors import Errors
 from .grow import LABEL_AXES
+from .label_parts import FACTORED, composition, factors, width
 from .sparse_table import ATTR, SparseTable
 
 InT = np.ndarray  # (N, K) uint64 feature ids
@@ -65,7 +67,8 @@ def check_table_size(n_buckets: int, n_labels: int, itemsize: int = 4,
                                             suggest=suggest))
 
 
-def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
+def hashed_linear(n_buckets: int, nO: Optional[int] = None,
+                  factored: Optional[bool] = False) -> Model[InT, OutT]:
     """Sum one weight row per feature: a linear model over hashed sparse features.
 
     Parameters
@@ -74,6 +77,10 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
         Rows of the weight table; feature id ``f`` reads row ``f % n_buckets``.
     nO : int, optional
         Number of labels; set by the component at initialize when not given.
+    factored : bool, optional
+        A column per label part instead of per label, a label scoring the sum
+        of its parts' (``label_parts.py``); None: where the target's labels
+        are made of parts, decided at initialize.
 
     Notes
     -----
@@ -93,7 +100,7 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None) -> Model[InT, OutT]:
         init=init,
         dims={"nO": nO, "nV": n_buckets},
         params={"W": None, "b": None},
-        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED,
+        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED, FACTORED: factored,
                # one column per output (label, or label pair): grown by add_label
                LABEL_AXES: {"W": (None, "out"), "b": ("out",)}},
     )
@@ -112,18 +119,29 @@ def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[Out
             raise ValueError(Errors.E052.format(rate=rate))
         rows[~_kept(model, rows.shape, rate)] = -1
         scale = W.dtype.type(1.0 / (1.0 - rate))
-    scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
-    gather_sum(W, b, rows, scale, scores)
+    if factors(model):  # a weight per label part, a label's score its parts' sum
+        starts, index = composition(model)
+        part_scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
+        gather_sum(W, np.zeros(W.shape[1], dtype=W.dtype), rows, scale, part_scores)
+        scores = np.empty((features.shape[0], b.shape[0]), dtype=W.dtype)
+        compose_parts(part_scores, starts, index, b, scores)
+    else:
+        scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
+        gather_sum(W, b, rows, scale, scores)
 
     def backprop(d_scores: OutT) -> InT:
         d_scores = np.ascontiguousarray(d_scores, dtype=W.dtype)
+        d_rows = d_scores
+        if factors(model):
+            d_rows = np.empty((d_scores.shape[0], W.shape[1]), dtype=W.dtype)
+            compose_parts_backward(d_scores, starts, index, d_rows)
         # a batch touches few rows: keep them compact for a row-sparse step
         # (see sparse_table.py); a dense (n_buckets, nO) gradient per batch
         # would cost more than all the rest of training
         table = model.attrs.get(ATTR)
         if table is None:
             table = model.attrs[ATTR] = SparseTable(*W.shape)
-        table.add(d_scores, rows, scale)
+        table.add(d_rows, rows, scale)
         model.inc_grad("b", d_scores.sum(axis=0))
         return features
 
@@ -159,8 +177,9 @@ def _kept(model: Model, shape: Tuple[int, ...], rate: float) -> np.ndarray:
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = None) -> None:
     nO, nV = model.get_dim("nO"), model.get_dim("nV")
-    check_table_size(nV, nO)  # before the allocation, which may not fail cleanly
-    model.set_param("W", model.ops.alloc2f(nV, nO))
+    columns = width(model)  # a column per label, or per label part (label_parts.py)
+    check_table_size(nV, columns)  # before the allocation, which may not fail cleanly
+    model.set_param("W", model.ops.alloc2f(nV, columns))
     model.set_param("b", model.ops.alloc1f(nO))
     # a fresh table: whatever a loaded file said, it is filled with the unsigned mapping
     model.attrs[BUCKETING] = UNSIGNED

@@ -12,6 +12,7 @@ from spacy.training import Example
 from ..errors import Errors
 from ..models.architectures import set_n_labels
 from ..models.hashed_linear import seed_dropout
+from ..models.label_parts import set_label_parts
 from ..models.sparse_table import restart_boost
 from ..util import training_seed
 from .initial_labels import initial_labels
@@ -49,6 +50,7 @@ def initialize(pipe, get_examples: Callable[[], Iterable[Example]], *,
     pipe.cfg["unseen_labels"] = []
     pipe._added_labels = []
     set_n_labels(pipe.model, len(pipe.tags))
+    set_label_parts(pipe.model, [pipe.target.label_parts(tag) for tag in pipe.tags])
     # settings the structure reads from the data (relation groups, kept label pairs)
     pipe.cfg.update(pipe.crf_structure.initialize_cfg(pipe.component_view, get_examples))
     # the word tables the templates read (clusters, vector clusters, gazetteer)

@@ -26,6 +26,7 @@ from ..errors import Errors, Warnings, warn
 from ..features.doc_arrays import doc_lengths
 from ..losses import each_expert, get_loss
 from ..models.architectures import grow_n_labels
+from ..models.label_parts import set_label_parts
 from ..models.hooks import fit_counts, learns_from_counts
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
@@ -151,9 +152,11 @@ def grow(pipe, new: Sequence[str]) -> None:
     make_target(pipe.cfg["target"], pipe.cfg["scheme"]).set_labels(labels, pipe.vocab)  # E061
     # the model grows from the weights it predicts with; averaging starts afresh
     pipe._averages.commit(pipe.model)
+    parts = [pipe.target.label_parts(label) for label in labels]
     for model in (pipe.model, pipe._rehearsal_model):
         if model is not None:
             grow_n_labels(model, n_old, len(labels))
+            set_label_parts(model, parts, grow=True)  # a factored table's new parts
     pipe.cfg.update(grown_cfg)
     pipe._set_labels(labels)
     pipe.cfg["unseen_labels"] = list(pipe.cfg.get("unseen_labels", [])) + list(new)

@@ -19,6 +19,7 @@ from thinc.api import Model
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..models.architectures import set_n_labels
+from ..models.label_parts import check_label_parts, forget_label_parts
 from ..models.featurize import restore_lexicon, set_owner, set_sequence
 from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..structures import spec_from_cfg
@@ -107,8 +108,12 @@ def load(pipe, cfg: Optional[Dict[str, Any]], model_bytes: Optional[bytes], wher
         model = copy.deepcopy(pipe.model)
         if n_labels:  # an uninitialized component keeps its label sizes unset
             set_n_labels(model, n_labels)
+        # the file says whether its tables factor over label parts (thinc loads
+        # attrs); one saved before tables could has a column per label
+        forget_label_parts(model)
         try:
             model_from_bytes(model, model_bytes)
+            check_label_parts(model, [target.label_parts(label) for label in cfg["labels"]])
             restore_lexicon(model)  # the saved word tables, and the templates they add
             set_owner(model, pipe.name)
         except NonFiniteWeights as err:

@@ -25,7 +25,9 @@ from thinc.api import Model, set_dropout_rate
 from .._kernels.emissions import feature_rows
 from ..errors import Errors
 from ..features.doc_arrays import doc_lengths
+from ..models.featurize import OWNER
 from ..models.hashed_linear import BUCKETING, UNSIGNED
+from ..models.label_parts import factors
 from ..models.potentials import CRFScores
 from .objective import FeaturizedShard, ParameterLayout
 
@@ -45,6 +47,8 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
     if len(model.layers) != 3:  # transition templates add a branch
         raise ValueError(Errors.E106)
     featurize, linear, potentials = model.layers
+    if factors(linear):  # a weight per label part: the shards' kernels read one per label
+        raise ValueError(Errors.E241.format(name=featurize.attrs.get(OWNER) or "crf_tagger"))
     return featurize, linear, potentials
 
 

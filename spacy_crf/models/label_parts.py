@@ -1,0 +1,189 @@
+"""Emissions factored over label parts: a weight per part, not per label.
+
+A morphology label joins a POS and features (``"Number=Sing|POS=NOUN"``):
+321 labels in UD English EWT are made of 77 parts. A hashed table with a
+weight per label holds ``n_buckets x 321`` weights, and every feature of a
+token reads 321 of them; factored, it holds ``n_buckets x 77``, a feature
+reads 77, and a label's score is its parts' scores summed
+(``_kernels/label_parts.py``) plus a bias of its own. Labels that share a part
+share what it learned: a feature that says "plural" speaks for every plural
+label, the rare ones included, where a weight per label learns each alone.
+
+A hashed table (``hashed_linear.py``) factors when :data:`PARTS` in its attrs
+lists the parts (its columns, in order) and :data:`LABEL_PARTS` maps each
+label to its parts; thinc saves both with the model. :func:`set_label_parts`
+sets them from the target's :meth:`~spacy_crf.targets.Target.label_parts` at
+``initialize`` (fresh) and at ``add_label`` (new parts appended, old columns
+kept). Whether a table factors is its :data:`FACTORED` setting
+(``FeatureCRF(factored=...)``): true, false, or null for "where the target's
+labels are made of parts" (some label has more than one).
+"""
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from thinc.api import Model
+
+from .grow import LABEL_AXES, LABEL_PAIR_SIZED, PART_HISTORY, drop_params, grow_array
+
+#: attrs key of a table's setting: True, False or None (null: where labels have parts)
+FACTORED = "crf_factored"
+#: attrs key: the part names, one per column of the table (None: a column per label)
+PARTS = "crf_parts"
+#: attrs key: {"starts": [K + 1 ints], "index": [part ids]}: label k's parts are
+#: ``index[starts[k]:starts[k + 1]]`` (a CSR row per label)
+LABEL_PARTS = "crf_label_parts"
+#: the label axes of a factored table's parameters: ``W`` has a column per
+#: part (grown by :func:`set_label_parts`, not by the label count), ``b`` one per label
+FACTORED_AXES = {"W": (None, "part"), "b": ("out",)}
+PLAIN_AXES = {"W": (None, "out"), "b": ("out",)}
+
+
+def has_parts(label_parts: Sequence[Sequence[str]]) -> bool:
+    """Whether labels are made of parts: some label has more than one."""
+    return any(len(parts) > 1 for parts in label_parts)
+
+
+def factors(node: Model) -> bool:
+    """Whether ``node`` (a hashed table) has a column per part."""
+    return node.attrs.get(PARTS) is not None
+
+
+def width(node: Model) -> int:
+    """The columns of ``node``'s weight table: its parts, or its labels."""
+    parts = node.attrs.get(PARTS)
+    return len(parts) if parts is not None else node.get_dim("nO")
+
+
+def composition(node: Model) -> Tuple[np.ndarray, np.ndarray]:
+    """``(starts, index)`` int64 arrays of a factored table (see :data:`LABEL_PARTS`)."""
+    layout = node.attrs[LABEL_PARTS]
+    return (np.asarray(layout["starts"], dtype=np.int64),
+            np.asarray(layout["index"], dtype=np.int64))
+
+
+def _tables(model: Model) -> List[Model]:
+    """The hashed tables of ``model`` with a column per label (or per part)."""
+    from .hashed_linear import LABEL_SIZED, NAME  # (hashed_linear imports this module)
+
+    return [node for node in model.walk()
+            if node.name == NAME and node.attrs.get(LABEL_SIZED)
+            and not node.attrs.get(LABEL_PAIR_SIZED)]
+
+
+def _layout(label_parts: Sequence[Sequence[str]], names: Sequence[str]) -> Dict[str, List[int]]:
+    column = {name: i for i, name in enumerate(names)}
+    starts, index = [0], []
+    for parts in label_parts:
+        index.extend(column[part] for part in parts)
+        starts.append(len(index))
+    return {"starts": starts, "index": index}
+
+
+def _in_order(label_parts: Sequence[Sequence[str]], known: Sequence[str]) -> List[str]:
+    """``known``, then every other part in order of first appearance."""
+    names, seen = list(known), set(known)
+    for parts in label_parts:
+        for part in parts:
+            if part not in seen:
+                seen.add(part)
+                names.append(part)
+    return names
+
+
+def set_label_parts(model: Model, label_parts: Sequence[Sequence[str]], grow: bool = False
+                    ) -> None:
+    """Give ``model``'s hashed tables the parts of the labels.
+
+    Parameters
+    ----------
+    model : Model
+        A component's model, its label counts set (``architectures.set_n_labels``).
+    label_parts : sequence of sequences of str
+        The parts of label ``k``, for every label in order
+        (``Target.label_parts``).
+    grow : bool
+        False at ``initialize``: each table factors as its setting says, its
+        columns are the parts in order of first appearance, and a table of
+        another width drops its parameters (``model.initialize`` allocates
+        them). True after ``add_label`` (the labels grew, the first ones
+        unchanged): a factored table appends the new parts as zero columns,
+        every old weight where it was; a table with a column per label
+        stays so (it grew with the labels).
+    """
+    for node in _tables(model):
+        if grow:
+            if factors(node):
+                _grow_parts(node, label_parts)
+            continue
+        setting = node.attrs.get(FACTORED)
+        factor = has_parts(label_parts) if setting is None else bool(setting)
+        before = width(node) if node.has_param("W") and node.get_param("W") is not None else None
+        if factor:
+            names = _in_order(label_parts, ())
+            node.attrs[PARTS] = names
+            node.attrs[LABEL_PARTS] = _layout(label_parts, names)
+            node.attrs[LABEL_AXES] = dict(FACTORED_AXES)
+        else:
+            node.attrs[PARTS] = None
+            node.attrs[LABEL_PARTS] = None
+            node.attrs[LABEL_AXES] = dict(PLAIN_AXES)
+        node.attrs.pop(PART_HISTORY, None)
+        if before is not None and before != width(node):
+            drop_params(node)
+
+
+def _grow_parts(node: Model, label_parts: Sequence[Sequence[str]]) -> None:
+    from .sparse_table import ATTR as SPARSE_TABLE  # (sparse_table imports grow)
+
+    old = list(node.attrs[PARTS])
+    names = _in_order(label_parts, old)
+    node.attrs[LABEL_PARTS] = _layout(label_parts, names)
+    if len(names) == len(old):
+        return
+    node.attrs[PARTS] = names
+    if node.has_param("W") and node.get_param("W") is not None:
+        node.set_param("W", grow_array(node.get_param("W"), (None, "out"), len(old), len(names)))
+    table = node.attrs.get(SPARSE_TABLE)
+    if table is not None:  # a pending gradient, (rows, parts) like W
+        table.grads = grow_array(table.grads, (None, "out"), len(old), len(names))
+    history = list(node.attrs.get(PART_HISTORY) or [len(old)])
+    node.attrs[PART_HISTORY] = history + [len(names)]
+
+
+def forget_label_parts(model: Model) -> None:
+    """Mark ``model``'s tables as having a column per label, before weights
+    are loaded into it: a file saved with parts sets them again (thinc loads
+    attrs), and one saved before tables could factor has none to set."""
+    for node in _tables(model):
+        node.attrs[PARTS] = None
+        node.attrs[LABEL_PARTS] = None
+        node.attrs[LABEL_AXES] = dict(PLAIN_AXES)
+        node.attrs.pop(PART_HISTORY, None)
+
+
+def check_label_parts(model: Model, label_parts: Sequence[Sequence[str]]) -> None:
+    """Check that loaded tables fit the labels they will score.
+
+    Raises
+    ------
+    ValueError
+        Where a factored table's columns are not its parts, or its labels'
+        parts are not those the target gives the labels.
+    """
+    for node in _tables(model):
+        if not factors(node):
+            continue
+        names = node.attrs[PARTS]
+        W = node.get_param("W") if node.has_param("W") else None
+        if W is not None and W.shape[1] != len(names):
+            raise ValueError(f"a factored table holds {W.shape[1]} columns for "
+                             f"{len(names)} label parts")
+        if len(_in_order(label_parts, names)) != len(names) \
+                or node.attrs.get(LABEL_PARTS) != _layout(label_parts, names):
+            raise ValueError("the labels' parts are not those the table was trained with")
+
+
+def part_history(node: Model) -> Optional[List[int]]:
+    """The part counts a factored table has had (``None``: it never grew parts)."""
+    return node.attrs.get(PART_HISTORY)
