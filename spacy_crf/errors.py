@@ -89,7 +89,8 @@ class Errors(metaclass=_Codes):
             "(found in templates {templates}) and a tree block must have n_relations = 1.")
     E019 = ("n_best must be a whole number >= 0 (0 turns it off), on a structure with a "
             "k-best decoder: structure = \"chain\" (order = 1 or 2, without "
-            "transition_templates) or structure = \"semi_markov\"; got {value}.")
+            "transition_templates), structure = \"pruned_chain\" or structure = "
+            "\"semi_markov\"; got {value}.")
     E020 = ("The training corpus of '{name}' has no examples{where}. Check that "
             "[paths.train] points at a non-empty .spacy file (python -m spacy debug data "
             "CONFIG shows what it holds).")

@@ -160,7 +160,6 @@ def test_the_component_trains_saves_and_loads_with_it(tmp_path):
 
 @pytest.mark.parametrize("config, code", [
     ({"target": "ents"}, "E018"),      # a span scheme's moves could leave no labelling
-    ({"n_best": 2}, "E019"),
     ({"structure": {**BLOCK, "candidates": 0}}, "E210"),
 ])
 def test_what_it_does_not_do_is_named(config, code):
@@ -201,3 +200,66 @@ def test_candidates_do_not_depend_on_the_order_labels_are_read_in(seed):
         pruning.best_candidates(emissions, 3, keep.astype(np.int64), visit.astype(np.int64), got)
         assert np.array_equal(got, want)
     assert np.array_equal(best_candidates(emissions, 3, keep), want)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_n_best_against_enumerating_the_lattice(seed):
+    rng = np.random.default_rng(70 + seed)
+    lengths = rng.integers(0, 5, size=rng.integers(1, 4))
+    L = int(rng.integers(3, 6))
+    scores = random_problem(rng, lengths, L)
+    layout = PrunedChainLayout(np.asarray(lengths), candidates=int(rng.integers(1, L)))
+    N = layout.n_tokens
+    fixed = np.where(rng.random(N) < 0.25, rng.integers(0, L, N), -1)
+    k = int(rng.integers(1, 6))
+    cand = best_candidates(scores.emissions, layout.candidates, fixed)
+    labels, best, counts = inference.n_best(scores, layout, k, fixed)
+    map_labels, _ = inference.viterbi(scores, layout, fixed)
+    start = 0
+    for s, n in enumerate(lengths):
+        rows = slice(start, start + n)
+        start += n
+        if not n:
+            assert counts[s] == 1 and best[s, 0] == 0.0
+            continue
+        paths, totals = lattice_labellings(scores, rows, cand, fixed)
+        order = np.argsort(-totals, kind="stable")
+        assert counts[s] == min(k, len(paths))
+        np.testing.assert_allclose(best[s, :counts[s]], totals[order[:counts[s]]], atol=1e-9)
+        for r in range(counts[s]):  # each listed labelling has the score listed
+            path = labels[r, rows]
+            hit = np.flatnonzero((paths == path).all(axis=1))
+            assert hit.size == 1 and totals[hit[0]] == pytest.approx(best[s, r], abs=1e-9)
+        assert np.array_equal(labels[0, rows], map_labels[rows])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_n_best_with_every_label_kept_is_the_full_chains(seed):
+    rng = np.random.default_rng(90 + seed)
+    lengths = rng.integers(0, 6, size=3)
+    L = 4
+    scores = random_problem(rng, lengths, L)
+    N = int(sum(lengths))
+    fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, N), -1)
+    ours = inference.n_best(scores, PrunedChainLayout(np.asarray(lengths), candidates=L), 4,
+                            fixed)
+    theirs = inference.n_best(scores, ChainLayout(np.asarray(lengths)), 4, fixed)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+def test_the_component_gives_n_best_lists_over_its_lattice():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"structure": BLOCK, "n_best": 3})
+    examples = toy_examples(nlp, "tag")
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.05)
+    for _ in range(20):
+        nlp.update(examples, sgd=optimizer)
+    doc = nlp("the big dog sat on a box .")
+    nbest = doc._.crf_nbest[0]  # the sentence's (probability, tags), most probable first
+    assert 1 <= len(nbest) <= 3
+    assert [t.tag_ for t in doc] == list(nbest[0][1])
+    assert all(len(tags) == len(doc) for _, tags in nbest)
+    probabilities = [p for p, _ in nbest]
+    assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1 + 1e-9

@@ -64,7 +64,21 @@ def merge_top_k(prev, prev_cnt, add, k, heads, out_val, out_label, out_rank):
 @njit(cache=True)
 def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels, scores,
                   counts):
-    """The ``k`` best labellings of every sequence, honouring ``fixed``.
+    """The ``k`` best labellings of every sequence, honouring ``fixed``: the
+    chain's, whose every move scores ``transitions`` (see :func:`kbest_moves`)."""
+    moves = np.ascontiguousarray(transitions).reshape(1, transitions.shape[0],
+                                                      transitions.shape[1])
+    kbest_moves(emissions, lengths, moves, np.zeros(emissions.shape[0], dtype=np.int64),
+                start, end, fixed, k, labels, scores, counts)
+
+
+@njit(cache=True)
+def kbest_moves(emissions, lengths, moves, move_of, start, end, fixed, k, labels, scores,
+                counts):
+    """The ``k`` best labellings of every sequence, honouring ``fixed``, where
+    the move into token ``t`` scores ``moves[move_of[t]]`` (a chain: one
+    matrix for every move; a pruned lattice: one per token, over its
+    candidates).
 
     delta[0, j, 0]  = start(j) + e(0, j)
     delta[t, j, :]  = e(t, j) + k-max_{i, r} (delta[t-1, i, r] + T(i, j)),
@@ -73,8 +87,13 @@ def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels,
 
     Parameters
     ----------
-    emissions, lengths, transitions, start, end, fixed
+    emissions, lengths, start, end, fixed
         As in ``chain.viterbi``.
+    moves : ndarray of float64, shape (M, L, L)
+        ``moves[m, i, j]`` scores label ``i`` followed by label ``j``.
+    move_of : ndarray of int64, shape (N,)
+        The matrix of ``moves`` that scores the move into each token (read
+        for tokens after a sequence's first).
     k : int
         How many labellings to find per sequence (``k >= 1``).
     labels : ndarray of int64, shape (k, N)
@@ -134,8 +153,9 @@ def kbest_viterbi(emissions, lengths, transitions, start, end, fixed, k, labels,
                         back_rank[0, j, 0] = 0
                         cnt[0, j] = 1
                     continue
+                move = moves[move_of[o + t]]
                 for i in range(L):
-                    add[i] = transitions[i, j]
+                    add[i] = move[i, j]
                 m = merge_top_k(delta[t - 1], cnt[t - 1], add, k, heads,
                                 delta[t, j], back_label[t, j], back_rank[t, j])
                 # delta[t, j, r] += e(t, j); sorted, so stop at the first -inf

@@ -25,8 +25,11 @@ kernels as the input-dependent chain does (``tree_path.py``): ``start`` and
 ``end`` go on the first and last tokens' candidate scores. The parameters are
 the chain's (``transitions``, ``start``, ``end``), so a model trained with
 one structure loads in the other. Token targets only (a span scheme's
-forbidden moves could leave a lattice without a labelling: E018); no n-best
-lists (E019).
+forbidden moves could leave a lattice without a labelling: E018). N-best
+lists (``n_best``) are the lattice's k best labellings, exact over it (the
+chain's k-best kernel with a move matrix per token): a labelling that uses a
+pruned label is not among them, so the list is the full chain's wherever
+its labellings keep to each token's candidates.
 
 Config block::
 
@@ -40,13 +43,13 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
-from .._kernels import pruning, tree
+from .._kernels import kbest, pruning, tree
 from ..errors import Errors
 from ..models.potentials import CRFScores
 from ..ragged import sequence_ends
 from ..util import is_count
 from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, get_structure,
-                   gradient_in_dtype, register_structure, sequence_lengths)
+                   gradient_in_dtype, labels_or_free, register_structure, sequence_lengths)
 from .chain import ChainLayout
 from .config import StructureSpec, register_spec
 from .tree_path import path_forest
@@ -122,6 +125,7 @@ class PrunedChainStructure(CRFStructure):
     params = ("transitions", "start", "end")
     layout_class = PrunedChainLayout
     batch_trainer_error = Errors.E211
+    supports_n_best = True
 
     def layout(self, docs: Sequence, component: ComponentView) -> PrunedChainLayout:
         return PrunedChainLayout(sequence_lengths(docs, component),
@@ -162,6 +166,27 @@ class PrunedChainStructure(CRFStructure):
         slots = np.zeros(cand.shape[0], dtype=np.int64)
         tree.max_product(*args, slots_of(cand, fixed), slots, best)
         labels[:] = cand[np.arange(cand.shape[0]), slots]
+
+    def n_best(self, scores, layout, k, fixed=None):
+        """The ``k`` best labellings of the lattice (each token's candidates,
+        a fixed label among them), exact there: the list the full chain gives
+        whenever its labellings use kept labels only, the first the MAP."""
+        if k < 1:
+            raise ValueError(Errors.E065.format(k=k, structure=self.name))
+        emissions = self.check(scores, layout)
+        n_tokens = emissions.shape[0]
+        fixed = labels_or_free(n_tokens, fixed)
+        cand, (local, lengths, _, _, pair, _, _) = self._lattice(emissions, scores, layout, fixed)
+        n_cand = cand.shape[1]
+        slots = np.zeros((k, n_tokens), dtype=np.int64)
+        best = np.zeros((layout.n_sequences, k))
+        counts = np.zeros(layout.n_sequences, dtype=np.int64)
+        # the kernel's moves[m, previous, next]; the lattice's pair[t, next, previous]
+        kbest.kbest_moves(local, lengths, np.ascontiguousarray(pair.transpose(0, 2, 1)),
+                          np.arange(n_tokens, dtype=np.int64), np.zeros(n_cand),
+                          np.zeros(n_cand), slots_of(cand, fixed), k, slots, best, counts)
+        labels = cand[np.arange(n_tokens)[None, :], slots]
+        return labels, best, counts
 
     def _sum_pass(self, emissions, scores, layout, fixed, log_z, marginals):
         cand, args = self._lattice(emissions, scores, layout, fixed)
