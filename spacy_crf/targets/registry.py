@@ -17,7 +17,7 @@ as the docs write it (``"spans:KEY"``, ``"_.NAME"``); its classmethod
 answers to and builds the target of one.
 """
 
-from typing import Dict, List, Optional, Type
+from typing import Dict, List, Type
 
 import catalogue
 from spacy.util import registry
@@ -64,12 +64,12 @@ def registered_targets() -> Dict[str, Type[Target]]:
     return found
 
 
-def assignable_attributes(targets: Optional[Dict[str, Type[Target]]] = None) -> List[str]:
-    """What some target may write, as spaCy's pipe meta names it (each
-    target's own ``assigns``, in registration order, each once): the factory's
-    ``assigns``. A target whose attribute depends on its name (``_.NAME``)
-    names it on its components only."""
-    targets = _IN_PROCESS.get_all() if targets is None else targets
+def assignable_attributes() -> List[str]:
+    """What some target registered in this process may write, as spaCy's pipe
+    meta names it (each target class's ``assigns``, in registration order,
+    each once): the factory's ``assigns``. A target whose attribute depends on
+    its name (``_.NAME``) names it on its components only."""
+    targets = _IN_PROCESS.get_all()
     return list(dict.fromkeys(attr for cls in targets.values() for attr in cls.assigns))
 
 
