@@ -43,7 +43,7 @@ from wasabi import Printer
 
 from .cli_util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, run
 from .pipeline.inputs import INPUT_ANNOTATIONS
-from .targets import SpanGroupTarget, Target, make_target
+from .targets import Target, make_target
 from .training.config import check_corpora, load_pipeline, training_corpora
 from .util import same_tokens
 
@@ -187,8 +187,8 @@ def _add_spans(stats: CorpusStats, target: Target, eg: Example) -> None:
     if spans is None:
         stats.n_unannotated += 1
         return
-    if isinstance(target, SpanGroupTarget):
-        raw = list(doc.spans[target.key])
+    if target.spans_key is not None:
+        raw = list(doc.spans[target.spans_key])
         stats.n_overlapping += len(raw) - len(filter_spans(raw))
     for span in spans:
         stats.labels[span.label_] += 1
@@ -330,13 +330,13 @@ def _report_labels(checks: Checks, target: Target, train: CorpusStats, dev: Corp
 
 
 def _report_spans(checks: Checks, target: Target, pipe, train: CorpusStats) -> None:
-    if isinstance(target, SpanGroupTarget):
+    if target.spans_key is not None:
         if train.n_overlapping:
-            checks.warn(f"{train.n_overlapping} train spans of doc.spans['{target.key}'] "
+            checks.warn(f"{train.n_overlapping} train spans of doc.spans['{target.spans_key}'] "
                         f"overlap a longer one: the CRF keeps the longest of each group "
                         f"and drops them")
         else:
-            checks.good(f"No overlapping spans in doc.spans['{target.key}']")
+            checks.good(f"No overlapping spans in doc.spans['{target.spans_key}']")
     if train.n_misaligned:
         checks.warn(f"{train.n_misaligned} train spans do not start or end on a token "
                     f"boundary of the pipeline's tokenizer: they cannot be learned")

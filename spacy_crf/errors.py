@@ -52,9 +52,10 @@ class Errors(metaclass=_Codes):
     E003 = "Window offset {offset} in template '{template}' is out of range: use -{max} to {max}."
     E004 = "The feature template list is empty: give at least one template, e.g. ['NORM[0]']."
     E005 = "'{name}' must be a positive integer, got {value!r}."
-    E006 = ("Unknown target '{target}'. Use 'tag', 'pos', 'dep', 'morph', 'lemma', "
-            "'sent_starts', 'ents', 'spans:KEY' or '_.NAME' (a custom token extension, e.g. "
-            "'_.chunk').")
+    # {options}: the registered targets (spacy_crf.targets.registry), e.g. 'tag', 'pos',
+    # 'dep', 'morph', 'lemma', 'sent_starts', 'ents', 'spans:KEY' or '_.NAME' (a custom
+    # token extension, e.g. '_.chunk')
+    E006 = "Unknown target '{target}'. Use {options}."
     E018 = ("Target '{target}' decodes spans with the scheme's transition constraints, "
             "which the tree structures (\"tree\", \"chain_tree\") do not have. Use "
             "structure = \"chain\" (order = 1 or 2) or structure = \"semi_markov\".")

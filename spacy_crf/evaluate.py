@@ -197,11 +197,13 @@ def render_examples(nlp: Language, examples: Sequence[Example], path: Path, mode
     if not examples:
         return
     factories = {nlp.get_pipe_meta(name).factory for name in nlp.pipe_names}
-    targets = {pipe.cfg.get("target") for _, pipe in nlp.pipeline if isinstance(pipe, CRFTagger)}
+    targets = [pipe.target for _, pipe in nlp.pipeline if isinstance(pipe, CRFTagger)]
     docs = list(nlp.pipe(eg.predicted.copy() for eg in examples))
+    # spans.html shows doc.spans["sc"], the key displaCy and spancat default to
     render_parses(docs, path, model_name=model, limit=len(docs),
-                  deps="parser" in factories, ents="ner" in factories or "ents" in targets,
-                  spans="spancat" in factories or "spans:sc" in targets)
+                  deps="parser" in factories,
+                  ents="ner" in factories or any("doc.ents" in t.assigns for t in targets),
+                  spans="spancat" in factories or any(t.spans_key == "sc" for t in targets))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

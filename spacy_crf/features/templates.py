@@ -32,7 +32,7 @@ the leftmost / rightmost child).
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import IDS
@@ -226,3 +226,10 @@ def _parse(text: str) -> List[Tuple[Part, ...]]:
     if len(parts) == 1:
         return [(p,) for p in parts[0]]
     return [tuple(p[0] for p in parts)]
+
+
+def templates_of(model: Any) -> List["FeatureTemplates"]:
+    """The feature templates of every layer of ``model`` that has them (its
+    ``templates`` attr): what the model's features read."""
+    return [node.attrs["templates"] for node in model.walk()
+            if hasattr(node.attrs.get("templates"), "reads")]

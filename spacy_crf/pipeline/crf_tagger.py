@@ -39,7 +39,7 @@ from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpe
 from . import learning, saved_state
 from .extensions import register_extensions
 from .initialize import initialize
-from .inputs import check_dep_target, input_attrs, warn_missing_inputs
+from .inputs import input_attrs, warn_missing_inputs
 from .prediction import CRFPrediction, decode, write_prediction
 from .pipe_meta import assigned_attributes
 from .rehearsal import rehearse
@@ -72,11 +72,11 @@ class CRFTagger(TrainablePipe):
         self._rehearsal_model: Optional[Model] = None
         self._averages = WeightAverages()  # the moving average, predicted with
         register_extensions(name)
-        self.model = crf_structure.prepare_model(self.model, target, spec.settings) or self.model
+        self.model = (crf_structure.prepare_model(self.model, self.target, spec.settings)
+                      or self.model)
         set_sequence(self.model, sequence)
         set_owner(self.model, name)
-        if target == "dep":
-            check_dep_target(self.model, self.n_relation_groups)
+        self.target.check_model(self.model, self.n_relation_groups)
 
     @property
     def crf_structure(self) -> CRFStructure:
@@ -101,9 +101,10 @@ class CRFTagger(TrainablePipe):
     @property
     def keep_existing(self) -> bool:
         """Whether labels already on a doc are kept (``cfg["keep_existing"]``;
-        ``None`` as spaCy's own pipe for the target: only ``ents`` keeps them)."""
+        ``None`` as spaCy's own pipe for the target: only ``ents`` keeps them,
+        ``Target.keeps_existing``)."""
         setting = self.cfg.get("keep_existing")
-        return self.target.name == "ents" if setting is None else bool(setting)
+        return self.target.keeps_existing if setting is None else bool(setting)
 
     @property
     def tags(self) -> tuple:

@@ -17,6 +17,7 @@ from ..models.potentials import CRFScores
 from ..scoring import default_score_weights
 from ..structures import StructureSpec
 from ..structures.config import migrate_flat_settings
+from ..targets import assignable_attributes
 from .crf_tagger import CRFTagger
 from .extensions import check_own_place
 from .pipe_meta import declare_pipe_meta
@@ -35,10 +36,9 @@ DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
 @Language.factory(
     "crf_tagger",
-    # what some target may write; each component's own meta (declare_pipe_meta
-    # in the factory) names only what its target writes
-    assigns=["token.tag", "token.pos", "token.dep", "token.morph", "token.lemma", "doc.ents",
-             "token.ent_iob", "token.ent_type", "doc.spans", "token.is_sent_start"],
+    # what some target registered by now may write; each component's own meta
+    # (declare_pipe_meta in the factory) names only what its target writes
+    assigns=assignable_attributes(),
     default_config={
         "model": DEFAULT_MODEL,
         "target": "tag",

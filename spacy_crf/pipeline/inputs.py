@@ -16,7 +16,8 @@ from spacy.util import LEXEME_NORM_LANGS
 from spacy.util import logger as spacy_logger
 from thinc.api import Model
 
-from ..errors import Errors, Warnings
+from ..errors import Warnings
+from ..features.templates import templates_of
 
 #: token annotations a crf_tagger's features may read from its docs, as
 #: Doc.has_annotation names them, each with the name spaCy's pipe meta gives a
@@ -25,18 +26,13 @@ INPUT_ANNOTATIONS = {"TAG": "token.tag", "POS": "token.pos", "MORPH": "token.mor
                      "LEMMA": "token.lemma", "DEP": "token.dep"}
 
 
-def _templates_of(model: Model) -> List[Any]:
-    return [node.attrs["templates"] for node in model.walk()
-            if hasattr(node.attrs.get("templates"), "reads")]
-
-
 def input_attrs(model: Model, needs_parse: bool, structure_name: str) -> List[Tuple[str, str]]:
     """(attribute, why) of every token annotation a component reads from its
     docs (``TAG``, ``POS``, ``MORPH``, ``LEMMA``, ``DEP`` for a parse)."""
     found: Dict[str, str] = {}
     if needs_parse:
         found["DEP"] = f'structure = "{structure_name}"'
-    for templates in _templates_of(model):
+    for templates in templates_of(model):
         for attr in INPUT_ANNOTATIONS:
             if attr not in found and templates.reads(attr):
                 found[attr] = "feature templates"
@@ -54,14 +50,6 @@ def warn_missing_inputs(name: str, docs: Sequence[Doc], attrs: Sequence[Tuple[st
             warnings.warn(Warnings.W005.format(name=name, attr=attr, why=why))
 
 
-def check_dep_target(model: Model, n_relation_groups: int) -> None:
-    """E017: a ``dep`` target's features must not read the labels it predicts,
-    and its labels are the relation groups' own (one group)."""
-    reading = [t.names for t in _templates_of(model) if t.reads("DEP")]
-    if reading or n_relation_groups != 1:
-        raise ValueError(Errors.E017.format(templates=reading))
-
-
 def warn_no_lexeme_norm(model: Model, vocab, name: str) -> None:
     """W017 where spaCy's tagger and ner give W033: the templates read NORM but
     the vocab has no (or an empty) ``lexeme_norm`` table for a language
@@ -74,7 +62,7 @@ def warn_no_lexeme_norm(model: Model, vocab, name: str) -> None:
     lang = vocab.lang
     if lang not in LEXEME_NORM_LANGS or len(vocab.lookups.get_table("lexeme_norm", {})):
         return
-    if any(templates.reads("NORM") for templates in _templates_of(model)):
+    if any(templates.reads("NORM") for templates in templates_of(model)):
         spacy_logger.debug(Warnings.W017.format(name=name, lang=lang))
 
 

@@ -194,12 +194,13 @@ class CRFStructure:
         if store_confidence and target.is_span_target and not self.supports_span_probabilities:
             raise ValueError(Errors.E096.format(target=target.name, structure=self.name))
 
-    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
+    def prepare_model(self, model, target: Any, settings: Optional[Mapping[str, Any]] = None):
         """The component's model adjusted for this structure: its parameters
         (``params``) declared on the model's ``crf_potentials`` layers, and
         what its block's ``settings`` add (input-dependent transitions for
         ``transition_templates``; a subclass adds more, e.g. tree features,
-        or wraps the model with segment features)."""
+        or wraps the model with segment features). ``target`` is the
+        component's Target (what it assigns, for the features it may read)."""
         if model is None:
             return None
         declare_params(model, self.params)

@@ -105,7 +105,7 @@ class ChainTreeStructure(CRFStructure):
     exact_map = False
     batch_trainer_error = Errors.E116
 
-    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
+    def prepare_model(self, model, target: Any, settings: Optional[Mapping[str, Any]] = None):
         """Two experts from the component's model: a copy reading the words
         alone (the chain's), and the model with its tree templates (the tree's)."""
         if model is None or is_two_experts(model):

@@ -153,7 +153,7 @@ class SemiMarkovStructure(CRFStructure):
 
     # -- building ------------------------------------------------------------
 
-    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
+    def prepare_model(self, model, target: Any, settings: Optional[Mapping[str, Any]] = None):
         """The component's model with segment features (once)."""
         if is_pooled(model):
             raise ValueError(Errors.E121.format(

@@ -119,13 +119,13 @@ class TreeStructure(CRFStructure):
     layout_class = TreeLayout
     needs_parse = True
 
-    def prepare_model(self, model, target: str, settings: Optional[Mapping[str, Any]] = None):
+    def prepare_model(self, model, target: Any, settings: Optional[Mapping[str, Any]] = None):
         model = super().prepare_model(model, target, settings)
         if model is not None:
             apply_tree_settings(model, settings)
             # the docs have a parse: add the tree templates (not those
             # reading DEP when DEP is what the component predicts)
-            use_tree_templates(model, allow_dep=target != "dep")
+            use_tree_templates(model, allow_dep="token.dep" not in target.assigns)
         return model
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:

@@ -1,0 +1,170 @@
+"""``_.NAME``: labels in a custom token extension, e.g. ``_.chunk``.
+
+Labels of a ``_.NAME`` target live in one entry per doc, aligned to the
+tokens' characters (:mod:`spacy_crf.token_values`, so they follow their
+tokens through ``doc.retokenize()`` and ``Span.as_doc``): one assignment per
+doc when the component writes, and ``DocBin(store_user_data=True)`` saves
+them. ``token._.NAME`` reads and writes that entry (and falls back to the
+plain per-doc list of ``doc.user_data[("spacy_crf", NAME)]`` that corpora
+written before kept, and to values stored the usual way, by an extension
+registered elsewhere before this one).
+
+Its score is ``NAME_score``: the chunk F1 (``NAME_f``, with ``NAME_p``,
+``NAME_r`` and ``NAME_per_type``) where the gold labels are IOB tags (``B-X``,
+``I-X``, ``O``; CoNLL-2000 chunkers are judged by it), else the token accuracy
+(``NAME_acc``, beside it either way).
+"""
+
+import re
+from functools import partial
+from typing import Any, Callable, Dict, Iterable, List, Optional
+
+import numpy as np
+from spacy.strings import hash_string
+from spacy.tokens import Doc, Token
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from .. import token_values
+from .base import Target
+from .registry import register_target
+from .scores import MAIN_SCORE, score_iob
+
+_EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
+
+
+@register_target
+class ExtensionTarget(Target):
+    """Labels in a custom token extension ``token._.NAME``."""
+
+    name = "_.NAME"
+    name_hint = "a custom token extension, e.g. '_.chunk'"
+    missing_key = np.uint64(0)
+
+    @classmethod
+    def from_name(cls, target: str, scheme: str) -> Optional["ExtensionTarget"]:
+        """The target of ``"_.NAME"``, NAME an identifier (None otherwise)."""
+        match = _EXTENSION.match(target)
+        return cls(match.group(1)) if match else None
+
+    def __init__(self, attr: str) -> None:
+        super().__init__()
+        self.attr = attr
+        self.name = f"_.{attr}"
+        self.score_attr = attr
+        self.assigns = (f"token._.{attr}",)
+        register_extension(attr)
+
+    def key_of(self, label: str, vocab: Optional[Vocab] = None) -> int:
+        return hash_string(label)
+
+    def labels_of(self, doc: Doc) -> List[Optional[str]]:
+        return extension_labels(doc, self.attr)
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        labels = self.labels_of(doc)
+        if not labels:
+            return np.zeros((len(doc),), dtype=np.uint64)
+        arr = np.asarray(["" if s is None else s for s in labels], dtype=object)
+        uniq, inverse = np.unique(arr, return_inverse=True)
+        table = np.asarray([hash_string(s) if s else 0 for s in uniq], dtype=np.uint64)
+        return table[inverse].reshape(-1)
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        for label in self.labels_of(doc):
+            if label is not None and self.key_of(label) == key:
+                return label
+        raise KeyError(key)
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        token_values.store_per_token(doc, LABELS, self.attr, self._label_array[ids].tolist())
+
+    def getter(self) -> Callable[[Token, str], object]:
+        attr = self.attr
+        return lambda token, _: token._.get(attr)
+
+    def main_score_key(self) -> str:
+        """``NAME_score``: chunk F1 for IOB labels, else token accuracy (which,
+        the labels tell only later)."""
+        return f"{self.score_attr}_score"
+
+    def score_weights(self) -> Dict[str, Optional[float]]:
+        # token accuracy beside the chunk F1 (the same number for non-IOB labels)
+        return {**super().score_weights(), f"{self.score_attr}_acc": 0.0}
+
+    def score(self, examples: List[Example], **kwargs: Any) -> Dict[str, Any]:
+        """Token accuracy (``NAME_acc``), and for IOB labels the chunk scores,
+        whose F1 is then the main score (``NAME_score``, ``crf_score``)."""
+        results = super().score(examples, **kwargs)
+        chunks = score_iob(examples, self.score_attr, self.labels_of)
+        results.update(chunks)
+        if chunks:
+            results[MAIN_SCORE] = chunks[f"{self.score_attr}_f"]
+        results[self.main_score_key()] = results[MAIN_SCORE]
+        return results
+
+
+#: the kind of value (:mod:`spacy_crf.token_values`) of ``_.NAME`` labels
+LABELS = "labels"
+
+
+def extension_labels(doc: Doc, attr: str) -> List[Optional[str]]:
+    """The per-token labels of ``_.attr`` on ``doc`` (empty list if it has none)."""
+    found = token_values.doc_values(doc, LABELS, attr)
+    if found is not None:
+        return found
+    legacy = _legacy_labels(doc, attr)
+    if legacy is not None:
+        return legacy
+    # values set through an extension registered the usual way (per token)
+    found = [doc.user_data.get(("._.", attr, token.idx, None)) for token in doc]
+    return found if any(v is not None for v in found) else []
+
+
+def _legacy_labels(doc: Doc, attr: str) -> Optional[List[Optional[str]]]:
+    """The plain per-doc list of labels that corpora written before labels
+    followed their tokens hold; read by position, so only where it has one
+    label per token."""
+    stored = doc.user_data.get(("spacy_crf", attr))
+    return list(stored) if stored is not None and len(stored) == len(doc) else None
+
+
+def _get_label(attr: str, token: Token) -> Optional[str]:
+    doc = token.doc
+    if token_values.owned(doc, LABELS, attr) is not None:
+        return token_values.token_value(token, LABELS, attr)
+    legacy = _legacy_labels(doc, attr)
+    if legacy is not None:
+        return legacy[token.i]
+    return doc.user_data.get(("._.", attr, token.idx, None))
+
+
+def _set_label(attr: str, token: Token, value: Optional[str]) -> None:
+    doc = token.doc
+    stored = extension_labels(doc, attr) or [None] * len(doc)
+    stored[token.i] = value
+    token_values.store_per_token(doc, LABELS, attr, stored)
+
+
+def register_extension(attr: str) -> None:
+    """Register ``token._.attr`` backed by the doc-level label list (idempotent).
+
+    The getter and setter are partials of module-level functions, so the
+    extension pickles (spaCy sends extensions to spawned worker processes).
+    """
+    existing = Token.get_extension(attr)
+    if existing is not None and isinstance(existing[2], partial) and existing[2].func is _get_label:
+        return
+    Token.set_extension(attr, getter=partial(_get_label, attr), setter=partial(_set_label, attr),
+                        force=True)
+
+
+
+def set_doc_labels(doc: Doc, attr: str, labels: Iterable[Optional[str]]) -> None:
+    """Store gold labels of an ``_.attr`` target on a doc (for converters and tests)."""
+    labels = list(labels)
+    if len(labels) != len(doc):
+        raise ValueError(f"Got {len(labels)} labels for a doc of {len(doc)} tokens.")
+    register_extension(attr)
+    token_values.store_per_token(doc, LABELS, attr, labels)
+

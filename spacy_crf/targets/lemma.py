@@ -1,0 +1,365 @@
+"""``lemma``: ``Token.lemma_``, one edit tree per token as spaCy's edit tree
+lemmatizer makes them (``"(m 0 1 () (s 's' ''))"``), each token choosing
+among the trees that apply to its form; and the reading of those trees from
+the strings that name them."""
+
+import re
+from collections import Counter
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.attrs import LEMMA, ORTH
+from spacy.pipeline._edit_tree_internals.edit_trees import EditTrees
+from spacy.strings import StringStore, hash_string
+from spacy.tokens import Doc, Token
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from ..errors import Errors, Warnings, warn
+from .base import Target
+from .registry import register_target
+from .scores import column_keys
+
+#: the id spaCy's EditTrees gives "no subtree" (``edit_trees.NULL_TREE_ID``)
+NULL_TREE = 2**32 - 1
+
+
+def parse_edit_tree(label: str) -> tuple:
+    """An edit tree from the string spaCy's ``EditTrees.tree_to_str`` writes.
+
+    ``(m PREFIX_LEN SUFFIX_LEN PREFIX_TREE SUFFIX_TREE)`` is a match node
+    (``()`` for no subtree), ``(s 'ORIG' 'SUBST')`` a substitution node.
+    The strings are not escaped, so a parse is searched for (a quote inside
+    them cannot be told from the end of the node by reading on): the first
+    that reads the whole label is taken.
+
+    Returns
+    -------
+    tuple
+        ``("m", prefix_len, suffix_len, prefix, suffix)`` (subtrees as tuples,
+        ``None`` for none) or ``("s", orig, subst)``.
+
+    Raises
+    ------
+    ValueError
+        E220 if ``label`` is no edit tree.
+    """
+    if isinstance(label, str):
+        for node, end in _parse_node(label, 0):
+            if end == len(label):
+                return node
+    raise ValueError(Errors.E220.format(label=label))
+
+
+_MATCH_HEAD = re.compile(r"\(m (\d+) (\d+) ")
+
+
+def _parse_node(text: str, at: int):
+    """Every (node, end) that ``text[at:]`` starts with (a generator)."""
+    if text.startswith("(m ", at):
+        head = _MATCH_HEAD.match(text, at)
+        if head is None:
+            return
+        for prefix, after_prefix in _parse_subtree(text, head.end()):
+            if text.startswith(" ", after_prefix):
+                for suffix, end in _parse_subtree(text, after_prefix + 1):
+                    if text.startswith(")", end):
+                        yield ("m", int(head.group(1)), int(head.group(2)), prefix, suffix), end + 1
+    elif text.startswith("(s '", at):
+        start = at + 4
+        middle = text.find("' '", start)
+        while middle >= 0:
+            end = text.find("')", middle + 3)
+            while end >= 0:
+                yield ("s", text[start:middle], text[middle + 3:end]), end + 2
+                end = text.find("')", end + 1)
+            middle = text.find("' '", middle + 1)
+
+
+def _parse_subtree(text: str, at: int):
+    if text.startswith("()", at):
+        yield None, at + 2
+    else:
+        yield from _parse_node(text, at)
+
+
+def _tree_index_key(node: tuple) -> Tuple[str, str]:
+    """A test every form a tree applies to passes, for :class:`LemmaTarget`'s
+    index of its trees: ``("form", s)`` the form is ``s``, ``("suffix", s)``
+    it ends with ``s``, ``("prefix", s)`` it starts with ``s``, ``("any", "")``.
+
+    A match node's suffix subtree applies to the form's end, and so on down its
+    suffix subtrees: a substitution node found there must be the form's last
+    characters (the prefix side likewise).
+    """
+    if node[0] == "s":
+        return ("form", node[1])
+    for side, child in (("suffix", 4), ("prefix", 3)):
+        sub = node[child]
+        while sub is not None and sub[0] == "m":
+            sub = sub[child]
+        if sub is not None:
+            return (side, sub[1])
+    return ("any", "")
+
+
+@register_target
+class LemmaTarget(Target):
+    """Lemmas as edit trees, as spaCy's ``edit_tree_lemmatizer`` learns them.
+
+    A label is the edit tree that rewrites a token's form into its lemma
+    (spaCy's ``EditTrees``), named as ``EditTrees.tree_to_str`` writes it:
+    ``"(m 0 1 () (s 's' ''))"`` strips a final ``s``. The labels describe
+    their trees, so the trees are saved with the component's cfg and come
+    back with it, and ``add_label`` takes a tree string.
+
+    * Gold: the tree of each token's (form, lemma); a token without a lemma
+      is unannotated. Trees seen fewer than :attr:`MIN_TREE_FREQ` times in the
+      corpus ``initialize`` reads are left out of the labels, as spaCy's
+      lemmatizer prunes them (``min_tree_freq = 3``); their tokens, and gold
+      whose tree is no label, are unannotated (W035).
+    * Candidates: a token may only take a tree that applies to its form
+      (:meth:`allowed_labels`, the component puts the others at ``-inf``).
+      Which trees apply to a form is worked out once per distinct form and
+      kept (an index of the trees by the suffix, prefix or whole form they
+      need gives the few worth trying).
+    * Writing: ``Token.lemma_``, the tree applied to the form; where no tree
+      applies to a form (its candidates are then left open), the lemma backs
+      off to the form itself, as spaCy's lemmatizer's ``backoff = "orth"``.
+    """
+
+    name = score_attr = "lemma"
+    assigns = ("token.lemma",)
+    many_labels = True  # 531 trees seen 3+ times in UD English EWT's training split
+    #: trees seen fewer times in the corpus ``initialize`` reads are no label
+    #: (spaCy's ``edit_tree_lemmatizer``'s ``min_tree_freq``), unless that
+    #: leaves none
+    MIN_TREE_FREQ = 3
+    #: distinct forms whose candidate trees are kept
+    CACHE_SIZE = 500_000
+
+    def __init__(self) -> None:
+        super().__init__()
+        # trees of gold (form, lemma) pairs, only to name them: strings of their own
+        self._gold_trees = EditTrees(StringStore())
+        self._pair_keys: Dict[Tuple[int, int], int] = {}
+        self._tree_names: Dict[int, Tuple[str, str, str]] = {}  # key -> (tree, form, lemma)
+        self._counts: Counter = Counter()  # of each tree, while initialize reads the corpus
+        self._reset_trees()
+
+    def _reset_trees(self) -> None:
+        self._tree_strings = StringStore()
+        self._trees = EditTrees(self._tree_strings)  # the labels' trees
+        self._tree_ids: List[int] = []
+        self._index: Dict[Tuple[str, str], List[int]] = {}
+        self._suffix_lengths: List[int] = []
+        self._prefix_lengths: List[int] = []
+        # form -> (label ids whose trees apply, sorted; the lemma of each)
+        self._candidates: Dict[str, Tuple[np.ndarray, List[str]]] = {}
+
+    def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
+        nodes = [parse_edit_tree(label) for label in labels]  # E220 before anything changes
+        self._reset_trees()
+        flat: List[dict] = []
+        seen: Dict[tuple, int] = {}
+        self._tree_ids = [self._flatten(node, flat, seen) for node in nodes]
+        self._trees.from_json(flat)
+        for label, tree in zip(labels, self._tree_ids):
+            if self._trees.tree_to_str(tree) != label:  # e.g. "(m 1 0 () ())" written "(m 01 0 ...)"
+                raise ValueError(Errors.E220.format(label=label))
+        for i, node in enumerate(nodes):
+            self._index.setdefault(_tree_index_key(node), []).append(i)
+        self._suffix_lengths = sorted({len(s) for kind, s in self._index if kind == "suffix"})
+        self._prefix_lengths = sorted({len(s) for kind, s in self._index if kind == "prefix"})
+        self._counts = Counter()  # the labels are chosen: a new initialize counts afresh
+        super().set_labels(labels, vocab)
+
+    def _flatten(self, node: Optional[tuple], flat: List[dict], seen: Dict[tuple, int]) -> int:
+        """Add ``node`` and its subtrees to ``flat`` (``EditTrees.from_json``'s
+        list, subtrees by position) once each; its position."""
+        if node is None:
+            return NULL_TREE
+        if node[0] == "m":
+            entry = {"prefix_len": node[1], "suffix_len": node[2],
+                     "prefix_tree": self._flatten(node[3], flat, seen),
+                     "suffix_tree": self._flatten(node[4], flat, seen)}
+        else:
+            entry = {"orig": self._tree_strings.add(node[1]),
+                     "subst": self._tree_strings.add(node[2])}
+        key = tuple(entry.items())
+        if key not in seen:
+            seen[key] = len(flat)
+            flat.append(entry)
+        return seen[key]
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        return hash_string(label)
+
+    def labels_for(self, label: str) -> List[str]:
+        """The labels ``add_label(label)`` adds: ``label``, an edit tree string (E220)."""
+        parse_edit_tree(label)
+        return [label]
+
+    def _pair_key(self, strings, orth: int, lemma: int) -> int:
+        """The key of the tree of a (form, lemma) pair (0 for no lemma)."""
+        if not lemma:
+            return 0
+        key = self._pair_keys.get((orth, lemma))
+        if key is None:
+            form, lem = strings[orth], strings[lemma]
+            tree = self._gold_trees.tree_to_str(self._gold_trees.add(form, lem))
+            key = hash_string(tree)
+            self._tree_names.setdefault(key, (tree, form, lem))
+            if len(self._pair_keys) < self.CACHE_SIZE:
+                self._pair_keys[(orth, lemma)] = key
+        return key
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        if not len(doc):
+            return np.zeros(0, dtype=np.uint64)
+        pairs = doc.to_array([ORTH, LEMMA]).astype(np.uint64).reshape(len(doc), 2)
+        if not pairs[:, 1].any():  # no lemma at all: nothing to name
+            return np.zeros(len(doc), dtype=np.uint64)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        keys = np.asarray([self._pair_key(doc.vocab.strings, orth, lemma)
+                           for orth, lemma in unique.tolist()], dtype=np.uint64)
+        return keys[inverse.reshape(-1)]
+
+    def label_strings(self, doc: Doc) -> List[str]:
+        keys = self.reference_keys(doc)
+        keys = keys[keys != 0]
+        unique, counts = np.unique(keys, return_counts=True)
+        names = [self._tree_names[key][0] for key in unique.tolist()]
+        # counted for order_labels, which leaves the rare trees out
+        self._counts.update(dict(zip(names, counts.tolist())))
+        return names
+
+    def order_labels(self, labels: Iterable[str]) -> List[str]:
+        """The trees sorted, less those the corpus read since the labels were
+        last set has fewer than :attr:`MIN_TREE_FREQ` times (trees it has not
+        had, given or added, stay), unless no tree is that frequent."""
+        labels = set(labels)
+        frequent = {label for label in labels
+                    if self._counts.get(label, self.MIN_TREE_FREQ) >= self.MIN_TREE_FREQ}
+        return sorted(frequent if frequent else labels)
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        return self._tree_names[key][0]
+
+    def _warn_unknown(self, reference: Doc, keys: np.ndarray, ids: np.ndarray) -> None:
+        """W035, once per component, for gold lemmas whose tree is no label
+        (rare trees, left out at initialize, come up in every batch: one
+        warning says it, not one per tree)."""
+        unknown = keys[(keys != 0) & (ids < 0)]
+        if unknown.size and "unknown" not in self._warned:
+            self._warned.add("unknown")
+            tree, form, lemma = self._tree_names[int(unknown[0])]
+            warn(Warnings.W035.format(n=int(unknown.size), form=form, lemma=lemma, tree=tree,
+                                      min_freq=self.MIN_TREE_FREQ))
+
+    def gold_ids(self, example: Example) -> np.ndarray:
+        """Gold tree ids (see :meth:`Target.gold_ids`), -1 also where the tree
+        does not apply to the predicted token's form (W036): the token could
+        not take it."""
+        gold = super().gold_ids(example)
+        known = np.flatnonzero(gold >= 0)
+        if not len(known):
+            return gold
+        allowed = self.allowed_labels([example.predicted])
+        bad = known[~allowed[known, gold[known]]]
+        if len(bad):
+            if "inapplicable" not in self._warned:
+                self._warned.add("inapplicable")
+                warn(Warnings.W036.format(n=len(bad), form=example.predicted[int(bad[0])].text,
+                                          tree=self._labels[int(gold[bad[0]])]))
+            gold[bad] = -1
+        return gold
+
+    def candidates(self, form: str) -> Tuple[np.ndarray, List[str]]:
+        """The label ids whose trees apply to ``form`` (sorted) and the lemma
+        each gives it; worked out once per form."""
+        found = self._candidates.get(form)
+        if found is not None:
+            return found
+        index = self._index
+        tried = list(index.get(("form", form), ()))
+        tried.extend(index.get(("any", ""), ()))
+        for n in self._suffix_lengths:
+            if n <= len(form):
+                tried.extend(index.get(("suffix", form[len(form) - n:]), ()))
+        for n in self._prefix_lengths:
+            if n <= len(form):
+                tried.extend(index.get(("prefix", form[:n]), ()))
+        ids, lemmas = [], []
+        apply, tree_ids = self._trees.apply, self._tree_ids
+        for i in sorted(set(tried)):
+            lemma = apply(tree_ids[i], form)  # spaCy's own test: None where it does not apply
+            if lemma is not None:
+                ids.append(i)
+                lemmas.append(lemma)
+        found = (np.asarray(ids, dtype=np.int64), lemmas)
+        if len(self._candidates) < self.CACHE_SIZE:
+            self._candidates[form] = found
+        return found
+
+    def allowed_labels(self, docs: Sequence[Doc]) -> Optional[np.ndarray]:
+        """(N, L) bool over the docs' tokens: the trees that apply to each
+        token's form (a row of False where none does). Each distinct form of
+        the batch is looked up once."""
+        docs = [doc for doc in docs if len(doc)]
+        n_labels = len(self._labels)
+        if not docs:
+            return np.zeros((0, n_labels), dtype=bool)
+        orths = np.concatenate([doc.to_array(ORTH).astype(np.uint64).reshape(-1) for doc in docs])
+        unique, inverse = np.unique(orths, return_inverse=True)
+        strings = docs[0].vocab.strings
+        rows = np.zeros((len(unique), n_labels), dtype=bool)
+        for row, orth in enumerate(unique.tolist()):
+            rows[row, self.candidates(strings[orth])[0]] = True
+        return rows[inverse.reshape(-1)]
+
+    def has_existing(self, doc: Doc) -> bool:
+        return doc.has_annotation("LEMMA")
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        self.write_batch([doc], ids, np.asarray([len(doc)]), False)
+
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        """``Token.lemma_``: each token's tree applied to its form, the form
+        itself where the tree does not apply (no tree applies to the form:
+        ``backoff = "orth"``); with ``keep_existing``, a lemma already there stays."""
+        live = [doc for doc in docs if len(doc)]
+        if not live:
+            return
+        strings = live[0].vocab.strings
+        orths = np.concatenate([doc.to_array(ORTH).astype(np.uint64).reshape(-1) for doc in live])
+        pairs = np.stack([orths, np.asarray(label_ids, dtype=np.uint64)], axis=1)
+        # each distinct (form, tree) of the batch once
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        keys = np.asarray([strings.add(self._lemma_of(strings[orth], label))
+                           for orth, label in unique.tolist()], dtype=np.uint64)
+        values = keys[inverse.reshape(-1)]
+        end = 0
+        for doc in live:
+            n = len(doc)
+            end += n
+            mine = values[end - n:end]
+            if keep_existing:
+                there = doc.to_array(LEMMA).astype(np.uint64).reshape(-1)
+                mine = np.where(there != 0, there, mine)
+            doc.from_array([LEMMA], mine)
+
+    def _lemma_of(self, form: str, label: int) -> str:
+        """The lemma tree ``label`` gives ``form``; the form where it does not apply."""
+        ids, lemmas = self.candidates(form)
+        at = int(np.searchsorted(ids, label))
+        return lemmas[at] if at < len(ids) and ids[at] == label else form
+
+    def getter(self) -> Callable[[Token, str], object]:
+        return lambda token, _: token.lemma_
+
+    def score_keys(self, doc: Doc) -> np.ndarray:
+        # Token.lemma_ compared as spaCy's lemmatizers score it, not the trees
+        # (two trees may give a form one lemma)
+        return column_keys(LEMMA)(doc)

@@ -1,0 +1,212 @@
+"""``morph``: morphology with the POS joined in, ``Token.morph`` and
+``Token.pos`` together, one label per token as spaCy's morphologizer makes
+them (``"Number=Sing|POS=NOUN"``), scored as it scores them."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+from spacy.attrs import MORPH, POS
+from spacy.morphology import Morphology
+from spacy.parts_of_speech import IDS as POS_IDS
+from spacy.parts_of_speech import NAMES as POS_NAMES
+from spacy.scorer import Scorer
+from spacy.symbols import IDS as SYMBOL_IDS
+from spacy.tokens import Doc, Token
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from ..errors import Errors
+from .base import Target
+from .registry import register_target
+from .scores import MAIN_SCORE, column_keys, token_accuracy
+
+#: the key of empty FEATS, ``"_"`` (a spaCy symbol: the same in every vocab)
+EMPTY_MORPH_KEY = SYMBOL_IDS[Morphology.EMPTY_MORPH]
+
+
+@register_target
+class MorphTarget(Target):
+    """Morphology with the POS joined in, as spaCy's morphologizer labels it:
+    ``Token.morph`` (FEATS) and ``Token.pos``.
+
+    A label is the token's FEATS with a ``POS=...`` field added, in spaCy's
+    normalised form (fields sorted): ``"Number=Sing|POS=NOUN"``; a token
+    with a POS and empty FEATS is ``"POS=X"``. A token with neither is
+    unannotated, as spaCy treats missing annotation.
+
+    Gold is read from ``Doc.to_array([MORPH, POS])`` and predictions written
+    with ``Doc.from_array`` (no Python loop of ours per token; spaCy's
+    ``from_array`` looks each morph up in its morphology table): a token's key mixes
+    its morph hash and POS id (:meth:`mix`), and each label keeps the morph
+    hash of its FEATS without the POS (in ``vocab.morphology``) and its POS id.
+    """
+
+    name = score_attr = "morph"
+    assigns = ("token.morph", "token.pos")
+    many_labels = True  # 321 on UD English EWT, 500-1,500 in German or Czech treebanks
+    #: the field the POS takes in a label (spaCy's ``Morphologizer.POS_FEAT``)
+    POS_FEAT = "POS"
+    #: an odd multiplier: ``morph * MIX`` is one-to-one modulo 2**64, so a
+    #: token with a morph hash never gets the missing key 0 from it
+    MIX = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._label_morph = np.zeros((0,), dtype=np.uint64)
+        self._label_pos = np.zeros((0,), dtype=np.uint64)
+
+    @classmethod
+    def mix(cls, morph: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """The key of tokens with morph hashes ``morph`` and POS ids ``pos``.
+
+        A POS without FEATS reads as empty FEATS (``"_"``), whether the morph
+        is unset (0) or set to ``"_"``: both are the label ``"POS=X"``. Only
+        a token with neither gets 0, the missing key, and two labels share a
+        key only where 64-bit hashes collide.
+        """
+        morph = np.asarray(morph, dtype=np.uint64)
+        pos = np.asarray(pos, dtype=np.uint64)
+        morph = np.where((morph == 0) & (pos != 0), np.uint64(EMPTY_MORPH_KEY), morph)
+        return morph * cls.MIX + pos  # (uint64 arrays wrap around, as a hash should)
+
+    @staticmethod
+    def normalize(label: str) -> str:
+        """``label`` in spaCy's normal form: fields sorted, and the values of a
+        field (``PronType=Int,Rel``); ``"_"`` for no feature at all."""
+        return Morphology.dict_to_feats(Morphology.feats_to_dict(label)) or Morphology.EMPTY_MORPH
+
+    def label_parts(self, label: str) -> List[str]:
+        """The parts of a label: its POS part first, then each feature.
+
+        Parameters
+        ----------
+        label : str
+            A label of this target, e.g. ``"Number=Sing|POS=NOUN"``.
+
+        Returns
+        -------
+        list of str
+            E.g. ``["POS=NOUN", "Number=Sing"]``; ``[]`` for ``"_"`` (no POS,
+            no FEATS). A field with several values stays one part
+            (``"PronType=Int,Rel"``).
+        """
+        feats = Morphology.feats_to_dict(label)
+        group = self.label_group(label)
+        return ([group] if group else []) + [f"{field}{Morphology.FIELD_SEP}{value}"
+                                             for field, value in sorted(feats.items())
+                                             if field != self.POS_FEAT]
+
+    def label_group(self, label: str) -> str:
+        """The POS part of a label (``"POS=NOUN"``), ``""`` for a label without one."""
+        pos = Morphology.feats_to_dict(label).get(self.POS_FEAT)
+        return f"{self.POS_FEAT}{Morphology.FIELD_SEP}{pos}" if pos else ""
+
+    def _split(self, label: str, vocab: Vocab) -> Tuple[int, int]:
+        """The morph hash of a label's FEATS without the POS (added to
+        ``vocab.morphology``, so ``Doc.from_array`` can write it) and its POS id."""
+        feats = Morphology.feats_to_dict(label)
+        pos = feats.pop(self.POS_FEAT, "")
+        if pos and pos not in POS_IDS:
+            raise ValueError(Errors.E200.format(label=label, pos=pos))
+        return int(vocab.morphology.add(feats)), (POS_IDS[pos] if pos else 0)
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        morph, pos = self._split(label, vocab)
+        return int(self.mix(np.asarray([morph]), np.asarray([pos]))[0])
+
+    def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
+        super().set_labels(labels, vocab)
+        parts = [self._split(label, vocab) for label in self._labels]
+        self._label_morph = np.asarray([m for m, _ in parts], dtype=np.uint64).reshape(-1)
+        self._label_pos = np.asarray([p for _, p in parts], dtype=np.uint64).reshape(-1)
+
+    def labels_for(self, label: str) -> List[str]:
+        """The labels ``add_label(label)`` adds: ``label`` in normal form."""
+        return [self.normalize(label)]
+
+    def _arrays(self, doc: Doc) -> np.ndarray:
+        """(n, 2) morph hash and POS id of every token."""
+        return doc.to_array([MORPH, POS]).astype(np.uint64).reshape(len(doc), 2)
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        arr = self._arrays(doc)
+        return self.mix(arr[:, 0], arr[:, 1])
+
+    def label_strings(self, doc: Doc) -> List[str]:
+        # the doc's arrays once, not once per label as string_of would read them
+        arr = self._arrays(doc)
+        keys, first = np.unique(self.mix(arr[:, 0], arr[:, 1]), return_index=True)
+        return [self.label_of(doc.vocab, int(arr[i, 0]), int(arr[i, 1]))
+                for key, i in zip(keys.tolist(), first.tolist()) if key != self.missing_key]
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        """The label of the first token of ``doc`` whose key is ``key``."""
+        arr = self._arrays(doc)
+        at = np.flatnonzero(self.mix(arr[:, 0], arr[:, 1]) == np.uint64(key))
+        if not len(at):
+            raise KeyError(key)
+        return self.label_of(doc.vocab, *(int(v) for v in arr[at[0]]))
+
+    def label_of(self, vocab: Vocab, morph: int, pos: int) -> Optional[str]:
+        """The label of a token with morph hash ``morph`` and POS id ``pos``
+        (``None`` for neither: unannotated)."""
+        if not morph and not pos:
+            return None
+        feats = Morphology.feats_to_dict(vocab.strings[morph]) if morph else {}
+        if pos:
+            feats[self.POS_FEAT] = POS_NAMES[pos]
+        return Morphology.dict_to_feats(feats) or Morphology.EMPTY_MORPH
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.from_array([MORPH, POS], np.stack([self._label_morph[ids],
+                                               self._label_pos[ids]], axis=1))
+
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        # one gather for the batch, then a slice per doc (as TokenAttrTarget)
+        values = np.stack([self._label_morph[label_ids], self._label_pos[label_ids]], axis=1)
+        end = 0
+        for doc, n in zip(docs, doc_lengths.tolist()):
+            end += n
+            if n:
+                doc.from_array([MORPH, POS], values[end - n:end])
+
+    def getter(self) -> Callable[[Token, str], object]:
+        """``pos`` and ``morph`` as spaCy's morphologizer scores them (POS id,
+        morph hash; 0 is missing), else the label (``None`` where missing)."""
+        def get(token: Token, attr: str) -> object:
+            if attr == "pos":
+                return token.pos
+            if attr == "morph":
+                return token.morph.key
+            return self.label_of(token.vocab, token.morph.key, token.pos)
+        return get
+
+    def score_weights(self) -> Dict[str, Optional[float]]:
+        # spaCy's morphologizer weighs pos_acc and morph_acc 0.5 each; here
+        # morph_acc alone picks model-best, as every component has one main
+        # score (crf_score repeats it), and pos_acc is shown beside it;
+        # morph_per_feat is reported but not in the table, as spaCy has it
+        return {**super().score_weights(), "pos_acc": 0.0, "morph_per_feat": None}
+
+    def score(self, examples: List[Example], **kwargs: Any) -> Dict[str, Any]:
+        """spaCy's morphologizer scores (``pos_acc``, ``morph_acc``, ``morph_per_feat``
+        and ``morph_micro_p/r/f``), ``crf_acc`` the accuracy of the joined labels."""
+        results: Dict[str, Any] = {}
+        results.update(token_accuracy(examples, self, "pos", keys_of=column_keys(POS), **kwargs))
+        results.update(token_accuracy(examples, self, "morph", keys_of=column_keys(MORPH),
+                                      **kwargs))
+        # spaCy reads a predicted morph's string from the gold doc's vocab: a
+        # reference corpus read into a vocab of its own may lack a morph the
+        # model predicts (one seen in training only), so give it the predicted ones
+        for vocab in {id(ex.reference.vocab): ex.reference.vocab for ex in examples}.values():
+            for ex in examples:
+                if ex.predicted.vocab is not vocab:
+                    for key in np.unique(ex.predicted.to_array(MORPH)):
+                        if key and key not in vocab.strings:
+                            vocab.strings.add(ex.predicted.vocab.strings[key])
+        results.update(Scorer.score_token_attr_per_feat(examples, "morph", getter=self.getter(),
+                                                        **kwargs))
+        results["crf_acc"] = token_accuracy(examples, self, "label", **kwargs)["label_acc"]
+        results[MAIN_SCORE] = results["morph_acc"]
+        return results

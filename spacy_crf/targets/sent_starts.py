@@ -1,0 +1,112 @@
+"""``sent_starts``: sentence boundaries, ``Token.is_sent_start``, as spaCy's
+senter predicts and scores them."""
+
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+import numpy as np
+from spacy.attrs import SENT_START
+from spacy.pipeline.senter import senter_score
+from spacy.tokens import Doc, Token
+from spacy.training import Example
+from spacy.vocab import Vocab
+
+from ..errors import Errors
+from .registry import register_target
+from .scores import MAIN_SCORE, prf_weights, token_accuracy
+from .token_attrs import TokenAttrTarget
+
+
+@register_target
+class SentStartsTarget(TokenAttrTarget):
+    """Sentence boundaries: ``Token.is_sent_start``, one label per token, ``S``
+    (the token starts a sentence) or ``I`` (it does not), as spaCy's senter
+    predicts them; components after it see ``doc.sents``.
+
+    Gold is read with ``Doc.to_array(SENT_START)`` (1 a start, -1 not a start,
+    0 unannotated) and predictions written with ``Doc.from_array``. A doc
+    whose boundaries are not annotated at all (``doc.has_annotation("SENT_START")``
+    is False: a fresh Doc marks its first token and nothing else) has no gold.
+    The first token of a doc is always a start, in gold and in what is written,
+    as ``doc.sents`` reads it.
+
+    Its CRF sequence is the whole doc (:attr:`whole_docs`): the boundaries are
+    what it predicts, so those a doc already has must not cut its sequences
+    or its feature windows.
+    """
+
+    name = "sent_starts"
+    score_attr = "sents"
+    assigns = ("token.is_sent_start",)
+    token_attr = SENT_START
+    whole_docs = True
+    START, INSIDE = "S", "I"
+    #: the values ``Doc.to_array(SENT_START)`` gives, as uint64 (-1 wraps around)
+    KEYS = {START: 1, INSIDE: 2 ** 64 - 1}
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        if label not in self.KEYS:
+            raise ValueError(Errors.E213.format(label=label))
+        return self.KEYS[label]
+
+    def labels_for(self, label: str) -> List[str]:
+        self.key_of(label, None)  # E213 for a label that is neither S nor I
+        return [label]
+
+    def order_labels(self, labels: Iterable[str]) -> List[str]:
+        """Both labels, always (``I`` first: an untrained model's ties decode as
+        no boundary), whatever the examples or ``labels`` showed."""
+        return [self.INSIDE, self.START]
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        if not len(doc) or not doc.has_annotation("SENT_START"):
+            return np.zeros(len(doc), dtype=np.uint64)
+        keys = super().reference_keys(doc)
+        keys[0] = self.KEYS[self.START]  # (a doc built with sent_starts=[None, ...] leaves it 0)
+        return keys
+
+    def label_strings(self, doc: Doc) -> List[str]:
+        # both labels for any annotated doc: a one-sentence doc still tells
+        # that its other tokens are no starts, and the first is one
+        return [self.INSIDE, self.START] if doc.has_annotation("SENT_START") else []
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        return {v: k for k, v in self.KEYS.items()}[int(key)]
+
+    def has_existing(self, doc: Doc) -> bool:
+        return doc.has_annotation("SENT_START")
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        self.write_batch([doc], ids, np.asarray([len(doc)], dtype=np.int64), False)
+
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        keys = self._label_keys[label_ids]
+        firsts = (np.cumsum(doc_lengths) - doc_lengths)[doc_lengths > 0]
+        # whatever the CRF decoded there: doc.sents starts every doc with a sentence
+        keys[firsts] = self.KEYS[self.START]
+        attrs = [SENT_START]
+        end = 0
+        for doc, n in zip(docs, doc_lengths.tolist()):
+            end += n
+            if n:
+                doc.from_array(attrs, keys[end - n:end])
+
+    def getter(self) -> Callable[[Token, str], object]:
+        return lambda token, _: token.is_sent_start
+
+    def main_score_key(self) -> str:
+        """``sents_f``, the sentence F1."""
+        return f"{self.score_attr}_f"
+
+    def score_weights(self) -> Dict[str, Optional[float]]:
+        return prf_weights(self.score_attr)
+
+    def score(self, examples: List[Example], **kwargs: Any) -> Dict[str, Any]:
+        """spaCy's senter scores (``sents_p``, ``sents_r``, ``sents_f``: the
+        sentences as spans, docs without boundary annotation left out), and
+        ``crf_acc`` the accuracy of the S / I labels."""
+        results = senter_score(examples, **kwargs)
+        results["crf_acc"] = token_accuracy(examples, self, "sent_start",
+                                            **kwargs)["sent_start_acc"]
+        results[MAIN_SCORE] = results["sents_f"]
+        return results

@@ -1,0 +1,94 @@
+"""Targets whose labels are one spaCy token attribute: ``tag`` (``Token.tag_``),
+``pos`` (``Token.pos_``, Universal POS) and ``dep`` (``Token.dep_`` of an
+existing parse: the heads stay as they are)."""
+
+from typing import Any, Sequence
+
+import numpy as np
+from spacy.attrs import DEP, POS, TAG
+from spacy.parts_of_speech import IDS as POS_IDS
+from spacy.parts_of_speech import NAMES as POS_NAMES
+from spacy.tokens import Doc
+from spacy.vocab import Vocab
+
+from ..errors import Errors
+from ..features.templates import templates_of
+from .base import Target
+from .registry import register_target
+
+
+class TokenAttrTarget(Target):
+    """A target whose labels are one spaCy token attribute (``token_attr``),
+    written with ``Doc.from_array``.
+
+    (The module registers ``tag``, ``pos`` and ``dep`` in that order: the
+    order the list of targets, E006, names them.)
+    """
+
+    token_attr: int = TAG
+
+    def reference_keys(self, doc: Doc) -> np.ndarray:
+        return doc.to_array(self.token_attr).astype(np.uint64).reshape(-1)
+
+    def write(self, doc: Doc, ids: np.ndarray) -> None:
+        doc.from_array([self.token_attr], self._label_keys[ids])
+
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        # the keys of the whole batch in one gather, then a slice per doc: a
+        # gather per doc cost ~30 ns a token on sentences
+        keys = self._label_keys[label_ids]
+        attrs = [self.token_attr]
+        end = 0
+        for doc, n in zip(docs, doc_lengths.tolist()):
+            end += n
+            if n:
+                doc.from_array(attrs, keys[end - n:end])
+
+
+@register_target
+class TagTarget(TokenAttrTarget):
+    """Fine-grained tags: ``Token.tag_``."""
+
+    name = score_attr = "tag"
+    assigns = ("token.tag",)
+    token_attr = TAG
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        # the StringStore's key: strings that are also spaCy symbols ("X",
+        # "NOUN", ...) map to the symbol id, not to their hash
+        return vocab.strings.add(label)
+
+
+@register_target
+class PosTarget(TokenAttrTarget):
+    """Universal POS tags: ``Token.pos_``."""
+
+    name = score_attr = "pos"
+    assigns = ("token.pos",)
+    token_attr = POS
+
+    def key_of(self, label: str, vocab: Vocab) -> int:
+        if label not in POS_IDS:
+            raise ValueError(f"'{label}' is not a Universal POS tag: target 'pos' needs UPOS labels.")
+        return POS_IDS[label]
+
+    def string_of(self, doc: Doc, key: int) -> str:
+        return POS_NAMES[key]
+
+
+@register_target
+class DepTarget(TagTarget):
+    """Dependency relation labels of an existing parse: reads gold ``Token.dep_``,
+    writes ``Token.dep_`` and leaves the heads alone."""
+
+    name = score_attr = "dep"
+    assigns = ("token.dep",)
+    token_attr = DEP
+
+    def check_model(self, model: Any, n_relation_groups: int) -> None:
+        """E017: the features must not read the relations the target predicts,
+        and its labels are the relation groups' own (one group)."""
+        reading = [t.names for t in templates_of(model) if t.reads("DEP")]
+        if reading or n_relation_groups != 1:
+            raise ValueError(Errors.E017.format(templates=reading))
