@@ -27,9 +27,9 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 from thinc.api import Model, Optimizer
 
+from .layer_attrs import LABEL_PAIR_SIZED, SPARSE_TABLE
 
-#: attrs key marking a layer whose output has one column per label pair (nO = L * L)
-LABEL_PAIR_SIZED = "crf_label_pair_sized"
+
 #: attrs key: {param name: (axis kind or None, ...)} of a layer's label-sized parameters
 LABEL_AXES = "crf_label_axes"
 #: attrs key: the label counts a layer has had, oldest first (set by growth)
@@ -83,8 +83,6 @@ def grow_params(model: Model, n_old: int, n_new: int) -> None:
     ``n_old`` to ``n_new`` labels (zeros for the new ones), pending sparse
     gradients with them, and record the growth for optimizers (see the module
     docstring). Dims are the caller's (``architectures.set_n_labels``)."""
-    from .sparse_table import ATTR as SPARSE_TABLE  # a layer module; no cycle at import
-
     for node in model.walk():
         axes = node.attrs.get(LABEL_AXES)
         if not axes:
@@ -168,8 +166,6 @@ def grow_rows(node: Model, rows: np.ndarray, width: int) -> np.ndarray:
 def drop_params(node: Model) -> None:
     """Unset ``node``'s parameters (to be allocated anew by ``initialize`` or
     filled by a load), with any pending gradient and row-sparse state."""
-    from .sparse_table import ATTR as SPARSE_TABLE  # a layer module; no cycle at import
-
     for name in node.param_names:
         if node.has_param(name):
             node.set_param(name, None)

@@ -12,12 +12,13 @@ from .._kernels.label_parts import compose_parts, compose_parts_backward
 from ..errors import Errors
 from .grow import LABEL_AXES
 from .label_parts import FACTORED, composition, factors, width
+from .layer_attrs import HASHED_TABLE, LABEL_SIZED  # noqa: F401 (LABEL_SIZED: its importers')
 from .sparse_table import ATTR, SparseTable
 
 InT = np.ndarray  # (N, K) uint64 feature ids
 OutT = Floats2d  # (N, nO) emission scores
 
-NAME = "crf_hashed_linear"
+NAME = HASHED_TABLE
 #: attrs key saying how ids map to rows: UNSIGNED (``id % n_buckets``) for
 #: tables trained since the flag exists, SIGNED for tables saved before it
 #: (``serialize.model_from_bytes`` marks those); thinc saves attrs with the model
@@ -30,9 +31,6 @@ SIGNED = "signed"
 #: goes on with the stream)
 DROPOUT_STREAM = "crf_dropout_stream"
 DROPOUT_DRAWS = "crf_dropout_draws"
-#: attrs key marking a layer whose output has one column per label (the
-#: component sets its ``nO`` to the number of labels, ``architectures.set_n_labels``)
-LABEL_SIZED = "crf_label_sized"
 #: the largest weight table (bytes) a layer allocates: n_buckets x labels x 4
 #: bytes grows with the labels (16 MiB per label at the default 2^20 buckets;
 #: 1,000 entity types in BILUO would ask for 15.6 GiB), so a table above this is

@@ -24,7 +24,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from thinc.api import Model
 
-from .grow import LABEL_AXES, LABEL_PAIR_SIZED, PART_HISTORY, drop_params, grow_array
+from .grow import LABEL_AXES, PART_HISTORY, drop_params, grow_array
+from .layer_attrs import HASHED_TABLE, LABEL_PAIR_SIZED, LABEL_SIZED, SPARSE_TABLE
 
 #: attrs key of a table's setting: True, False or None (null: where labels have parts)
 FACTORED = "crf_factored"
@@ -64,10 +65,8 @@ def composition(node: Model) -> Tuple[np.ndarray, np.ndarray]:
 
 def _tables(model: Model) -> List[Model]:
     """The hashed tables of ``model`` with a column per label (or per part)."""
-    from .hashed_linear import LABEL_SIZED, NAME  # (hashed_linear imports this module)
-
     return [node for node in model.walk()
-            if node.name == NAME and node.attrs.get(LABEL_SIZED)
+            if node.name == HASHED_TABLE and node.attrs.get(LABEL_SIZED)
             and not node.attrs.get(LABEL_PAIR_SIZED)]
 
 
@@ -134,8 +133,6 @@ def set_label_parts(model: Model, label_parts: Sequence[Sequence[str]], grow: bo
 
 
 def _grow_parts(node: Model, label_parts: Sequence[Sequence[str]]) -> None:
-    from .sparse_table import ATTR as SPARSE_TABLE  # (sparse_table imports grow)
-
     old = list(node.attrs[PARTS])
     names = _in_order(label_parts, old)
     node.attrs[LABEL_PARTS] = _layout(label_parts, names)

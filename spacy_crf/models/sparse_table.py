@@ -32,9 +32,9 @@ from thinc.api import Model, Optimizer
 
 from .._kernels import sparse_update as kernels
 from .grow import grow_optimizer_state, grow_rows
-from .weight_average import AVERAGE_WEIGHTS
+from .layer_attrs import AVERAGE_WEIGHTS
+from .layer_attrs import SPARSE_TABLE as ATTR
 
-ATTR = "sparse_table"
 #: attrs key of a layer's learning-rate scale (a multiplier of the optimizer's rate)
 LR_SCALE = "crf_lr_scale"
 #: attrs keys of a layer's head start: its first ``BOOST_UPDATES`` updates

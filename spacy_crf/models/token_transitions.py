@@ -20,11 +20,10 @@ from thinc.types import Floats2d, Floats3d
 
 from ..errors import Errors
 from .featurize import TREE_TEMPLATES, featurize
-from .grow import LABEL_PAIR_SIZED
 from .hashed_linear import hashed_linear
+from .layer_attrs import AVERAGE_WEIGHTS, LABEL_PAIR_SIZED
 from .potentials import ROW, register_scores
 from .sparse_table import BOOST_UPDATES, LR_SCALE, UPDATES_DONE
-from .weight_average import AVERAGE_WEIGHTS
 
 #: the per-token score: label i at token t - 1 then j at t, added to the
 #: transitions at row t (row 0 of a sequence unused)

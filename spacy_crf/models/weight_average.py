@@ -30,8 +30,9 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 from thinc.api import Model, Optimizer
 
-#: attrs key of a layer whose parameters its component averages (bool)
-AVERAGE_WEIGHTS = "crf_average_weights"
+from .layer_attrs import AVERAGE_WEIGHTS
+from .sparse_table import settle_tables, sync_averages, waive_arrears
+
 
 Key = Tuple[int, str]
 
@@ -79,7 +80,6 @@ class WeightAverages:
 
     def show_averages(self, model: Model) -> None:
         """Make ``model`` hold the averaged parameters (up to date), keeping its iterate."""
-        from .sparse_table import settle_tables, sync_averages  # (it imports this module)
 
         with self._lock:
             if self._iterate is not None or self.lent:
@@ -103,7 +103,6 @@ class WeightAverages:
     def commit(self, model: Model) -> None:
         """Keep the averages as ``model``'s weights and start averaging afresh
         (before its parameters change shape, e.g. new labels)."""
-        from .sparse_table import waive_arrears  # (it imports this module)
 
         self.show_averages(model)
         if self._iterate is not None:

@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from spacy.util import registry
 
 from .._kernels import chain, kbest, span_marginals
 from .._kernels import shard_nll as shard_kernels
@@ -29,6 +30,7 @@ register_scores(transitions=("out", "out"), start=("out",), end=("out",))
 ORDERS = {1: "chain", 2: "chain_order2"}
 #: the strategy of a chain that prunes each token's labels (``pruned_chain.py``)
 PRUNED = "pruned_chain"
+PRUNED_BLOCK = "spacy-crf.PrunedChain.v1"
 
 
 @register_spec("spacy-crf.Chain.v1", "chain")
@@ -85,9 +87,8 @@ def _order_for(transitions: Dict[str, Any], target: Any,
         return chain_structure(2, **transitions)
     if target.many_labels and not transitions.get("transition_templates") \
             and allowed(PRUNED):
-        from .pruned_chain import pruned_chain_structure  # (it builds on this module)
-
-        return pruned_chain_structure()
+        # the pruned chain's block, from the registry (its module builds on this one)
+        return registry.structures.get(PRUNED_BLOCK)()
     return chain_structure(1, **transitions)
 
 

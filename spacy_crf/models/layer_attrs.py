@@ -1,0 +1,17 @@
+"""The attrs keys that mark what a layer is, read by modules that must not
+import the layers themselves (growth, factoring, averaging and the
+row-sparse step each read a few of another's): one place for the names
+keeps those modules free of import cycles."""
+
+#: the name of the hashed weight table layer (``hashed_linear.py``)
+HASHED_TABLE = "crf_hashed_linear"
+#: a layer whose output has one column per label (the component sets its
+#: ``nO`` to the number of labels, ``architectures.set_n_labels``)
+LABEL_SIZED = "crf_label_sized"
+#: a layer whose output has one column per label pair (nO = L * L)
+LABEL_PAIR_SIZED = "crf_label_pair_sized"
+#: a hashed table's pending row-sparse gradient and optimizer bookkeeping
+#: (``sparse_table.SparseTable``)
+SPARSE_TABLE = "sparse_table"
+#: a layer whose parameters its component averages (``weight_average.py``)
+AVERAGE_WEIGHTS = "crf_average_weights"
