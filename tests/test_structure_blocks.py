@@ -85,7 +85,7 @@ def test_every_block_is_an_entry_point():
     ({"structure": {"@structures": "spacy-crf.Tree.v1", "order": 2}}, "order"),
     ({"structure": {"@structures": "spacy-crf.Bogus.v1"}}, "spacy-crf.Bogus.v1"),
     # flat settings beside a block, or of another structure: E170 names the block
-    ({"structure": chain(1), "order": 2}, "E170"),
+    ({"structure": chain(1), "order": 2}, "E170"),  # the block says otherwise
     ({"structure": "chain", "max_segment_length": 4}, "E170"),
     ({"structure": "tree", "order": 2}, "E170"),
 ])
@@ -263,3 +263,15 @@ def test_the_tree_block_sets_relation_groups_before_the_weights_exist():
     set_relation_groups(pipe.model, 4)  # the same: nothing to do
     with pytest.raises(ValueError, match="E181"):
         set_relation_groups(pipe.model, 2)
+
+
+def test_a_flat_setting_that_agrees_with_the_block_is_no_trap():
+    """``order = 2`` at the top level (as a config filled before blocks might
+    keep it) beside a block that also says 2 is the block (issue #50)."""
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("crf_tagger", config={"structure": chain(2), "order": 2})
+    assert pipe.cfg["structure"] == "chain" and pipe.cfg["order"] == 2
+    templated = {"@structures": "spacy-crf.Chain.v1", "order": 1,
+                 "transition_templates": ["NORM[-1]|NORM[0]"]}
+    other = nlp.add_pipe("crf_tagger", name="other", config={"structure": templated, "order": 1})
+    assert other.cfg["transition_templates"] == ["NORM[-1]|NORM[0]"]  # the block kept whole

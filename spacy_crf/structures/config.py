@@ -153,7 +153,8 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
     ``structure = "chain"`` with ``order = 2`` beside it is the block
     ``spacy-crf.Chain.v1`` with ``order = 2`` (so a pipeline saved then loads
     as it was). A flat setting of another structure at its old default is
-    dropped; E170 for one set beside a block, or one the structure lacks."""
+    dropped; E170 for one set beside a block that says otherwise (the
+    block's own value is taken where both agree), or one the structure lacks."""
     given = {key: value for key, value in flat.items() if value is not None}
     spec = as_spec(structure)
     if not given:
@@ -162,6 +163,8 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
     own = _params(block)
     for key, value in given.items():
         if isinstance(structure, StructureSpec):
+            if spec.settings.get(key) == value:
+                continue  # the block says the same: nothing to choose between
             raise ValueError(Errors.E170.format(setting=key, value=value,
                                                 structure=spec.describe(),
                                                 why="belongs in the block"))
@@ -169,6 +172,8 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
             raise ValueError(Errors.E170.format(setting=key, value=value,
                                                 structure=spec.describe(),
                                                 why=f"is not one of {spec.name}'s"))
+    if isinstance(structure, StructureSpec):
+        return spec  # (every flat setting agreed with it)
     return block(**{key: value for key, value in given.items() if key in own})
 
 
