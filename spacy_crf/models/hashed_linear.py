@@ -11,7 +11,7 @@ from .._kernels.emissions import feature_rows, gather_sum
 from .._kernels.label_parts import compose_parts, compose_parts_backward
 from ..errors import Errors
 from .grow import LABEL_AXES
-from .label_parts import FACTORED, composition, factors, width
+from .label_parts import FACTORED, LABEL_PARTS, PARTS, composition, factors, width
 from .layer_attrs import HASHED_TABLE, LABEL_SIZED  # noqa: F401 (LABEL_SIZED: its importers')
 from .sparse_table import ATTR, SparseTable
 
@@ -98,7 +98,9 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None,
         init=init,
         dims={"nO": nO, "nV": n_buckets},
         params={"W": None, "b": None},
-        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED, FACTORED: factored,
+        # (no parts until the component gives them: a column per label)
+        attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED, FACTORED: factored, PARTS: None,
+               LABEL_PARTS: None,
                # one column per output (label, or label pair): grown by add_label
                LABEL_AXES: {"W": (None, "out"), "b": ("out",)}},
     )
