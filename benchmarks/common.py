@@ -710,3 +710,59 @@ def describe_load(before: List[float], after: List[float], busy: List[str]) -> s
 def verdict(ok: bool) -> str:
     """A goal's result cell."""
     return "pass" if ok else "FAIL"
+
+
+def command_line(script: str, args: Any, parser: Any, names: Sequence[str]) -> str:
+    """The command that made a run, for its report: ``python benchmarks/SCRIPT``,
+    ``--quick`` if given, and the options of ``names`` (argparse dests) whose
+    values differ from their defaults."""
+    command = f"python benchmarks/{script}" + (" --quick" if args.quick else "")
+    for name in names:
+        value = getattr(args, name)
+        if value != parser.get_default(name):
+            command += f" --{name.replace('_', '-')} " + (
+                " ".join(value) if isinstance(value, list) else str(value))
+    return command
+
+
+def task_runner(benchmark: str, command: str, settings: Dict[str, Any], tasks: Sequence[str],
+                run_task: Callable[[str, Path], Dict[str, Any]],
+                summarize: Callable[[Dict[str, Any]], Dict[str, Any]]
+                ) -> Callable[[Path], Dict[str, Any]]:
+    """The ``run`` of :func:`run_benchmark` for a benchmark of tasks: its report
+    (environment, settings, ``tasks``: ``run_task(task, workdir)`` of each, the
+    machine's load, wall time, ``summary``: ``summarize(report)``)."""
+
+    def run(workdir: Path) -> Dict[str, Any]:
+        load0, busy = list(os.getloadavg()), busy_processes()
+        report: Dict[str, Any] = {"benchmark": benchmark, "command": command,
+                                  "quick": "--quick" in command.split(),
+                                  "environment": environment(), "settings": settings,
+                                  "tasks": {}}
+        t0 = time.perf_counter()
+        for task in tasks:
+            report["tasks"][task] = run_task(task, workdir)
+        load1 = list(os.getloadavg())
+        report["load"] = {"start": load0, "end": load1, "busy_at_start": busy,
+                          "describe": describe_load(load0, load1, busy)}
+        report["benchmark_wall_s"] = time.perf_counter() - t0
+        report["summary"] = summarize(report)
+        return report
+
+    return run
+
+
+def add_task_arguments(parser: Any, tasks: Sequence[str], default: Sequence[str]) -> None:
+    """The options of a benchmark of tasks and systems trained by a plain loop
+    and ``spacy train``: data, tasks, systems, the loop's epochs and batch size,
+    ``--quick``, ``--out``, then :func:`add_run_arguments`'s."""
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--tasks", nargs="+", default=list(default), choices=list(tasks))
+    parser.add_argument("--systems", nargs="+", default=[],
+                        help="run only the systems whose names hold one of these strings")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--quick", action="store_true",
+                        help="first 300 sentences of each split, short trainings")
+    parser.add_argument("--out", type=Path, default=None)
+    add_run_arguments(parser)

@@ -46,18 +46,16 @@ issue #52's goals, pass or fail.
 """
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (REPO_ROOT, SHARED_DATA, add_run_arguments, busy_processes,  # noqa: E402
-                    convert_ud, describe_load, environment, filled_factory_config, log,
-                    make_summary, phase_plain_loop, render_summary, run_benchmark, run_isolated,
-                    slow_decodes, summary_row, token_accuracy, train_spacy_subprocess, verdict)
+from common import (REPO_ROOT, add_task_arguments, command_line,  # noqa: E402
+                    convert_ud, filled_factory_config, log, make_summary, phase_plain_loop,
+                    render_summary, run_benchmark, run_isolated, slow_decodes, summary_row,
+                    task_runner, token_accuracy, train_spacy_subprocess, verdict)
 
 DATA = {"dir": "ud_english_ewt", "prefix": "en_ewt-ud", "lang": "en"}
 PLAIN = "factory defaults, nlp.update loop"
@@ -277,45 +275,17 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    parser.add_argument("--systems", nargs="+", default=[],
-                        help="run only the systems whose names hold one of these strings")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_task_arguments(parser, list(TASKS), list(TASKS))
     parser.add_argument("--spacy-steps", type=int, default=2000,
                         help="training steps of spaCy's trainable_lemmatizer and senter")
-    parser.add_argument("--quick", action="store_true",
-                        help="first 300 sentences of each split, short trainings")
-    parser.add_argument("--out", type=Path, default=None)
-    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    command = "python benchmarks/lemma_senter.py" + (" --quick" if args.quick else "")
-    for name in ("tasks", "spacy_steps", "epochs", "batch_size"):
-        value = getattr(args, name)  # the settings that differ from the defaults
-        if value != parser.get_default(name):
-            command += f" --{name.replace('_', '-')} " + (
-                " ".join(value) if isinstance(value, list) else str(value))
-
-    def run(workdir: Path) -> Dict[str, Any]:
-        load0, busy = list(os.getloadavg()), busy_processes()
-        report: Dict[str, Any] = {
-            "benchmark": "lemma_senter", "command": command, "quick": args.quick,
-            "environment": environment(),
-            "settings": {"epochs": args.epochs, "batch_size": args.batch_size,
-                         "spacy_steps": 100 if args.quick else args.spacy_steps,
-                         "decode_runs": args.decode_runs, "goals": GOALS},
-            "tasks": {}}
-        t0 = time.perf_counter()
-        for task in args.tasks:
-            report["tasks"][task] = run_task(task, args, workdir)
-        load1 = list(os.getloadavg())
-        report["load"] = {"start": load0, "end": load1, "busy_at_start": busy,
-                          "describe": describe_load(load0, load1, busy)}
-        report["benchmark_wall_s"] = time.perf_counter() - t0
-        report["summary"] = lemma_senter_summary(report)
-        return report
-
+    command = command_line("lemma_senter.py", args, parser,
+                           ("tasks", "spacy_steps", "epochs", "batch_size"))
+    settings = {"epochs": args.epochs, "batch_size": args.batch_size,
+                "spacy_steps": 100 if args.quick else args.spacy_steps,
+                "decode_runs": args.decode_runs, "goals": GOALS}
+    run = task_runner("lemma_senter", command, settings, args.tasks,
+                      lambda task, workdir: run_task(task, args, workdir), lemma_senter_summary)
     return run_benchmark(args, [args.data_dir / DATA["dir"]], "lemma_senter_bench_", run,
                          lambda report: print(render_summary(report["summary"])))
 
