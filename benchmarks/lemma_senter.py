@@ -4,7 +4,9 @@ boundaries (target ``sent_starts``) against spaCy's senter, in one run (issue
 
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks lemma --out benchmarks/results/lemma.json
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks sents sents_doc --out benchmarks/results/senter.json
-    python benchmarks/lemma_senter.py --quick --no-wait --out /tmp/lemma_senter_quick.json   # 300 sentences a split, every row
+    python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks pipeline --out benchmarks/results/senter_pipeline.json
+    python benchmarks/lemma_senter.py --quick --no-wait --out /tmp/lemma_senter_quick.json   # 300 sentences a split, lemma and sents rows
+    python benchmarks/lemma_senter.py --quick --no-wait --tasks pipeline --out /tmp/pipeline_quick.json
 
 UD English EWT (``--data-dir``, folder ``ud_english_ewt``:
 ``en_ewt-ud-{train,dev,test}.conllu``), trained on train, scored on test. Each
@@ -34,6 +36,14 @@ peak RSS is per phase. Three tasks, each on its own conversion of the corpus:
 * ``sents_doc``: documents as the corpus marks them: each ``# newdoc``
   document one doc (``common.convert_conllu`` with ``n_sents = 0``: spaCy's
   converter over each document, its sentences joined). Rows 1, 3 and 4.
+* ``pipeline`` (not run unless named): the ``-n 10`` docs; ``configs/ewt_pipeline.cfg``
+  (sent_starts, morph and lemma CRFs trained together by one ``spacy train``)
+  beside spaCy's ``senter``, ``morphologizer`` and ``trainable_lemmatizer``
+  (``spacy init config -p senter,morphologizer,trainable_lemmatizer -o
+  efficiency``, the step budget), each saved, loaded in a fresh process and run
+  on the raw text of the test docs (tokenizer and every component: the
+  whole-pipeline tok/s), scored against the gold docs through spaCy's
+  ``Example`` alignment.
 
 Every system is scored by one function on Docs made from the gold test words
 (spaCy's ``lemmatizer_score``: ``lemma_acc``; ``senter_score``: ``sents_f``;
@@ -52,10 +62,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (REPO_ROOT, add_task_arguments, command_line,  # noqa: E402
-                    convert_ud, filled_factory_config, log, make_summary, phase_plain_loop,
+from common import (REPO_ROOT, add_task_arguments, command_line, convert_ud,  # noqa: E402
+                    disk_bytes, filled_factory_config, log, make_summary, phase_plain_loop,
                     render_summary, run_benchmark, run_isolated, slow_decodes, summary_row,
-                    task_runner, token_accuracy, train_spacy_subprocess, verdict)
+                    task_runner, time_pipe, token_accuracy, train_spacy_subprocess, verdict)
 
 DATA = {"dir": "ud_english_ewt", "prefix": "en_ewt-ud", "lang": "en"}
 PLAIN = "factory defaults, nlp.update loop"
@@ -76,10 +86,16 @@ TASKS: Dict[str, Dict[str, Any]] = {
                   "n_sents": 0, "target": "sent_starts", "config": "ewt_senter.cfg",
                   "peer": "senter", "attr": "is_sent_start", "metric": "sents_f",
                   "label": "sents F", "rows": ["plain", "tuned", "peer"]},
+    "pipeline": {"title": "UD English EWT raw text, docs of 10 sentences", "n_sents": 10,
+                 "target": "pipeline", "config": "ewt_pipeline.cfg",
+                 "peer": "senter,morphologizer,trainable_lemmatizer", "attr": None,
+                 "metric": "lemma_acc", "label": "lemma acc", "rows": ["tuned", "peer"]},
 }
 #: the summary's title, by the targets of the run's tasks
 TITLES = {"lemma": "lemmas: the lemma target against spaCy's trainable_lemmatizer",
-          "sent_starts": "sentence boundaries: the sent_starts target against spaCy's senter"}
+          "sent_starts": "sentence boundaries: the sent_starts target against spaCy's senter",
+          "pipeline": ("a pipeline of sent_starts, morph and lemma CRFs against spaCy's "
+                       "senter, morphologizer and trainable_lemmatizer, on raw text")}
 #: issue #52's goals
 GOALS = {"lemma_acc": 0.975, "sents_f": 0.910, "sents_over_senter": 0.01,
          "sents_tok_s": 1_000_000}
@@ -146,6 +162,38 @@ def decoded(row: Dict[str, Any], model_dir: Path, test_path: Path, target: str, 
     return row
 
 
+def phase_raw_text(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
+    """Load a saved pipeline and run it on the raw text of the test docs (the
+    tokenizer and every component: ``nlp.pipe``, best of ``decode_runs`` after a
+    warm-up); spaCy's scores of its sentences, morphology and lemmas against the
+    gold docs (``Example`` aligns the tokenisations). For ``run_isolated``."""
+    import spacy
+    from spacy.pipeline.lemmatizer import lemmatizer_score
+    from spacy.pipeline.morphologizer import morphologizer_score
+    from spacy.pipeline.senter import senter_score
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    nlp = spacy.load(model_dir)
+    gold = list(DocBin().from_disk(test_path).get_docs(nlp.vocab))
+    texts = [doc.text for doc in gold]
+    timing = time_pipe(nlp, lambda: list(texts), decode_runs, warmup_docs=20)
+    best = min(timing["times"])
+    examples = [Example(doc, ref) for doc, ref in zip(timing["docs"], gold)]
+    scores = {**senter_score(examples), **morphologizer_score(examples),
+              **lemmatizer_score(examples)}
+    n_tokens = sum(len(doc) for doc in gold)
+    components = {name: disk_bytes(Path(model_dir) / name) for name in nlp.pipe_names}
+    return {"scores": {k: scores[k] for k in ("lemma_acc", "sents_f", "sents_p", "sents_r",
+                                              "morph_acc", "pos_acc")},
+            "decode": {"decode_s": best, "decode_runs_s": timing["times"],
+                       "decode_cpu_share": timing["shares"][timing["times"].index(best)],
+                       "decode_tokens_per_s": n_tokens / best, "n_test_tokens": n_tokens,
+                       "n_predicted_tokens": sum(len(doc) for doc in timing["docs"]),
+                       "pipeline": list(nlp.pipe_names), "model_bytes": sum(components.values()),
+                       "component_bytes": components}}
+
+
 # -- the run -----------------------------------------------------------------------
 
 def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
@@ -189,8 +237,14 @@ def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
             model = out / "model-best"
         row["train_peak_rss_mb"] = row.pop("peak_rss_mb")
         upos = key == "upos"
-        rows[name] = decoded(row, model, corpus["test"], "pos" if upos else spec["target"],
-                             "pos_" if upos else spec["attr"], args.decode_runs)
+        if task == "pipeline":
+            result = run_isolated(phase_raw_text, str(model), str(corpus["test"]),
+                                  args.decode_runs)
+            result["decode"]["peak_rss_mb"] = result.pop("peak_rss_mb")
+            rows[name] = {**row, **result}
+        else:
+            rows[name] = decoded(row, model, corpus["test"], "pos" if upos else spec["target"],
+                                 "pos_" if upos else spec["attr"], args.decode_runs)
         r = rows[name]
         log(f"  {name}: {', '.join(f'{k} {100 * v:.2f}' for k, v in r['scores'].items())}, "
             f"train {r['train_s']:.1f} s, {r['decode']['decode_tokens_per_s']:,.0f} tok/s, "
@@ -215,6 +269,9 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                 note.append(f"{r['max_steps']} steps")
             if spec["metric"] == "sents_f":
                 note.append(f"P {100 * s['sents_p']:.2f}, R {100 * s['sents_r']:.2f}")
+            if task == "pipeline":
+                note.append(f"sents F {100 * s['sents_f']:.2f}, UFeats {100 * s['morph_acc']:.2f}"
+                            f", UPOS {100 * s['pos_acc']:.2f}")
             rows.append(summary_row(result["title"], name, "UPOS acc" if is_upos else spec["label"],
                                     s["pos_acc" if is_upos else spec["metric"]], r["train_s"],
                                     d["decode_tokens_per_s"], r["train_peak_rss_mb"],
@@ -226,9 +283,13 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
              f"decoding process; model MB: the components' directories (spaCy's: tok2vec + "
              f"the component). Plain loop: {s['epochs']} epochs, batches of {s['batch_size']} "
              f"docs; spaCy's components: {s['spacy_steps']} steps (patience 0, model-best).",
-             "One scoring for every system on Docs made from the gold test words: spaCy's "
-             "lemmatizer_score (lemma_acc) and senter_score (sents_f, the sentences as spans, "
-             "each right only when both its ends are).",
+             "One scoring for every system: spaCy's lemmatizer_score (lemma_acc), "
+             "senter_score (sents_f, the sentences as spans, each right only when both its "
+             "ends are) and morphologizer_score, on Docs made from the gold test words"
+             + ("; the pipeline rows run on the test docs' raw text (spaCy's tokenizer, then "
+                "every component), their predicted tokens aligned with the gold ones by "
+                "spaCy's Example, tok/s counted in gold tokens." if "pipeline" in report["tasks"]
+                else "."),
              *slow_decodes(report),
              f"Machine load: {report['load']['describe']}; speeds are noisy, accuracies are not."]
     tables = [{"caption": "Issue #52's goals (factory defaults = the nlp.update loop row)",
@@ -242,6 +303,13 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
     """Issue #52's goals that this task's rows measure: pass / fail, or the
     measured ratio where the goal is a comparison without a bound."""
     systems = result["systems"]
+    if task == "pipeline":
+        ours, theirs = systems.get(tuned_name(task)), systems.get(peer_name(task))
+        if not (ours and theirs):
+            return []
+        mine, other = (r["decode"]["decode_tokens_per_s"] for r in (ours, theirs))
+        return [["CRF pipeline's raw-text tok/s against spaCy's pipeline's",
+                 f"{mine / other:.2f}x ({mine:,.0f} / {other:,.0f})", "reported"]]
     if PLAIN not in systems:
         return []
     plain, spec = systems[PLAIN], TASKS[task]
@@ -275,7 +343,7 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_task_arguments(parser, list(TASKS), list(TASKS))
+    add_task_arguments(parser, list(TASKS), ["lemma", "sents", "sents_doc"])
     parser.add_argument("--spacy-steps", type=int, default=2000,
                         help="training steps of spaCy's trainable_lemmatizer and senter")
     args = parser.parse_args(argv)
