@@ -142,7 +142,24 @@ def score_predictions(target: str, test_path: Path,
     if target == "lemma":
         return dict(lemmatizer_score(examples))
     scores = senter_score(examples)
-    return {k: scores[k] for k in ("sents_f", "sents_p", "sents_r")}
+    return {**{k: scores[k] for k in ("sents_f", "sents_p", "sents_r")},
+            **start_prf(gold, pred)}
+
+
+def start_prf(gold: Sequence[Any], pred: Sequence[Sequence[Any]]) -> Dict[str, float]:
+    """Precision, recall and F of the predicted sentence starts as tokens
+    (``starts_p``, ``starts_r``, ``starts_f``), each doc's first token left out
+    (always a start): the boundaries one by one, where ``sents_f`` counts a
+    sentence right only when both its ends are."""
+    n_gold = n_pred = n_right = 0
+    for ref, values in zip(gold, pred):
+        for token, value in zip(ref[1:], values[1:]):
+            n_gold += bool(token.is_sent_start)
+            n_pred += bool(value)
+            n_right += bool(token.is_sent_start) and bool(value)
+    p = n_right / n_pred if n_pred else 0.0
+    r = n_right / n_gold if n_gold else 0.0
+    return {"starts_p": p, "starts_r": r, "starts_f": 2 * p * r / (p + r) if p + r else 0.0}
 
 
 def decoded(row: Dict[str, Any], model_dir: Path, test_path: Path, target: str, attr: str,
@@ -268,7 +285,8 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
             if "max_steps" in r:
                 note.append(f"{r['max_steps']} steps")
             if spec["metric"] == "sents_f":
-                note.append(f"P {100 * s['sents_p']:.2f}, R {100 * s['sents_r']:.2f}")
+                note.append(f"P {100 * s['sents_p']:.2f}, R {100 * s['sents_r']:.2f}; "
+                            f"start F {100 * s['starts_f']:.2f}")
             if task == "pipeline":
                 note.append(f"sents F {100 * s['sents_f']:.2f}, UFeats {100 * s['morph_acc']:.2f}"
                             f", UPOS {100 * s['pos_acc']:.2f}")
@@ -285,7 +303,8 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
              f"docs; spaCy's components: {s['spacy_steps']} steps (patience 0, model-best).",
              "One scoring for every system: spaCy's lemmatizer_score (lemma_acc), "
              "senter_score (sents_f, the sentences as spans, each right only when both its "
-             "ends are) and morphologizer_score, on Docs made from the gold test words"
+             "ends are; start F: the predicted starts as tokens, each doc's first token "
+             "left out) and morphologizer_score, on Docs made from the gold test words"
              + ("; the pipeline rows run on the test docs' raw text (spaCy's tokenizer, then "
                 "every component), their predicted tokens aligned with the gold ones by "
                 "spaCy's Example, tok/s counted in gold tokens." if "pipeline" in report["tasks"]
@@ -329,8 +348,11 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
                 out.append([f"{what} against the UPOS model's", f"{mine / theirs:.2f}x "
                             f"({mine:{fmt}} / {theirs:{fmt}})", "reported"])
         return out
+    starts = plain["scores"]["starts_f"]
     out = [[f"{where}sents_f >= {100 * GOALS['sents_f']:.1f}", f"{100 * score:.2f}",
-            verdict(score >= GOALS["sents_f"])]]
+            verdict(score >= GOALS["sents_f"])],
+           [f"{where}start F (the boundaries as tokens) >= {100 * GOALS['sents_f']:.1f}",
+            f"{100 * starts:.2f}", verdict(starts >= GOALS["sents_f"])]]
     peer = systems.get(peer_name(task))
     if peer:
         theirs = peer["scores"]["sents_f"]

@@ -54,6 +54,8 @@ def test_gold_predictions_score_full_marks_and_fewer_starts_less(tmp_path):
     firsts = [[i == 0 for i in range(len(doc))] for doc in docs]
     scores = lemma_senter.score_predictions("sent_starts", path, firsts)
     assert scores["sents_p"] < 1.0 and scores["sents_r"] < 0.2
+    assert scores["starts_r"] == 0.0 and scores["starts_f"] == 0.0
+    assert lemma_senter.score_predictions("sent_starts", path, starts)["starts_f"] == 1.0
     pos = [[t.pos_ for t in doc] for doc in docs]
     assert lemma_senter.score_predictions("pos", path, pos)["pos_acc"] == 1.0
     with pytest.raises(ValueError, match="test docs"):
@@ -61,7 +63,7 @@ def test_gold_predictions_score_full_marks_and_fewer_starts_less(tmp_path):
 
 
 def system(score, tok_s, metric="sents_f", train_s=10.0, rss=500.0):
-    return {"scores": {metric: score}, "decode": {"decode_tokens_per_s": tok_s},
+    return {"scores": {metric: score, "starts_f": 0.95}, "decode": {"decode_tokens_per_s": tok_s},
             "train_s": train_s, "train_peak_rss_mb": rss}
 
 
@@ -70,7 +72,7 @@ def test_goals_pass_and_fail():
               "systems": {lemma_senter.PLAIN: system(0.92, 2e6),
                           lemma_senter.peer_name("sents_doc"): system(0.915, 5e5)}}
     rows = lemma_senter.goals("sents_doc", result)
-    assert [r[2] for r in rows] == ["pass", "FAIL", "pass"]
+    assert [r[2] for r in rows] == ["pass", "pass", "FAIL", "pass"]
     assert rows[0][0].startswith("the corpus's documents (# newdoc): sents_f >= 91.0")
     lemma = {"title": "UD English EWT lemmas",
              "systems": {lemma_senter.PLAIN: system(0.976, 5e4, "lemma_acc", 100.0, 2000.0),
