@@ -238,10 +238,13 @@ def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
         elif key in ("filled", "tuned"):
             config = (filled_factory_config(workdir, f"{task}_factory", spec["target"])
                       if key == "filled" else REPO_ROOT / "configs" / spec["config"])
-            row = train_spacy_subprocess(config, out, corpus, quick_train,
+            cap = (["--training.max_steps", str(args.filled_max_steps)]
+                   if key == "filled" and args.filled_max_steps and not args.quick else [])
+            row = train_spacy_subprocess(config, out, corpus, quick_train + cap,
                                          workdir / f"{out.name}.log")
             row["config"] = (str(config.relative_to(REPO_ROOT)) if key == "tuned" else
                              f"spacy init fill-config of crf_tagger target {spec['target']}")
+            row["max_steps_cap"] = int(cap[1]) if cap else None
             model = out / "model-best"
         else:
             from spacy_peer import make_default_config, train_fixed_steps
@@ -284,6 +287,9 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
             note = []
             if "max_steps" in r:
                 note.append(f"{r['max_steps']} steps")
+            if r.get("max_steps_cap"):
+                note.append(f"max_steps capped at {r['max_steps_cap']} (time budget; "
+                            f"{r['last_step']} steps run)")
             if spec["metric"] == "sents_f":
                 note.append(f"P {100 * s['sents_p']:.2f}, R {100 * s['sents_r']:.2f}; "
                             f"start F {100 * s['starts_f']:.2f}")
@@ -368,11 +374,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     add_task_arguments(parser, list(TASKS), ["lemma", "sents", "sents_doc"])
     parser.add_argument("--spacy-steps", type=int, default=2000,
                         help="training steps of spaCy's trainable_lemmatizer and senter")
+    parser.add_argument("--filled-max-steps", type=int, default=0,
+                        help="cap the filled config's training at this many steps (a time "
+                             "budget; 0: as filled, max_steps 20000 and patience 1600)")
     args = parser.parse_args(argv)
     command = command_line("lemma_senter.py", args, parser,
-                           ("tasks", "spacy_steps", "epochs", "batch_size"))
+                           ("tasks", "spacy_steps", "filled_max_steps", "epochs", "batch_size"))
     settings = {"epochs": args.epochs, "batch_size": args.batch_size,
                 "spacy_steps": 100 if args.quick else args.spacy_steps,
+                "filled_max_steps": args.filled_max_steps,
                 "decode_runs": args.decode_runs, "goals": GOALS}
     run = task_runner("lemma_senter", command, settings, args.tasks,
                       lambda task, workdir: run_task(task, args, workdir), lemma_senter_summary)
