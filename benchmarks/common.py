@@ -583,3 +583,186 @@ def filled_factory_config(workdir: Path, stem: str, target: str, lang: str = "en
                        cwd=str(REPO_ROOT))
     return filled
 
+
+
+# -- UD corpora converted by spaCy, and the plain loop over them (morph.py, lemma_senter.py) --
+
+def conllu_head(src: Path, dst: Path, limit: int) -> Path:
+    """The first ``limit`` sentences of a CoNLL-U file (``--quick``), in the work dir."""
+    blocks = src.read_text(encoding="utf8").split("\n\n")
+    dst.write_text("\n\n".join(b for b in blocks[:limit] if b.strip()) + "\n\n", encoding="utf8")
+    return dst
+
+
+def newdoc_documents(text: str) -> List[List[str]]:
+    """A CoNLL-U text cut into its documents, each a list of sentence blocks: a
+    new one at each sentence whose comments hold ``# newdoc`` (the sentences
+    before the first mark are one)."""
+    documents: List[List[str]] = []
+    for block in (b for b in text.split("\n\n") if b.strip()):
+        if not documents or any(line.startswith("# newdoc") for line in block.splitlines()):
+            documents.append([])
+        documents[-1].append(block)
+    return documents
+
+
+def convert_conllu(src: Path, out_dir: Path, n_sents: int) -> Path:
+    """``src`` as a ``.spacy`` file in ``out_dir`` (named after it), by spaCy's
+    CoNLL-U converter.
+
+    Parameters
+    ----------
+    src : Path
+        A CoNLL-U file.
+    out_dir : Path
+        Where the ``.spacy`` file goes.
+    n_sents : int
+        Sentences a doc, as ``spacy convert -c conllu -n N`` joins them
+        (consecutive sentences, across document marks: spaCy's converter drops
+        the comment lines, ``# newdoc`` among them). 0: one doc per document
+        of the corpus, cut at its ``# newdoc`` marks (:func:`newdoc_documents`),
+        each converted by the same converter with ``n_sents`` its number of
+        sentences.
+
+    Returns
+    -------
+    Path
+        The written ``.spacy`` file.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if n_sents > 0:
+        subprocess.run([sys.executable, "-m", "spacy", "convert", str(src), str(out_dir), "-c",
+                        "conllu", "-n", str(n_sents)], check=True, capture_output=True, text=True)
+        return out_dir / f"{src.stem}.spacy"
+    from spacy.tokens import DocBin
+    from spacy.training.converters import conllu_to_docs
+
+    docbin = DocBin(store_user_data=True)
+    for blocks in newdoc_documents(src.read_text(encoding="utf8")):
+        for doc in conllu_to_docs("\n\n".join(blocks) + "\n\n", n_sents=len(blocks),
+                                  no_print=True):
+            docbin.add(doc)
+    out = out_dir / f"{src.stem}.spacy"
+    docbin.to_disk(out)
+    return out
+
+
+def convert_ud(data_dir: Path, folder: str, prefix: str, out_dir: Path, limit: int = 0,
+               n_sents: int = 1, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
+    """Train, dev and test of a UD treebank (``data_dir / folder / f"{prefix}-{split}.conllu"``)
+    converted by :func:`convert_conllu` into ``out_dir``; ``limit``: the first
+    sentences of each split only (copied into ``out_dir`` first)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split in splits:
+        src = data_dir / folder / f"{prefix}-{split}.conllu"
+        if limit:
+            src = conllu_head(src, out_dir / src.name, limit)
+        paths[split] = convert_conllu(src, out_dir, n_sents)
+    return paths
+
+
+def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epochs: int,
+                     batch_size: int) -> Dict[str, Any]:
+    """Factory defaults for ``target``, nlp.initialize()'s optimizer, the plain loop
+    (``defaults.update_loop``) over the docs of a ``.spacy`` file (predicted docs of
+    their words and spaces); the pipeline is saved to ``out_dir``."""
+    import spacy
+    from spacy.tokens import Doc, DocBin
+    from spacy.training import Example
+
+    from defaults import update_loop
+
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("crf_tagger", config={"target": target})
+    refs = list(DocBin().from_disk(train_path).get_docs(nlp.vocab))
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d],
+                            spaces=[bool(t.whitespace_) for t in d]), d) for d in refs]
+    train_s, _ = update_loop(nlp, examples, epochs, batch_size)
+    nlp.to_disk(out_dir)
+    pipe = nlp.get_pipe("crf_tagger")
+    return {"train_s": train_s, "n_labels": len(pipe.tags),
+            "structure": f"{pipe.structure_spec.describe()} [{pipe.structure_spec.strategy_key}]",
+            "model": out_dir}
+
+
+def slow_decodes(report: Dict[str, Any]) -> List[str]:
+    """A note naming the decode timings that got less than 90% of a core
+    (``report["tasks"][task]["systems"][name]["decode"]["decode_cpu_share"]``)."""
+    slow = [f"{result['title']} {name} ({r['decode']['decode_cpu_share']:.2f})"
+            for result in report["tasks"].values() for name, r in result["systems"].items()
+            if (r["decode"].get("decode_cpu_share") or 1.0) < 0.9]
+    return ([f"Decode timings that got less than 90% of a core (CPU time / wall time; "
+             f"other processes held the CPU, the tokens/s are pessimistic): {', '.join(slow)}"]
+            if slow else [])
+
+
+def describe_load(before: List[float], after: List[float], busy: List[str]) -> str:
+    """The machine's load at the start and end of a run, in words."""
+    text = (f"2-core machine shared with other work; 1/5/15-min load averages "
+            f"{'/'.join(f'{v:.1f}' for v in before)} at the start and "
+            f"{'/'.join(f'{v:.1f}' for v in after)} at the end")
+    if busy:
+        text += f"; {len(busy)} other benchmark or spacy train processes running at the start"
+    return text + " (each phase's 1-min load is in the JSON)"
+
+
+def verdict(ok: bool) -> str:
+    """A goal's result cell."""
+    return "pass" if ok else "FAIL"
+
+
+def command_line(script: str, args: Any, parser: Any, names: Sequence[str]) -> str:
+    """The command that made a run, for its report: ``python benchmarks/SCRIPT``,
+    ``--quick`` if given, and the options of ``names`` (argparse dests) whose
+    values differ from their defaults."""
+    command = f"python benchmarks/{script}" + (" --quick" if args.quick else "")
+    for name in names:
+        value = getattr(args, name)
+        if value != parser.get_default(name):
+            command += f" --{name.replace('_', '-')} " + (
+                " ".join(value) if isinstance(value, list) else str(value))
+    return command
+
+
+def task_runner(benchmark: str, command: str, settings: Dict[str, Any], tasks: Sequence[str],
+                run_task: Callable[[str, Path], Dict[str, Any]],
+                summarize: Callable[[Dict[str, Any]], Dict[str, Any]]
+                ) -> Callable[[Path], Dict[str, Any]]:
+    """The ``run`` of :func:`run_benchmark` for a benchmark of tasks: its report
+    (environment, settings, ``tasks``: ``run_task(task, workdir)`` of each, the
+    machine's load, wall time, ``summary``: ``summarize(report)``)."""
+
+    def run(workdir: Path) -> Dict[str, Any]:
+        load0, busy = list(os.getloadavg()), busy_processes()
+        report: Dict[str, Any] = {"benchmark": benchmark, "command": command,
+                                  "quick": "--quick" in command.split(),
+                                  "environment": environment(), "settings": settings,
+                                  "tasks": {}}
+        t0 = time.perf_counter()
+        for task in tasks:
+            report["tasks"][task] = run_task(task, workdir)
+        load1 = list(os.getloadavg())
+        report["load"] = {"start": load0, "end": load1, "busy_at_start": busy,
+                          "describe": describe_load(load0, load1, busy)}
+        report["benchmark_wall_s"] = time.perf_counter() - t0
+        report["summary"] = summarize(report)
+        return report
+
+    return run
+
+
+def add_task_arguments(parser: Any, tasks: Sequence[str], default: Sequence[str]) -> None:
+    """The options of a benchmark of tasks and systems trained by a plain loop
+    and ``spacy train``: data, tasks, systems, the loop's epochs and batch size,
+    ``--quick``, ``--out``, then :func:`add_run_arguments`'s."""
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
+    parser.add_argument("--tasks", nargs="+", default=list(default), choices=list(tasks))
+    parser.add_argument("--systems", nargs="+", default=[],
+                        help="run only the systems whose names hold one of these strings")
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--quick", action="store_true",
+                        help="first 300 sentences of each split, short trainings")
+    parser.add_argument("--out", type=Path, default=None)
+    add_run_arguments(parser)

@@ -40,20 +40,16 @@ Model MB: the components' directories (crfsuite: its model file).
 """
 
 import argparse
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (REPO_ROOT, SHARED_DATA, add_run_arguments, busy_processes,  # noqa: E402
-                    disk_bytes, filled_factory_config, environment, log, make_summary, render_summary,
-                    run_benchmark, run_isolated, summary_row, time_pipe,
-                    train_spacy_subprocess)
-from defaults import update_loop  # noqa: E402
+from common import (REPO_ROOT, add_task_arguments, command_line,  # noqa: E402
+                    convert_ud, disk_bytes, filled_factory_config, log, make_summary,
+                    phase_plain_loop, render_summary, run_benchmark, run_isolated, slow_decodes,
+                    summary_row, task_runner, time_pipe, train_spacy_subprocess, verdict)
 
 TASKS = {
     "ewt": {"title": "UD English EWT", "lang": "en", "dir": "ud_english_ewt", "prefix": "en_ewt-ud"},
@@ -72,27 +68,10 @@ GOALS = {"ufeats": 0.964, "tok_s": 400_000, "ratio": 0.4, "rss_mb": 1.2 * 1024,
 
 # -- data --------------------------------------------------------------------------
 
-def conllu_head(src: Path, dst: Path, limit: int) -> Path:
-    """The first ``limit`` sentences of a CoNLL-U file (``--quick``), in the work dir."""
-    blocks = src.read_text(encoding="utf8").split("\n\n")
-    dst.write_text("\n\n".join(b for b in blocks[:limit] if b.strip()) + "\n\n", encoding="utf8")
-    return dst
-
-
 def prepare(task: str, data_dir: Path, workdir: Path, limit: int) -> Dict[str, Path]:
     """``spacy convert -c conllu -n 1`` of train, dev and test into the work dir."""
     spec = TASKS[task]
-    out = workdir / f"{task}_corpus"
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for split in ("train", "dev", "test"):
-        src = data_dir / spec["dir"] / f"{spec['prefix']}-{split}.conllu"
-        if limit:
-            src = conllu_head(src, workdir / src.name, limit)
-        subprocess.run([sys.executable, "-m", "spacy", "convert", str(src), str(out), "-c",
-                        "conllu", "-n", "1"], check=True, capture_output=True, text=True)
-        paths[split] = out / f"{src.stem}.spacy"
-    return paths
+    return convert_ud(data_dir, spec["dir"], spec["prefix"], workdir / f"{task}_corpus", limit)
 
 
 def joined_labels(path: Path, lang: str) -> List[Any]:
@@ -151,27 +130,6 @@ def joined_row(doc: Any, target: Any) -> List[str]:
 
 
 # -- phases (each in a fresh process) -----------------------------------------------
-
-def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epochs: int,
-                     batch_size: int) -> Dict[str, Any]:
-    """Factory defaults for ``target``, nlp.initialize()'s optimizer, the plain loop;
-    the pipeline is saved to ``out_dir``."""
-    import spacy
-    from spacy.tokens import Doc, DocBin
-    from spacy.training import Example
-
-    nlp = spacy.blank(lang)
-    nlp.add_pipe("crf_tagger", config={"target": target})
-    refs = list(DocBin().from_disk(train_path).get_docs(nlp.vocab))
-    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d],
-                            spaces=[bool(t.whitespace_) for t in d]), d) for d in refs]
-    train_s, _ = update_loop(nlp, examples, epochs, batch_size)
-    nlp.to_disk(out_dir)
-    pipe = nlp.get_pipe("crf_tagger")
-    return {"train_s": train_s, "n_labels": len(pipe.tags),
-            "structure": f"{pipe.structure_spec.describe()} [{pipe.structure_spec.strategy_key}]",
-            "model": out_dir}
-
 
 def phase_decode(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
     """Load a saved pipeline, tag Docs of the gold test words (``nlp.pipe``, best of
@@ -333,25 +291,12 @@ def morph_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                         report["command"], rows, notes, tables)
 
 
-def slow_decodes(report: Dict[str, Any]) -> List[str]:
-    """A note naming the decode timings that got less than 90% of a core."""
-    slow = [f"{result['title']} {name} ({r['decode']['decode_cpu_share']:.2f})"
-            for result in report["tasks"].values() for name, r in result["systems"].items()
-            if (r["decode"].get("decode_cpu_share") or 1.0) < 0.9]
-    return ([f"Decode timings that got less than 90% of a core (CPU time / wall time; "
-             f"other processes held the CPU, the tokens/s are pessimistic): {', '.join(slow)}"]
-            if slow else [])
-
-
 def goals(task: str, systems: Dict[str, Any]) -> List[List[str]]:
     """Pass / fail of each of issue #51's goals that this task's rows measure."""
     if PLAIN not in systems:
         return []
     plain = systems[PLAIN]
     upos = systems.get(UPOS)
-
-    def verdict(ok: bool) -> str:
-        return "pass" if ok else "FAIL"
 
     out = []
     feats, tok_s = plain["scores"]["morph_acc"], plain["decode"]["decode_tokens_per_s"]
@@ -389,59 +334,23 @@ def goals(task: str, systems: Dict[str, Any]) -> List[List[str]]:
     return out
 
 
-def describe_load(before: List[float], after: List[float], busy: List[str]) -> str:
-    text = (f"2-core machine shared with other work; 1/5/15-min load averages "
-            f"{'/'.join(f'{v:.1f}' for v in before)} at the start and "
-            f"{'/'.join(f'{v:.1f}' for v in after)} at the end")
-    if busy:
-        text += f"; {len(busy)} other benchmark or spacy train processes running at the start"
-    return text + " (each phase's 1-min load is in the JSON)"
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA)
-    parser.add_argument("--tasks", nargs="+", default=["ewt", "gdt"], choices=list(TASKS))
-    parser.add_argument("--systems", nargs="+", default=[],
-                        help="run only the systems whose names hold one of these strings")
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=32)
+    add_task_arguments(parser, list(TASKS), ["ewt", "gdt"])
     parser.add_argument("--morphologizer-steps", type=int, default=2000)
     parser.add_argument("--crfsuite-iterations", type=int, default=40,
                         help="sklearn-crfsuite's max_iterations (a time cap)")
-    parser.add_argument("--quick", action="store_true",
-                        help="first 300 sentences of each split, short trainings")
-    parser.add_argument("--out", type=Path, default=None)
-    add_run_arguments(parser)
     args = parser.parse_args(argv)
-    command = "python benchmarks/morph.py" + (" --quick" if args.quick else "")
-    for name in ("tasks", "crfsuite_iterations", "morphologizer_steps", "epochs", "batch_size"):
-        value = getattr(args, name)  # the settings that differ from the defaults
-        if value != parser.get_default(name):
-            command += f" --{name.replace('_', '-')} " + (
-                " ".join(value) if isinstance(value, list) else str(value))
+    command = command_line("morph.py", args, parser, ("tasks", "crfsuite_iterations",
+                                                      "morphologizer_steps", "epochs",
+                                                      "batch_size"))
     inputs = [args.data_dir / TASKS[t]["dir"] for t in args.tasks]
-
-    def run(workdir: Path) -> Dict[str, Any]:
-        load0, busy = list(os.getloadavg()), busy_processes()
-        report: Dict[str, Any] = {
-            "benchmark": "morph", "command": command, "quick": args.quick,
-            "environment": environment(),
-            "settings": {"epochs": args.epochs, "batch_size": args.batch_size,
-                         "morphologizer_steps": 100 if args.quick else args.morphologizer_steps,
-                         "crfsuite_iterations": 5 if args.quick else args.crfsuite_iterations,
-                         "decode_runs": args.decode_runs, "goals": GOALS},
-            "tasks": {}}
-        t0 = time.perf_counter()
-        for task in args.tasks:
-            report["tasks"][task] = run_task(task, args, workdir)
-        load1 = list(os.getloadavg())
-        report["load"] = {"start": load0, "end": load1, "busy_at_start": busy,
-                          "describe": describe_load(load0, load1, busy)}
-        report["benchmark_wall_s"] = time.perf_counter() - t0
-        report["summary"] = morph_summary(report)
-        return report
-
+    settings = {"epochs": args.epochs, "batch_size": args.batch_size,
+                "morphologizer_steps": 100 if args.quick else args.morphologizer_steps,
+                "crfsuite_iterations": 5 if args.quick else args.crfsuite_iterations,
+                "decode_runs": args.decode_runs, "goals": GOALS}
+    run = task_runner("morph", command, settings, args.tasks,
+                      lambda task, workdir: run_task(task, args, workdir), morph_summary)
     return run_benchmark(args, inputs, "morph_bench_", run,
                          lambda report: print(render_summary(report["summary"])))
 

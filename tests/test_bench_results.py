@@ -131,6 +131,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
     import conll2000
     import ewt_tree
     import ewt_upos
+    import lemma_senter
     import morph
     import scaling
     import orders
@@ -146,6 +147,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
         "trainers": trainers.trainers_summary,
         "orders": orders.orders_summary,
         "morph": morph.morph_summary,
+        "lemma_senter": lemma_senter.lemma_senter_summary,
     }
     checked = 0
     for path in committed_reports():
