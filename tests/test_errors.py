@@ -120,4 +120,4 @@ def test_emission_width_that_is_not_the_label_count_is_reported_as_a_bug(toy):
     with pytest.raises(ValueError, match=rf"^\[CRF-E013\] .* {n + 1} label columns .* expects {n} "
                                          r"\(one per label, per CRF of its structure\)\. "
                                          r"This is a bug"):
-        tagger._check_width(_scores(4, n_labels=n + 1))
+        tagger._state.check_width(_scores(4, n_labels=n + 1))

@@ -22,7 +22,7 @@ def emissions(nlp, texts=TEXTS):
 def iterate_emissions(nlp, texts=TEXTS):
     """The emissions of the training weights (what the model holds after an update)."""
     pipe = nlp.get_pipe("crf_tagger")
-    pipe._averages.show_iterate(pipe.model)
+    pipe._state.averages.show_iterate(pipe.model)
     return pipe.model.predict([nlp.make_doc(t) for t in texts]).emissions.copy()
 
 
@@ -65,12 +65,12 @@ def test_saved_and_pickled_models_predict_with_the_averages(tmp_path):
     nlp, _ = trained()
     expected = emissions(nlp)
     tags = [[t.tag_ for t in doc] for doc in nlp.pipe(TEXTS)]
-    nlp.get_pipe("crf_tagger")._averages.show_iterate(nlp.get_pipe("crf_tagger").model)
+    nlp.get_pipe("crf_tagger")._state.averages.show_iterate(nlp.get_pipe("crf_tagger").model)
     nlp.to_disk(tmp_path / "nlp")  # saving shows the averages itself
     loaded = make_nlp("tag").from_disk(tmp_path / "nlp")
     np.testing.assert_array_equal(emissions(loaded), expected)
     assert [[t.tag_ for t in doc] for doc in loaded.pipe(TEXTS)] == tags
-    nlp.get_pipe("crf_tagger")._averages.show_iterate(nlp.get_pipe("crf_tagger").model)
+    nlp.get_pipe("crf_tagger")._state.averages.show_iterate(nlp.get_pipe("crf_tagger").model)
     copy = pickle.loads(pickle.dumps(nlp))  # as nlp.pipe(n_process=2) sends it
     np.testing.assert_array_equal(emissions(copy), expected)
 
@@ -91,23 +91,23 @@ def test_a_load_that_keeps_the_model_keeps_its_averages_and_iterate(exclude):
 def test_average_weights_false_predicts_with_the_last_weights():
     nlp, _ = trained(model={**SMALL_MODEL, "average_weights": False})
     pipe = nlp.get_pipe("crf_tagger")
-    assert not pipe._averages.averages
+    assert not pipe._state.averages.averages
     np.testing.assert_array_equal(emissions(nlp), iterate_emissions(nlp))
 
 
 def test_an_optimizer_with_averages_keeps_them_itself():
     nlp, optimizer = trained(use_averages=True)
-    assert not nlp.get_pipe("crf_tagger")._averages.averages
+    assert not nlp.get_pipe("crf_tagger")._state.averages.averages
     assert optimizer.averages
 
 
 def test_initialize_starts_the_averages_afresh():
     nlp, _ = trained()
     pipe = nlp.get_pipe("crf_tagger")
-    assert pipe._averages.averages
+    assert pipe._state.averages.averages
     list(nlp.pipe(TEXTS))  # the model holds the averages now
     nlp.initialize(lambda: toy_examples(nlp, "tag"))
-    assert not pipe._averages.averages
+    assert not pipe._state.averages.averages
     assert not np.any(emissions(nlp))  # fresh zero weights, not old averages
 
 
@@ -115,13 +115,13 @@ def test_a_label_added_after_training_keeps_the_predictions():
     nlp, _ = trained()
     tags = [[t.tag_ for t in doc] for doc in nlp.pipe(TEXTS)]
     pipe = nlp.get_pipe("crf_tagger")
-    pipe._averages.show_iterate(pipe.model)
+    pipe._state.averages.show_iterate(pipe.model)
     assert pipe.add_label("NEW") == 1
     assert [[t.tag_ for t in doc] for doc in nlp.pipe(TEXTS)] == tags
     # training goes on from the averaged weights, averaging anew
     optimizer = Adam(0.05, use_averages=False)
     nlp.update(toy_examples(nlp, "tag")[:2], sgd=optimizer)
-    assert pipe._averages.averages
+    assert pipe._state.averages.averages
 
 
 @pytest.mark.parametrize("value", ["yes", 2])

@@ -7,12 +7,9 @@ the component's structure (``spacy_crf.structures``) reads its layout
 :class:`~spacy_crf.models.CRFScores` sharing those readings, and the
 structure's kernels (through ``spacy_crf.inference``) decode the scores and
 give the loss; a :class:`~spacy_crf.targets.Target` reads gold labels and
-writes predictions. The rest lives beside it: the factory (:mod:`.factory`),
-the checks of its settings (:mod:`.settings`), ``initialize``
-(:mod:`.initialize`), the loss of a batch and the life of its labels
-(:mod:`.learning`), the inputs read from other components (:mod:`.inputs`),
-decoding and writing predictions (:mod:`.prediction`), rehearsal
-(:mod:`.rehearsal`), saving and loading (:mod:`.saved_state`).
+writes predictions. Its labels, model and target are one
+:class:`~.state.ComponentState`, handed to :mod:`.initialize`, :mod:`.learning`
+(the loss of a batch), :mod:`.prediction` and :mod:`.saved_state`.
 """
 
 from pathlib import Path
@@ -26,24 +23,25 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
+from .. import inference
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_DOC, DocBatch, doc_lengths
 from ..models.featurize import set_owner, set_sequence
-from ..models.potentials import CRFScores, is_initialized, relation_groups
+from ..models.potentials import CRFScores, relation_groups
 from ..models.sparse_table import step_model, sync_averages
-from ..models.token_transitions import has_token_transitions
-from ..models.weight_average import WeightAverages
 from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
-                          migrate_model_settings, spec_from_cfg, strategy_of)
+                          migrate_model_settings, spec_from_cfg)
+from ..targets import Target
 from . import learning, saved_state
 from .extensions import register_extensions
 from .initialize import initialize
 from .inputs import input_attrs, warn_missing_inputs
 from .prediction import CRFPrediction, decode, write_prediction
 from .pipe_meta import assigned_attributes
-from .rehearsal import rehearse
-from .settings import check_settings, initial_cfg, resolve_structure
+from .rehearsal import step_through_collector
+from .settings import check_settings, initial_cfg, resolve_structure, settings_of
+from .state import ComponentState
 
 
 class CRFTagger(TrainablePipe):
@@ -63,25 +61,45 @@ class CRFTagger(TrainablePipe):
         settings = dict(target=target, sequence=sequence, scheme=scheme, loss=loss,
                         keep_existing=keep_existing, store_confidence=store_confidence,
                         n_best=n_best)
-        crf_structure, self.target = check_settings(model, name, structure=spec, **settings)
-        self.vocab, self.model, self.name, self.scorer = vocab, model, name, scorer
-        self.cfg: Dict[str, Any] = initial_cfg(spec, **settings)
-        self._added_labels: List[str] = []  # by add_label() before initialize(): kept by it
+        crf_structure, target = check_settings(model, name, structure=spec, **settings)
+        self.vocab, self.name, self.scorer = vocab, name, scorer
         self._inputs_checked = False
-        # the teacher of rehearse(): nlp.resume_training() sets it to a copy of the model
-        self._rehearsal_model: Optional[Model] = None
-        self._averages = WeightAverages()  # the moving average, predicted with
         register_extensions(name)
-        self.model = (crf_structure.prepare_model(self.model, self.target, spec.settings)
-                      or self.model)
-        set_sequence(self.model, sequence)
-        set_owner(self.model, name)
-        self.target.check_model(self.model, self.n_relation_groups)
+        model = crf_structure.prepare_model(model, target, spec.settings) or model
+        set_sequence(model, sequence)
+        set_owner(model, name)
+        self._state = ComponentState(name, vocab, initial_cfg(spec, **settings), model, target)
+        self._mirror_model()
+        target.check_model(model, self.n_relation_groups)
+
+    @property
+    def cfg(self) -> Dict[str, Any]:
+        """The settings and the labels (``labels``, ``unseen_labels``): what is saved."""
+        return self._state.cfg
+
+    @property
+    def model(self) -> Model[List[Doc], CRFScores]:
+        """The thinc model: Docs to :class:`~spacy_crf.models.CRFScores`."""
+        return self._state.model
+
+    @property
+    def target(self) -> Target:
+        """Where the labels are read and written (``cfg["target"]``)."""
+        return self._state.target
+
+    @property
+    def _rehearsal_model(self) -> Optional[Model]:
+        # the teacher of rehearse(), set by nlp.resume_training() under this name
+        return self._state.rehearsal_model
+
+    @_rehearsal_model.setter
+    def _rehearsal_model(self, model: Optional[Model]) -> None:
+        self._state.rehearsal_model = model
 
     @property
     def crf_structure(self) -> CRFStructure:
         """The strategy that runs the component's structure (``spacy_crf.structures``)."""
-        return strategy_of(self.structure_spec, has_token_transitions(self.model))
+        return self._state.structure
 
     @property
     def structure_spec(self) -> StructureSpec:
@@ -96,21 +114,19 @@ class CRFTagger(TrainablePipe):
     @property
     def component_view(self) -> ComponentView:
         """What the structure reads of the component (its name, cfg, vocab, target)."""
-        return ComponentView(self.name, self.cfg, self.vocab, self.target, self.n_relation_groups)
+        return self._state.view
 
     @property
     def keep_existing(self) -> bool:
         """Whether labels already on a doc are kept (``cfg["keep_existing"]``;
-        ``None`` as spaCy's own pipe for the target: only ``ents`` keeps them,
-        ``Target.keeps_existing``)."""
-        setting = self.cfg.get("keep_existing")
-        return self.target.keeps_existing if setting is None else bool(setting)
+        ``None`` as spaCy's own pipe for the target: only ``ents`` keeps them)."""
+        return self._state.keep_existing
 
     @property
     def tags(self) -> tuple:
         """The model's output columns, in order: the labels of a token target,
         the scheme's tags of a span target (``O``, ``B-PER``, ...)."""
-        return tuple(self.cfg["labels"])
+        return self._state.tags
 
     @property
     def labels(self) -> tuple:
@@ -149,17 +165,17 @@ class CRFTagger(TrainablePipe):
         lengths = doc_lengths(docs)
         if not int(lengths.sum()):
             return CRFPrediction(np.zeros((0,), dtype=np.int64), lengths)
-        self._require_labels()
+        self._state.require_labels()
         self.check_inputs(docs)
         self.use_prediction_weights()
         batch = self.read_batch(docs)
         scores = self.constrain_scores(self.model.predict(batch), docs)
-        self._check_width(scores)
-        return decode(self, docs, scores, batch.layout, lengths)
+        self._state.check_width(scores)
+        return decode(self._state, docs, scores, batch.layout, lengths)
 
     def set_annotations(self, docs: Iterable[Doc], prediction: CRFPrediction) -> None:
         """Write the predicted labels (and confidences, n-best lists) onto the Docs."""
-        write_prediction(self, list(docs), prediction)
+        write_prediction(self._state, list(docs), prediction)
 
     def update(self, examples: Iterable[Example], *, drop: float = 0.0,
                sgd: Optional[Optimizer] = None,
@@ -168,15 +184,16 @@ class CRFTagger(TrainablePipe):
         losses = {} if losses is None else losses
         losses.setdefault(self.name, 0.0)
         examples = list(examples)
-        docs = learning.training_docs(self, examples, "CRFTagger.update", drop)
+        docs = learning.training_docs(self._state, examples, "CRFTagger.update", drop)
         if docs is None:
             return losses
-        learning.add_gold_types(self, examples)  # a span type first seen: the model grows
+        learning.add_gold_types(self._state, examples)  # a span type first seen: the model grows
         self.check_inputs(docs)
         batch = self.read_batch(docs)
         scores, backprop = self.model.begin_update(batch)
-        loss, d_scores = learning.batch_loss(self, examples, self.constrain_target(scores, docs),
-                                             batch.layout, learn=True)
+        loss, d_scores = learning.batch_loss(self._state, examples,
+                                             self.constrain_target(scores, docs), batch.layout,
+                                             learn=True)
         backprop(d_scores)
         if sgd is not None:
             self.finish_update(sgd)
@@ -190,7 +207,7 @@ class CRFTagger(TrainablePipe):
         examples = list(examples)
         validate_examples(examples, "CRFTagger.get_loss")
         docs = [eg.predicted for eg in examples]
-        return learning.batch_loss(self, examples, self.constrain_target(scores, docs),
+        return learning.batch_loss(self._state, examples, self.constrain_target(scores, docs),
                                    self.batch_layout(docs))
 
     def rehearse(self, examples: Iterable[Example], *, drop: float = 0.0,
@@ -198,15 +215,39 @@ class CRFTagger(TrainablePipe):
                  losses: Optional[Dict[str, float]] = None) -> Dict[str, float]:
         """Train toward the labellings the model gave when ``nlp.resume_training()``
         copied it, against forgetting (:mod:`.rehearsal`; nothing without it)."""
-        return rehearse(self, examples, drop=drop, sgd=sgd,
-                        losses={} if losses is None else losses)
+        losses = {} if losses is None else losses
+        losses.setdefault(self.name, 0.0)
+        teacher_model = self._state.rehearsal_model
+        if teacher_model is None:
+            return losses
+        docs = learning.training_docs(self._state, list(examples), "CRFTagger.rehearse", drop)
+        if docs is None:
+            return losses
+        batch = self.read_batch(docs)
+        teacher = self.constrain_scores(teacher_model.predict(batch), docs)
+        scores, backprop = self.model.begin_update(batch)
+        self._state.check_width(teacher)
+        self._state.check_width(scores)
+        # the teacher's labelling is the gold (the examples' own is not read)
+        gold, _ = inference.viterbi(teacher, batch.layout, None)
+        loss, d_scores = learning.objective(self._state, self.constrain_scores(scores, docs),
+                                            batch.layout, gold)
+        backprop(d_scores)
+        if isinstance(sgd, Optimizer):
+            self.finish_update(sgd)
+        elif callable(sgd):
+            step_through_collector(self.model, sgd)
+        elif sgd is not None:
+            raise ValueError(Errors.E164.format(name=self.name, sgd=sgd))
+        losses[self.name] += loss
+        return losses
 
     def gold_label_ids(self, examples: List[Example], scores: CRFScores,
                        layout: BatchLayout) -> np.ndarray:
         """Gold label ids of the batch's tokens, -1 where unknown (W003 for span
         tags that break the scheme); ``scores`` constrained (:meth:`constrain_scores`),
         ``layout`` :meth:`batch_layout`'s. The batch trainer reads its labels here."""
-        return learning.gold_label_ids(self, examples, scores, layout)
+        return learning.gold_label_ids(self._state, examples, scores, layout)
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Optional[Language] = None, labels: Optional[Sequence[str]] = None,
@@ -244,7 +285,7 @@ class CRFTagger(TrainablePipe):
             On a trained component, keep its labels and weights and add the
             examples' (or ``labels``', E167) new ones as ``add_label`` does.
         """
-        initialize(self, get_examples, nlp=nlp, labels=labels, clusters=clusters,
+        initialize(self._state, get_examples, nlp=nlp, labels=labels, clusters=clusters,
                    gazetteer=gazetteer, gazetteer_case_sensitive=gazetteer_case_sensitive,
                    gazetteer_ruler=gazetteer_ruler, keep_weights=keep_weights,
                    gazetteer_from_training=gazetteer_from_training)
@@ -255,19 +296,19 @@ class CRFTagger(TrainablePipe):
         with the target's constraints (a span scheme's forbidden moves, the
         labels its tokens may take where ``docs``, the batch, is given) and
         ``-inf`` for the labels not learned yet."""
-        return learning.mask_unseen(self, self.constrain_target(scores, docs))
+        return learning.mask_unseen(self._state, self.constrain_target(scores, docs))
 
     def constrain_target(self, scores: CRFScores,
                          docs: Optional[Sequence[Doc]] = None) -> CRFScores:
         """``scores`` with the target's constraints: its forbidden moves, and
         where ``docs`` is given the labels each token may not take (the lemma
         trees that do not apply to its form) at ``-inf``."""
-        return learning.mask_candidates(self, self.target.constrain(scores), docs)
+        return learning.mask_candidates(self._state, self.target.constrain(scores), docs)
 
     def learn_new_labels(self, gold: np.ndarray) -> None:
         """Predict the new labels ``gold`` has from now on (the batch trainer
         calls this for its corpus; ``update`` does it for every batch)."""
-        learning.learn_new_labels(self, gold)
+        self._state.learn_new_labels(gold)
 
     def add_label(self, label: str) -> int:
         """Add a label (a span target's type, ``"LOC"``, adds all its tags, a
@@ -283,36 +324,33 @@ class CRFTagger(TrainablePipe):
         new = [tag for tag in self.target.labels_for(label) if tag not in self.tags]
         if not new:
             return 0
-        if self._initialized():
-            learning.grow(self, new)
-            return 1
-        self._set_labels(list(self.tags) + new)
-        self._added_labels.extend(new)
+        self._state.add_labels(new)
         return 1
 
     def finish_update(self, sgd: Optimizer) -> None:
         """Step the parameters: the hashed tables row-sparse, the rest as thinc
         does, each layer with its own learning-rate scale, and the weights'
         moving average where the optimizer keeps none (``average_weights``)."""
-        step_model(self.model, sgd, self._averages.for_step(self.model, sgd))
+        step_model(self.model, sgd, self._state.averages.for_step(self.model, sgd))
 
     def use_prediction_weights(self) -> None:
         """Make the model hold the weights it predicts with (the moving average
         of ``average_weights``): for reading ``self.model`` as a predictor by
         hand; ``predict`` and saving do it, the next update takes them back."""
-        self._averages.show_averages(self.model)
+        self._state.averages.show_averages(self.model)
 
     def use_params(self, params: Dict) -> Iterator[None]:
         """Swap in e.g. the optimizer's averages (a generator, as
         ``Language.use_params`` drives it with ``next()``)."""
-        self._averages.show_iterate(self.model)  # (the optimizer's averages follow the iterate)
+        # (the optimizer's averages follow the iterate)
+        self._state.averages.show_iterate(self.model)
         sync_averages(self.model, params)
         with self.model.use_params(params):
-            self._averages.lent = bool(params)
+            self._state.averages.lent = bool(params)
             try:
                 yield
             finally:
-                self._averages.lent = False
+                self._state.averages.lent = False
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """Score predictions (see ``spacy_crf.scoring.score_crf``)."""
@@ -321,19 +359,21 @@ class CRFTagger(TrainablePipe):
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
         """Save cfg and the (averaged) weights; an interrupted save leaves no loadable file."""
-        saved_state.to_disk(self, path, exclude)
+        saved_state.to_disk(self._state, path, exclude)
 
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
         """Load what ``to_disk`` wrote; a failed load leaves the component as it was."""
-        return saved_state.from_disk(self, path, exclude)
+        saved_state.from_disk(self._state, path, exclude)
+        return self._mirror_model()
 
     def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
         """Serialize ``cfg`` and the model's weights, less the parts named in ``exclude``."""
-        return saved_state.to_bytes(self, exclude)
+        return saved_state.to_bytes(self._state, exclude)
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "CRFTagger":
         """Load ``to_bytes`` output; a failed load leaves the component as it was."""
-        return saved_state.from_bytes(self, bytes_data, exclude)
+        saved_state.from_bytes(self._state, bytes_data, exclude)
+        return self._mirror_model()
 
     def input_attrs(self) -> List[Tuple[str, str]]:
         """(attribute, why) of every token annotation the component reads from
@@ -353,33 +393,31 @@ class CRFTagger(TrainablePipe):
         model's features then share (a missing parse fails here)."""
         # a fresh DocBatch's readings so far are kept (predict's doc lengths)
         batch = docs if isinstance(docs, DocBatch) and docs.layout is None else DocBatch(docs)
-        batch.layout = self.crf_structure.layout(batch, self.component_view)
+        batch.layout = self._state.layout(batch)
         return batch
 
     def batch_layout(self, docs: Sequence[Doc]) -> BatchLayout:
         """The layout :meth:`read_batch` builds, read by inference beside the scores."""
         return self.read_batch(docs).layout
 
-    def _set_labels(self, labels: Sequence[str]) -> None:
-        self.cfg["labels"] = list(labels)
-        self.target.set_labels(self.cfg["labels"], self.vocab)
-
-    def _initialized(self) -> bool:
-        return is_initialized(self.model)
-
-    def _require_labels(self) -> None:
-        if not self.tags or not self._initialized():
-            raise ValueError(Errors.E007.format(name=self.name))
-
-    def _check_width(self, scores: CRFScores) -> None:
-        expected = self.crf_structure.emission_width(len(self.tags))
-        got = scores.emissions.shape[1]
-        if got != expected:
-            raise ValueError(Errors.E013.format(name=self.name, n_labels=got, expected=expected))
+    def _mirror_model(self) -> "CRFTagger":
+        # the state holds the model; spaCy's compiled TrainablePipe methods
+        # (is_resizable, set_output) read their own slot of it, kept in step here
+        TrainablePipe.model.__set__(self, self.model)
+        return self
 
     def __reduce__(self):
         # rebuilt through __init__ in a worker process (nlp.pipe(n_process=...), spawn):
         # that registers the extensions there too; it predicts with the averaged weights
         self.use_prediction_weights()
-        return (saved_state.rebuild, (CRFTagger, self.vocab, self.model, self.name, self.cfg,
-                                      self.scorer))
+        return (rebuild, (CRFTagger, self.vocab, self.model, self.name, self.cfg, self.scorer))
+
+
+def rebuild(cls: type, vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any],
+            scorer: Optional[Callable]) -> CRFTagger:
+    """A component of class ``cls`` made again from its pickled parts (through
+    ``__init__``, which registers the token extensions in a worker process)."""
+    pipe = cls(vocab, model, name, scorer=scorer, **settings_of(cfg))
+    pipe.cfg.update(cfg)
+    pipe._state.set_labels(pipe.cfg["labels"])
+    return pipe

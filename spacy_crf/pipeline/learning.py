@@ -1,7 +1,8 @@
 """What a crf_tagger learns from a batch: its gold labels, its loss, its new labels.
 
 The component's ``update``, ``get_loss`` and ``rehearse`` and the batch trainer
-(``spacy_crf.fit``, through ``CRFTagger.gold_label_ids``) share these steps:
+(``spacy_crf.fit``, through ``CRFTagger.gold_label_ids``) share these steps,
+each given the component's :class:`~.state.ComponentState`:
 
 * the gold label ids of a batch (-1 where unknown; span tags that break the
   scheme are unannotated, W003);
@@ -10,9 +11,8 @@ The component's ``update``, ``get_loss`` and ``rehearse`` and the batch trainer
 * labels that ``add_label`` gave a trained model, which are never predicted
   until some gold has them (``spacy_crf.unseen_labels``): the batch that has
   them trains them and, in an update, makes them predicted from then on;
-* growing a trained component by new labels (``add_label``,
-  ``initialize(keep_weights=True)``, and a span type an update's gold has
-  first, as spaCy's ner adds it).
+* the span types an update's gold has first, which grow the component (as
+  spaCy's ner adds them), and the counts a model that learns from them fits.
 """
 
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
@@ -23,18 +23,17 @@ from spacy.training import Example, validate_examples
 from thinc.api import set_dropout_rate
 
 from ..errors import Errors, Warnings, warn
-from ..features.doc_arrays import doc_lengths
+from ..features.doc_arrays import DocBatch, doc_lengths
 from ..losses import each_expert, get_loss
-from ..models.architectures import grow_n_labels
-from ..models.label_parts import set_label_parts
 from ..models.hooks import fit_counts, learns_from_counts
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
-from ..targets import is_negative, make_target
-from ..unseen_labels import mask_labels, seen_in
+from ..targets import is_negative
+from ..unseen_labels import mask_labels
+from .state import ComponentState
 
 
-def training_docs(pipe, examples: List[Example], caller: str,
+def training_docs(state: ComponentState, examples: List[Example], caller: str,
                   drop: float) -> Optional[List[Doc]]:
     """The predicted docs of a training step's examples (``update``,
     ``rehearse``), the model set to train on them: its dropout, and the
@@ -44,62 +43,58 @@ def training_docs(pipe, examples: List[Example], caller: str,
     docs = [eg.predicted for eg in examples]
     if not int(doc_lengths(docs).sum()):
         return None
-    pipe._require_labels()
-    set_dropout_rate(pipe.model, drop)
-    pipe._averages.show_iterate(pipe.model)
+    state.require_labels()
+    set_dropout_rate(state.model, drop)
+    state.averages.show_iterate(state.model)
     return docs
 
 
-def gold_label_ids(pipe, examples: List[Example], scores: CRFScores,
+def gold_label_ids(state: ComponentState, examples: List[Example], scores: CRFScores,
                    layout: BatchLayout) -> np.ndarray:
     """Gold label ids of the batch's tokens (see ``CRFTagger.gold_label_ids``)."""
-    gold = (np.concatenate([pipe.target.gold_ids(eg) for eg in examples]) if examples
+    gold = (np.concatenate([state.target.gold_ids(eg) for eg in examples]) if examples
             else np.zeros(0, dtype=np.int64))
-    gold, n_bad = pipe.target.repair_gold(scores, gold, layout)
+    gold, n_bad = state.target.repair_gold(scores, gold, layout)
     if n_bad:
-        warn(Warnings.W003.format(n=n_bad, name=pipe.name, scheme=pipe.cfg["scheme"]))
+        warn(Warnings.W003.format(n=n_bad, name=state.name, scheme=state.cfg["scheme"]))
     return gold
 
 
-def batch_loss(pipe, examples: List[Example], scores: CRFScores, layout: BatchLayout,
-               learn: bool = False) -> Tuple[float, CRFScores]:
+def batch_loss(state: ComponentState, examples: List[Example], scores: CRFScores,
+               layout: BatchLayout, learn: bool = False) -> Tuple[float, CRFScores]:
     """The loss of the examples' gold labels under ``scores`` (constrained by
     the target) and its gradient; with ``learn``, the new labels the gold has
     are predicted from now on."""
-    pipe._check_width(scores)
-    gold = gold_label_ids(pipe, examples, scores, layout)
-    seen = new_labels_in(pipe, gold)
-    if learn and not learns_from_counts(pipe.model):
+    state.check_width(scores)
+    gold = gold_label_ids(state, examples, scores, layout)
+    seen = state.new_labels_in(gold)
+    if learn and not learns_from_counts(state.model):
         # (a model that learns from counts, the HMM, learns its new labels
         # when initialize refits them)
-        learn_new_labels(pipe, gold)
-    return objective(pipe, mask_unseen(pipe, scores, but=seen), layout, gold)
+        state.learn_new_labels(gold)
+    return objective(state, mask_unseen(state, scores, but=seen), layout, gold)
 
 
-def objective(pipe, scores: CRFScores, layout: BatchLayout,
+def objective(state: ComponentState, scores: CRFScores, layout: BatchLayout,
               gold: np.ndarray) -> Tuple[float, CRFScores]:
     """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
     ``scores`` must be constrained. E009 if it is not finite."""
-    per_sequence, gradient = each_expert(get_loss(pipe.cfg.get("loss", "nll")),
+    per_sequence, gradient = each_expert(get_loss(state.cfg.get("loss", "nll")),
                                          scores, layout, gold)
     loss = float(per_sequence.sum())
     if not np.isfinite(loss):
-        raise ValueError(Errors.E009.format(name=pipe.name, value=loss))
+        raise ValueError(Errors.E009.format(name=state.name, value=loss))
     return loss, gradient
 
 
-def unseen_ids(pipe, but: Sequence[str] = ()) -> List[int]:
-    """The columns of the labels not learned yet (``cfg["unseen_labels"]``), but ``but``."""
-    return [pipe.tags.index(label) for label in pipe.cfg.get("unseen_labels") or []
-            if label not in but]
-
-
-def mask_unseen(pipe, scores: CRFScores, but: Sequence[str] = ()) -> CRFScores:
+def mask_unseen(state: ComponentState, scores: CRFScores,
+                but: Sequence[str] = ()) -> CRFScores:
     """``scores`` with ``-inf`` for the labels not learned yet, but ``but``."""
-    return mask_labels(scores, unseen_ids(pipe, but), len(pipe.tags))
+    return mask_labels(scores, state.unseen_ids(but), len(state.tags))
 
 
-def mask_candidates(pipe, scores: CRFScores, docs: Optional[Sequence[Doc]]) -> CRFScores:
+def mask_candidates(state: ComponentState, scores: CRFScores,
+                    docs: Optional[Sequence[Doc]]) -> CRFScores:
     """``scores`` with ``-inf`` emissions for the labels the target does not
     allow a token (``Target.allowed_labels``: the lemma trees that do not apply
     to its form), the experts' too; ``scores`` itself where it allows every
@@ -110,11 +105,11 @@ def mask_candidates(pipe, scores: CRFScores, docs: Optional[Sequence[Doc]]) -> C
     a row all ``-inf`` has no labelling, and the target writes such a token
     as it says (the lemma target: its form, spaCy's ``backoff = "orth"``).
     """
-    allowed = None if docs is None else pipe.target.allowed_labels(docs)
+    allowed = None if docs is None else state.target.allowed_labels(docs)
     if allowed is None:
         return scores
     usable = allowed
-    unseen = unseen_ids(pipe)
+    unseen = state.unseen_ids()
     if unseen:
         usable = allowed.copy()
         usable[:, unseen] = False
@@ -130,39 +125,7 @@ def mask_candidates(pipe, scores: CRFScores, docs: Optional[Sequence[Doc]]) -> C
     return out
 
 
-def new_labels_in(pipe, gold: np.ndarray) -> List[str]:
-    """The labels not learned yet (``cfg["unseen_labels"]``) that ``gold``
-    has, with every tag of their span types."""
-    unseen = pipe.cfg.get("unseen_labels") or []
-    kinds = {pipe.target.kind_of(label) for label in seen_in(gold, unseen, pipe.tags)}
-    return [label for label in unseen if pipe.target.kind_of(label) in kinds]
-
-
-def learn_new_labels(pipe, gold: np.ndarray) -> None:
-    """Predict the new labels ``gold`` has from now on."""
-    seen = new_labels_in(pipe, gold)
-    pipe.cfg["unseen_labels"] = [label for label in pipe.cfg.get("unseen_labels") or []
-                                 if label not in seen]
-
-
-def grow(pipe, new: Sequence[str]) -> None:
-    """Append ``new`` labels to a trained component (see ``CRFTagger.add_label``)."""
-    n_old, labels = len(pipe.tags), list(pipe.tags) + list(new)
-    grown_cfg = pipe.crf_structure.grow_cfg(pipe.component_view, n_old, len(labels))  # may refuse
-    make_target(pipe.cfg["target"], pipe.cfg["scheme"]).set_labels(labels, pipe.vocab)  # E061
-    # the model grows from the weights it predicts with; averaging starts afresh
-    pipe._averages.commit(pipe.model)
-    parts = [pipe.target.label_parts(label) for label in labels]
-    for model in (pipe.model, pipe._rehearsal_model):
-        if model is not None:
-            grow_n_labels(model, n_old, len(labels))
-            set_label_parts(model, parts, grow=True)  # a factored table's new parts
-    pipe.cfg.update(grown_cfg)
-    pipe._set_labels(labels)
-    pipe.cfg["unseen_labels"] = list(pipe.cfg.get("unseen_labels", [])) + list(new)
-
-
-def add_gold_types(pipe, examples: List[Example]) -> None:
+def add_gold_types(state: ComponentState, examples: List[Example]) -> None:
     """Grow a span target's component by the span types the examples' gold
     has and its labels lack (every tag of each), as spaCy's ner adds an
     entity type it first sees in an update; the update then learns them.
@@ -172,20 +135,21 @@ def add_gold_types(pipe, examples: List[Example]) -> None:
     (the HMM), which learns new labels when ``initialize`` refits it. A
     negative type (``!PERSON``) is E185 when the gold is read.
     """
-    if not pipe.target.is_span_target or learns_from_counts(pipe.model):
+    if not state.target.is_span_target or learns_from_counts(state.model):
         return
-    known = {pipe.target.kind_of(tag) for tag in pipe.tags}
-    types = {span.label_ for eg in examples for span in pipe.target.spans_of(eg.reference) or []}
+    known = {state.target.kind_of(tag) for tag in state.tags}
+    types = {span.label_ for eg in examples for span in state.target.spans_of(eg.reference) or []}
     new = sorted(t for t in types - known if not is_negative(t))
     if new:  # (one growth for the batch: each commits the averaged weights)
-        grow(pipe, [tag for span_type in new for tag in pipe.target.labels_for(span_type)])
+        state.grow([tag for span_type in new for tag in state.target.labels_for(span_type)])
 
 
-def fit_from_counts(pipe, get_examples: Callable[[], Iterable[Example]]) -> None:
+def fit_from_counts(state: ComponentState,
+                    get_examples: Callable[[], Iterable[Example]]) -> None:
     """A model that learns from counts (the HMM) sets them from the examples."""
-    if learns_from_counts(pipe.model):
+    if learns_from_counts(state.model):
         examples = [eg for eg in get_examples() if len(eg.predicted)]
         docs = [eg.predicted for eg in examples]
-        gold = np.concatenate([pipe.target.gold_ids(eg) for eg in examples])
-        fit_counts(pipe.model, docs, gold, pipe.batch_layout(docs).lengths)
-        learn_new_labels(pipe, gold)
+        gold = np.concatenate([state.target.gold_ids(eg) for eg in examples])
+        fit_counts(state.model, docs, gold, state.layout(DocBatch(docs)).lengths)
+        state.learn_new_labels(gold)

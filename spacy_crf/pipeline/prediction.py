@@ -19,6 +19,7 @@ from ..structures import BatchLayout
 from ..structures.base import sequence_lengths
 from .. import token_values
 from .extensions import CONFIDENCE, SPAN_CONFIDENCE, stem, store_n_best
+from .state import ComponentState
 
 #: per sequence, its best labellings as (probability, label strings)
 NBestLists = List[List[Tuple[float, List[str]]]]
@@ -38,31 +39,31 @@ class CRFPrediction:
     had_existing: Optional[bool] = None
 
 
-def decode(pipe, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
+def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,
            lengths: np.ndarray) -> CRFPrediction:
     """Viterbi labels of constrained ``scores`` of ``docs``, with the confidences
     and n-best lists the component's settings ask for (``store_confidence``,
     ``n_best``); labels already on the docs are kept where ``keep_existing``."""
     fixed = had_existing = None
-    if pipe.keep_existing:
+    if state.keep_existing:
         # a batch of fresh docs (the usual one) has nothing to keep: asked once
         # per doc here, not again as each doc is read and written
-        had_existing = any(pipe.target.has_existing(doc) for doc in docs if len(doc))
+        had_existing = any(state.target.has_existing(doc) for doc in docs if len(doc))
     if had_existing:
-        fixed, scores = pipe.target.fixed_labels([doc for doc in docs if len(doc)], scores)
+        fixed, scores = state.target.fixed_labels([doc for doc in docs if len(doc)], scores)
     if fixed is not None and not (fixed >= 0).any():
         fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
     label_ids, _ = inference.viterbi(scores, layout, fixed)
     confidence = spans = nbest = None
-    if pipe.cfg["store_confidence"] or pipe.cfg["n_best"]:
+    if state.cfg["store_confidence"] or state.cfg["n_best"]:
         probs, log_z = inference.marginals(scores, layout, fixed)
-    if pipe.cfg["n_best"]:
-        nbest = n_best_lists(scores, layout, fixed, log_z, pipe.cfg["n_best"], pipe.tags)
-    if pipe.cfg["store_confidence"]:
+    if state.cfg["n_best"]:
+        nbest = n_best_lists(scores, layout, fixed, log_z, state.cfg["n_best"], state.tags)
+    if state.cfg["store_confidence"]:
         # marginals are float32: a sure label can round a few ulps above 1
         confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
                              ).astype(np.float32)
-        spans = pipe.target.span_confidence(scores, layout, label_ids, fixed)
+        spans = state.target.span_confidence(scores, layout, label_ids, fixed)
     return CRFPrediction(label_ids, lengths, confidence, spans, nbest, had_existing)
 
 
@@ -81,23 +82,24 @@ def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndar
     return out
 
 
-def write_prediction(pipe, docs: Sequence[Doc], prediction: CRFPrediction) -> None:
+def write_prediction(state: ComponentState, docs: Sequence[Doc],
+                     prediction: CRFPrediction) -> None:
     """Write the predicted labels (and confidences, n-best lists) onto ``docs``."""
     ends = np.cumsum(prediction.doc_lengths)
-    owner = stem(pipe.name)  # where the component's own extensions read
-    if prediction.n_best is not None or pipe.cfg["n_best"]:
+    owner = stem(state.name)  # where the component's own extensions read
+    if prediction.n_best is not None or state.cfg["n_best"]:
         # every doc gets a list, [] for an empty doc (alone in its batch too, where
         # predict skips decoding), and each entry is [probability, labels]: a
         # list, as it comes back from nlp.pipe(n_process=2) (user data goes
         # through msgpack, which turns tuples into lists)
-        per_doc = iter(prediction.n_best or [])
+        per_doc, view = iter(prediction.n_best or []), state.view
         for doc in docs:
-            n_seqs = len(sequence_lengths([doc], pipe)) if len(doc) else 0
+            n_seqs = len(sequence_lengths([doc], view)) if len(doc) else 0
             store_n_best(doc, owner, [[[p, labels] for p, labels in next(per_doc)]
                                           for _ in range(n_seqs)])
     # (labels to keep only where the docs had some when they were decoded)
-    keep = bool(pipe.keep_existing) and prediction.had_existing is not False
-    pipe.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths, keep)
+    keep = bool(state.keep_existing) and prediction.had_existing is not False
+    state.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths, keep)
     if prediction.confidence is None and prediction.span_confidence is None:
         return
     for doc, end, n in zip(docs, ends, prediction.doc_lengths):

@@ -4,52 +4,19 @@
 ``nlp.rehearse()`` then asks each to move toward what its teacher predicts on
 raw text, as spaCy's tagger rehearses toward its teacher's scores. A CRF's
 target is the teacher's Viterbi labelling of each doc (the gold annotation is
-not read), trained with the component's own loss.
+not read), trained with the component's own loss (``CRFTagger.rehearse``).
+These are the steps of the gradients that follow, which ``nlp.rehearse``
+collects.
 """
 
-from typing import Callable, Dict, Iterable, Optional, Tuple, Union
+from typing import Callable, Tuple
 
 import numpy as np
-from spacy.training import Example
-from thinc.api import Model, Optimizer
+from thinc.api import Model
 
-from .. import inference
 from .._kernels.sparse_update import scatter_rows
-from ..errors import Errors
 from ..models.grow import LABEL_HISTORY
 from ..models.sparse_table import ATTR as SPARSE_TABLE
-from .learning import objective, training_docs
-
-
-def rehearse(pipe, examples: Iterable[Example], *, drop: float,
-             sgd: Optional[Union[Optimizer, Callable]],
-             losses: Dict[str, float]) -> Dict[str, float]:
-    """One rehearsal step of ``pipe`` (``CRFTagger.rehearse`` documents it)."""
-    losses.setdefault(pipe.name, 0.0)
-    teacher_model = pipe._rehearsal_model
-    if teacher_model is None:
-        return losses
-    examples = list(examples)
-    docs = training_docs(pipe, examples, "CRFTagger.rehearse", drop)
-    if docs is None:
-        return losses
-    batch = pipe.read_batch(docs)
-    layout = batch.layout
-    teacher = pipe.constrain_scores(teacher_model.predict(batch), docs)
-    scores, backprop = pipe.model.begin_update(batch)
-    pipe._check_width(teacher)
-    pipe._check_width(scores)
-    gold, _ = inference.viterbi(teacher, layout, None)
-    loss, d_scores = objective(pipe, pipe.constrain_scores(scores, docs), layout, gold)
-    backprop(d_scores)
-    if isinstance(sgd, Optimizer):
-        pipe.finish_update(sgd)
-    elif callable(sgd):
-        step_through_collector(pipe.model, sgd)
-    elif sgd is not None:
-        raise ValueError(Errors.E164.format(name=pipe.name, sgd=sgd))
-    losses[pipe.name] += loss
-    return losses
 
 
 def step_through_collector(model: Model, sgd: Callable) -> None:

@@ -14,7 +14,7 @@ from ..features.doc_arrays import SEQUENCE_DOC, SEQUENCES
 from ..models.hooks import scorable_structures
 from ..models.token_transitions import has_token_transitions
 from ..losses import get_loss
-from ..structures import CRFStructure, StructureSpec, strategy_of
+from ..structures import CRFStructure, StructureSpec, spec_from_cfg, strategy_of
 from ..targets import Target, make_target
 from ..util import is_count
 
@@ -84,6 +84,10 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
                                  store_confidence=store_confidence)
     return crf_structure, crf_target
 
+
+def settings_of(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """The settings ``check_settings`` takes (and the factory), from a component's cfg."""
+    return {**{key: cfg[key] for key in SETTINGS}, "structure": spec_from_cfg(cfg)}
 
 def initial_cfg(spec: StructureSpec, *, target: str, sequence: str, scheme: str,
                 keep_existing: Optional[bool], store_confidence: bool, n_best: int,
