@@ -663,10 +663,11 @@ def convert_ud(data_dir: Path, folder: str, prefix: str, out_dir: Path, limit: i
 
 
 def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epochs: int,
-                     batch_size: int) -> Dict[str, Any]:
+                     batch_size: int, model: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Factory defaults for ``target``, nlp.initialize()'s optimizer, the plain loop
     (``defaults.update_loop``) over the docs of a ``.spacy`` file (predicted docs of
-    their words and spaces); the pipeline is saved to ``out_dir``."""
+    their words and spaces); the pipeline is saved to ``out_dir``. ``model``:
+    settings that replace the factory's in its model block (the rest as it is)."""
     import spacy
     from spacy.tokens import Doc, DocBin
     from spacy.training import Example
@@ -674,7 +675,10 @@ def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epoc
     from defaults import update_loop
 
     nlp = spacy.blank(lang)
-    nlp.add_pipe("crf_tagger", config={"target": target})
+    config: Dict[str, Any] = {"target": target}
+    if model:
+        config["model"] = {**nlp.get_factory_meta("crf_tagger").default_config["model"], **model}
+    nlp.add_pipe("crf_tagger", config=config)
     refs = list(DocBin().from_disk(train_path).get_docs(nlp.vocab))
     examples = [Example(Doc(nlp.vocab, words=[t.text for t in d],
                             spaces=[bool(t.whitespace_) for t in d]), d) for d in refs]
