@@ -77,8 +77,13 @@ class WordStream:
         p = 1.0 / np.arange(1, n_words + 1)
         self.p = p / p.sum()
 
+    def indices(self, n: int) -> np.ndarray:
+        """``n`` word ranks (0: the most frequent), for data that ties a
+        property to each word type (label_scaling.py)."""
+        return self.rng.choice(len(self.words), size=n, p=self.p)
+
     def draw(self, n: int) -> List[str]:
-        return list(self.words[self.rng.choice(len(self.words), size=n, p=self.p)])
+        return list(self.words[self.indices(n)])
 
 
 def make_docs(vocab, stream: WordStream, n_docs: int, length: int) -> list:

@@ -131,6 +131,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
     import conll2000
     import ewt_tree
     import ewt_upos
+    import label_scaling
     import lemma_senter
     import morph
     import scaling
@@ -144,6 +145,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
         "uner_english_ewt": uner.uner_summary,
         "ewt_tree": lambda r: ewt_tree.ewt_tree_summary(r, r["systems"]),
         "scaling": scaling.scaling_summary,
+        "label_scaling": label_scaling.label_scaling_summary,
         "trainers": trainers.trainers_summary,
         "orders": orders.orders_summary,
         "morph": morph.morph_summary,

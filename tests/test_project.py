@@ -41,7 +41,7 @@ def test_all_workflow_trains_evaluates_compares_and_plots():
 
 def test_every_benchmark_has_a_workflow_and_writes_the_results_json():
     results = COMMANDS["results"]
-    for name in ("conll2000", "ewt_upos", "uner", "ewt_tree", "scaling"):
+    for name in ("conll2000", "ewt_upos", "uner", "ewt_tree", "scaling", "label_scaling"):
         command = COMMANDS[f"benchmark-{name.replace('_', '-')}"]
         out = f"${{vars.results_dir}}/{name}.json"
         assert out in command["outputs"] and out in results["deps"]
