@@ -12,6 +12,7 @@ featurized corpus, scatters them again to the workers left (or to the nanny's
 replacement) and repeats the evaluation.
 """
 
+import time
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,6 +22,9 @@ from .objective import FeaturizedShard, ShardedObjective
 
 #: evaluations repeated after a lost worker before giving up
 MAX_RETRIES = 3
+#: seconds before the first retry (then twice, three times that): the
+#: scheduler drops a lost worker from its list within a heartbeat or so
+RETRY_PAUSE_S = 0.5
 
 
 class DaskObjective(ShardedObjective):
@@ -58,15 +62,21 @@ class DaskObjective(ShardedObjective):
                                out: Optional[np.ndarray] = None) -> Tuple[float, np.ndarray]:
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         out = np.empty(self.layout.size) if out is None else out
+        lost = False
         for attempt in range(MAX_RETRIES + 1):
             try:
+                if lost:
+                    # inside the try: the scheduler may list a lost worker a moment
+                    # longer, and a scatter to it then fails as the evaluation did
+                    self._scatter()
                 results = self._evaluate(theta)
                 break
             except Exception:  # noqa: BLE001 -- a lost worker shows as several error types
                 if attempt == MAX_RETRIES:
                     raise
                 self.n_rescatters += 1
-                self._scatter()
+                lost = True
+                time.sleep(RETRY_PAUSE_S * (attempt + 1))  # time to notice the loss
         loss = 0.0
         out[...] = results[0][1]
         loss += results[0][0]
