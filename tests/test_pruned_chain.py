@@ -52,16 +52,23 @@ def test_candidates_are_the_best_labels_with_the_kept_one():
     assert best_candidates(emissions, 4, np.array([-1, -1])).tolist() == [[0, 1, 2, 3]] * 2
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_log_z_marginals_and_map_against_enumerating_the_lattice(seed):
-    rng = np.random.default_rng(seed)
+def random_lattice(rng):
+    """A random batch (up to 3 sequences of up to 4 tokens, 3-5 labels), a
+    pruned layout keeping fewer candidates than labels, a quarter of the
+    tokens fixed, and the candidates."""
     lengths = rng.integers(0, 5, size=rng.integers(1, 4))
     L = int(rng.integers(3, 6))
     scores = random_problem(rng, lengths, L)
     layout = PrunedChainLayout(np.asarray(lengths), candidates=int(rng.integers(1, L)))
     N = layout.n_tokens
     fixed = np.where(rng.random(N) < 0.25, rng.integers(0, L, N), -1)
-    cand = best_candidates(scores.emissions, layout.candidates, fixed)
+    return lengths, scores, layout, fixed, best_candidates(scores.emissions, layout.candidates,
+                                                           fixed)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_log_z_marginals_and_map_against_enumerating_the_lattice(seed):
+    lengths, scores, layout, fixed, cand = random_lattice(np.random.default_rng(seed))
     probs, log_z = inference.marginals(scores, layout, fixed)
     labels, best = inference.viterbi(scores, layout, fixed)
     start = 0
@@ -205,14 +212,8 @@ def test_candidates_do_not_depend_on_the_order_labels_are_read_in(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_n_best_against_enumerating_the_lattice(seed):
     rng = np.random.default_rng(70 + seed)
-    lengths = rng.integers(0, 5, size=rng.integers(1, 4))
-    L = int(rng.integers(3, 6))
-    scores = random_problem(rng, lengths, L)
-    layout = PrunedChainLayout(np.asarray(lengths), candidates=int(rng.integers(1, L)))
-    N = layout.n_tokens
-    fixed = np.where(rng.random(N) < 0.25, rng.integers(0, L, N), -1)
+    lengths, scores, layout, fixed, cand = random_lattice(rng)
     k = int(rng.integers(1, 6))
-    cand = best_candidates(scores.emissions, layout.candidates, fixed)
     labels, best, counts = inference.n_best(scores, layout, k, fixed)
     map_labels, _ = inference.viterbi(scores, layout, fixed)
     start = 0
