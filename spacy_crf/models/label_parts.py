@@ -118,18 +118,18 @@ def set_label_parts(model: Model, label_parts: Sequence[Sequence[str]], grow: bo
         setting = node.attrs.get(FACTORED)
         factor = has_parts(label_parts) if setting is None else bool(setting)
         before = width(node) if node.has_param("W") and node.get_param("W") is not None else None
-        if factor:
-            names = _in_order(label_parts, ())
-            node.attrs[PARTS] = names
-            node.attrs[LABEL_PARTS] = _layout(label_parts, names)
-            node.attrs[LABEL_AXES] = dict(FACTORED_AXES)
-        else:
-            node.attrs[PARTS] = None
-            node.attrs[LABEL_PARTS] = None
-            node.attrs[LABEL_AXES] = dict(PLAIN_AXES)
-        node.attrs.pop(PART_HISTORY, None)
+        _mark(node, label_parts, _in_order(label_parts, ()) if factor else None)
         if before is not None and before != width(node):
             drop_params(node)
+
+
+def _mark(node: Model, label_parts: Sequence[Sequence[str]], names: Optional[List[str]]) -> None:
+    """Give ``node`` a column per part of ``names`` (None: a column per label),
+    with no growth behind it."""
+    node.attrs[PARTS] = names
+    node.attrs[LABEL_PARTS] = _layout(label_parts, names) if names is not None else None
+    node.attrs[LABEL_AXES] = dict(FACTORED_AXES if names is not None else PLAIN_AXES)
+    node.attrs.pop(PART_HISTORY, None)
 
 
 def _grow_parts(node: Model, label_parts: Sequence[Sequence[str]]) -> None:
@@ -153,10 +153,7 @@ def forget_label_parts(model: Model) -> None:
     are loaded into it: a file saved with parts sets them again (thinc loads
     attrs), and one saved before tables could factor has none to set."""
     for node in _tables(model):
-        node.attrs[PARTS] = None
-        node.attrs[LABEL_PARTS] = None
-        node.attrs[LABEL_AXES] = dict(PLAIN_AXES)
-        node.attrs.pop(PART_HISTORY, None)
+        _mark(node, (), None)
 
 
 def check_label_parts(model: Model, label_parts: Sequence[Sequence[str]]) -> None:
