@@ -99,6 +99,9 @@ def test_with_every_label_kept_it_is_the_full_chain(seed):
     for ours, theirs in zip(inference.viterbi(scores, pruned, fixed),
                             inference.viterbi(scores, chain, fixed)):
         np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    for ours, theirs in zip(inference.n_best(scores, pruned, 4, fixed),
+                            inference.n_best(scores, chain, 4, fixed)):
+        np.testing.assert_allclose(ours, theirs, atol=1e-9)
     gold = np.where(rng.random(N) < 0.3, -1, rng.integers(0, L, N))
     nll, grad = inference.nll_and_gradient(scores, pruned, gold)
     chain_nll, chain_grad = inference.nll_and_gradient(scores, chain, gold)
@@ -232,21 +235,6 @@ def test_n_best_against_enumerating_the_lattice(seed):
             hit = np.flatnonzero((paths == path).all(axis=1))
             assert hit.size == 1 and totals[hit[0]] == pytest.approx(best[s, r], abs=1e-9)
         assert np.array_equal(labels[0, rows], map_labels[rows])
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_n_best_with_every_label_kept_is_the_full_chains(seed):
-    rng = np.random.default_rng(90 + seed)
-    lengths = rng.integers(0, 6, size=3)
-    L = 4
-    scores = random_problem(rng, lengths, L)
-    N = int(sum(lengths))
-    fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, N), -1)
-    ours = inference.n_best(scores, PrunedChainLayout(np.asarray(lengths), candidates=L), 4,
-                            fixed)
-    theirs = inference.n_best(scores, ChainLayout(np.asarray(lengths)), 4, fixed)
-    for a, b in zip(ours, theirs):
-        np.testing.assert_allclose(a, b, atol=1e-9)
 
 
 def test_the_component_gives_n_best_lists_over_its_lattice():
