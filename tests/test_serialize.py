@@ -8,7 +8,9 @@ import spacy
 import srsly
 from spacy.training import Example
 
-from spacy_crf.models.serialize import KEY, model_from_bytes, model_to_bytes
+from spacy_crf.models import serialize
+from spacy_crf.models.serialize import (KEY, compact_table, expand_table, model_from_bytes,
+                                        model_to_bytes)
 
 N_BUCKETS = 2**16
 
@@ -102,3 +104,85 @@ def test_inconsistent_sparse_rows_raise_e010_and_change_nothing(trained, tmp_pat
         pipe.from_bytes(srsly.msgpack_dumps(msg))
     assert np.array_equal(table(trained), before)
     assert trained("the cat sat")[1].tag_ == "NN"
+
+
+# ------------------------------------------------ tables of mostly-zero rows
+
+
+def sparse_rows_table(rng, n_rows=3000, n_columns=80, density=0.25):
+    """A table whose written rows (a third) hold a quarter of their entries,
+    as a table factored over label parts learns them."""
+    W = np.zeros((n_rows, n_columns), dtype=np.float32)
+    written = rng.random(n_rows) < 0.33
+    entries = (rng.random((n_rows, n_columns)) < density) & written[:, None]
+    entries[written, rng.integers(0, n_columns, written.sum())] = True  # no written row empty
+    W[entries] = rng.normal(size=entries.sum()).astype(np.float32)
+    return W
+
+
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_a_table_of_sparse_rows_is_stored_by_entries_and_expands_bit_identically(monkeypatch,
+                                                                                  chunk):
+    if chunk:  # several chunks, one of them partial
+        monkeypatch.setattr(serialize, "CHUNK_ROWS", chunk)
+    W = sparse_rows_table(np.random.default_rng(0))
+    values, entry = compact_table(W)
+    assert "mask" in entry and values.ndim == 1 and values.size == np.count_nonzero(W)
+    stored = values.nbytes + entry["mask"].nbytes + entry["rows"].nbytes
+    assert stored < 0.5 * np.any(W != 0, axis=1).sum() * W.shape[1] * W.itemsize
+    back = expand_table("0", values, entry)
+    assert back.dtype == W.dtype and np.array_equal(back, W)
+
+
+def test_a_table_of_dense_rows_keeps_the_row_form():
+    W = np.zeros((500, 17), dtype=np.float32)
+    W[::3] = np.random.default_rng(1).normal(size=(167, 17))
+    values, entry = compact_table(W)
+    assert "mask" not in entry and values.shape == (167, 17)
+    assert np.array_equal(expand_table("0", values, entry), W)
+
+
+@pytest.mark.parametrize("corrupt", ["extra_bit", "missing_value", "empty_row", "width"])
+def test_inconsistent_entry_masks_raise(corrupt):
+    W = sparse_rows_table(np.random.default_rng(2), n_rows=300)
+    values, entry = compact_table(W)
+    mask = np.unpackbits(entry["mask"], axis=1, count=entry["n_columns"]).astype(bool)
+    if corrupt == "extra_bit":
+        mask[0, np.flatnonzero(~mask[0])[0]] = True
+    elif corrupt == "missing_value":
+        values = values[:-1]
+    elif corrupt == "empty_row":
+        mask[-1] = False
+        values = values[: values.size - int(np.count_nonzero(W[entry["rows"][-1]]))]
+    else:
+        entry["n_columns"] = 3
+    entry["mask"] = np.packbits(mask, axis=1)
+    with pytest.raises(ValueError, match="sparse weight table of layer 0 is inconsistent"):
+        expand_table("0", values, entry)
+
+
+def test_a_factored_morph_table_is_saved_by_entries_and_loads_identically(tmp_path):
+    nlp = spacy.blank("en")
+    # two candidates of five labels: a row learns the parts of the labels kept
+    nlp.add_pipe("crf_tagger", config={"target": "morph", "model": {
+        "@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": N_BUCKETS,
+        "templates": ["NORM[-1..1]", "SUFFIX3", "SHAPE"], "cluster_templates": None},
+        "structure": {"@structures": "spacy-crf.PrunedChain.v1", "candidates": 2}})
+    words = ["The", "dogs", "ran", "home", "."]
+    gold = spacy.tokens.Doc(nlp.vocab, words=words, pos=["DET", "NOUN", "VERB", "ADV", "PUNCT"],
+                            morphs=["Definite=Def|PronType=Art", "Number=Plur",
+                                    "Mood=Ind|Tense=Past|VerbForm=Fin", "_", "_"])
+    examples = [Example(spacy.tokens.Doc(nlp.vocab, words=words), gold)] * 2
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(3):
+        nlp.update(examples, sgd=optimizer)
+    pipe = nlp.get_pipe("crf_tagger")
+    pipe.use_prediction_weights()
+    msg = srsly.msgpack_loads(model_to_bytes(pipe.model))
+    (entry,) = msg[KEY].values()
+    assert "mask" in entry  # a part per column: each row learns only some parts
+    nlp.to_disk(tmp_path / "model")
+    loaded = spacy.load(tmp_path / "model")
+    assert np.array_equal(table(loaded), table(nlp))
+    assert [t.morph.key for t in loaded("The dogs ran home .")] == \
+        [t.morph.key for t in nlp("The dogs ran home .")]

@@ -9,7 +9,7 @@ construction, and a dropped feature (row -1) is skipped by both.
 import numpy as np
 from numba import njit
 
-from .prefetch import prefetch_row
+from .prefetch import LINE, prefetch_lines, prefetch_row
 
 #: how many tokens ahead ``gather_sum`` asks for rows (1-16 measured alike on EWT)
 PREFETCH_AHEAD = 2
@@ -79,6 +79,13 @@ def prefetch_ahead(table, rows, t):
 
 @njit(cache=True, inline="always")
 def _prefetch_rows(weights, rows, t):
-    for k in range(rows.shape[1]):
-        if rows[t, k] >= 0:
-            prefetch_row(weights, rows[t, k])
+    # a row of more than two cache lines (a factored table's 80 parts) is
+    # asked for line by line; a narrow one by its ends, without the loop
+    if weights.shape[1] * weights.itemsize > 2 * LINE:
+        for k in range(rows.shape[1]):
+            if rows[t, k] >= 0:
+                prefetch_lines(weights, rows[t, k])
+    else:
+        for k in range(rows.shape[1]):
+            if rows[t, k] >= 0:
+                prefetch_row(weights, rows[t, k])

@@ -9,7 +9,7 @@ hint: it never faults and never changes a result.
 """
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -45,3 +45,67 @@ def prefetch_row(typingctx, array, row):
         return context.get_dummy_value()
 
     return types.void(array, row), codegen
+
+
+#: bytes of a cache line: a row is asked for a line at a time
+LINE = 64
+
+
+@intrinsic
+def prefetch_lines(typingctx, array, row):
+    """Ask for every cache line of ``array[row]`` (a C-contiguous 2-d array):
+    its first and last items, and each line between (a row need not start
+    on a line). A factored table's row of 80 parts (320 bytes) takes six
+    requests, where asking for its two ends alone (:func:`prefetch_row`) left
+    the middle lines to be fetched a load at a time (``gather_sum`` on EWT's
+    morphology: 13.0 -> 7.3 ms for 25k tokens). For a row of two lines or
+    fewer the loop is pure cost (+10% on UPOS's 17 columns): see
+    :func:`prefetch_row`."""
+    if not isinstance(array, types.Array) or array.ndim != 2 or not isinstance(row, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type = signature.args[0]
+        arr = context.make_array(array_type)(context, builder, args[0])
+        shape = cgutils.unpack_tuple(builder, arr.shape)
+        strides = cgutils.unpack_tuple(builder, arr.strides)
+        row_index = context.cast(builder, args[1], signature.args[1], types.intp)
+        last = builder.sub(shape[1], context.get_constant(types.intp, 1))
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        intp = context.get_value_type(types.intp)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+
+        def item(column):
+            ptr = cgutils.get_item_pointer2(context, builder, data=arr.data, shape=shape,
+                                            strides=strides, layout=array_type.layout,
+                                            inds=[row_index, column], wraparound=False)
+            return builder.bitcast(ptr, byte_ptr)
+
+        def fetch(ptr):
+            builder.call(fn, [ptr, i32(_READ), i32(_KEEP), i32(_DATA)])
+
+        first, end = item(context.get_constant(types.intp, 0)), item(last)
+        fetch(first)
+        fetch(end)
+        span = builder.sub(builder.ptrtoint(end, intp), builder.ptrtoint(first, intp))
+        with cgutils.for_range_slice(builder, ir.Constant(intp, LINE), span,
+                                     ir.Constant(intp, LINE), intp=intp) as (offset, _):
+            fetch(builder.gep(first, [offset]))
+        return context.get_dummy_value()
+
+    return types.void(array, row), codegen
+
+
+@njit(cache=True, inline="always")
+def prefetch_table_row(table, row):
+    """Ask for ``table[row]``: line by line where it spans more than two cache
+    lines (:func:`prefetch_lines`), by its ends otherwise (:func:`prefetch_row`).
+    A gather over many rows of one table hoists this choice out of its loop
+    instead (``emissions._prefetch_rows``)."""
+    if table.shape[1] * table.itemsize > 2 * LINE:
+        prefetch_lines(table, row)
+    else:
+        prefetch_row(table, row)

@@ -40,7 +40,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .prefetch import prefetch_row
+from .prefetch import prefetch_table_row
 
 
 @njit(cache=True)
@@ -151,12 +151,12 @@ ROWS_AHEAD = 8
 
 @njit(cache=True, inline="always")
 def _prefetch_tables(weights, mom1, mom2, moment_row, avg, r, use_adam, use_avg):
-    prefetch_row(weights, r)
+    prefetch_table_row(weights, r)
     if use_adam:
-        prefetch_row(mom1, moment_row[r])
-        prefetch_row(mom2, moment_row[r])
+        prefetch_table_row(mom1, moment_row[r])
+        prefetch_table_row(mom2, moment_row[r])
     if use_avg:
-        prefetch_row(avg, r)
+        prefetch_table_row(avg, r)
 
 
 @njit(cache=True)

@@ -113,7 +113,7 @@ def check_positive(name: str, value: int) -> None:
 @registry.architectures("spacy-crf.FeatureCRF.v2")
 def FeatureCRF(
     templates: List[str],
-    n_buckets: int = 2**18,
+    n_buckets: Optional[int] = 2**18,
     learn_rate_scale: float = SPARSE_LR_SCALE,
     cluster_templates: Optional[List[str]] = None,
     boost_updates: int = 0,
@@ -133,8 +133,14 @@ def FeatureCRF(
     ----------
     templates : list of str
         Feature templates, e.g. ``["NORM[-2..2]", "NORM[-1]|NORM[0]", "SUFFIX3"]``.
-    n_buckets : int
-        Rows of the hashed weight table (each row holds one weight per label).
+    n_buckets : int, optional
+        Rows of the hashed weight table (each row holds one weight per label,
+        or per label part). null (the factory's default model): sized by the
+        table's width at initialize, 2^20 rows up to 64 columns, then the
+        most that keep it under 2^26 weights, at least 2^18
+        (``spacy_crf.models.hashed_linear.table_rows``): 2^19 for EWT's
+        morphology (80 parts), 2^18 for its lemmas (531 edit trees). The
+        rows chosen are saved with the model.
     learn_rate_scale : float
         Multiplies the optimizer's learning rate for this model's weights.
         A sparse feature is seen in few batches, so it needs a larger step
@@ -188,7 +194,8 @@ def FeatureCRF(
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
-    check_positive("n_buckets", n_buckets)
+    if n_buckets is not None:
+        check_positive("n_buckets", n_buckets)
     if not is_count(boost_updates, 0):
         raise ValueError(Errors.E127.format(value=boost_updates))
     if factored not in (None, True, False):
@@ -211,7 +218,7 @@ def NeuralCRF(
     tok2vec: Model[List[Doc], List[Floats2d]],
     templates: Optional[List[str]] = None,
     neural_weight: float = DEFAULT_NEURAL_WEIGHT,
-    n_buckets: int = 2**20,
+    n_buckets: Optional[int] = None,
     learn_rate_scale: float = SPARSE_LR_SCALE,
     cluster_templates: Optional[List[str]] = None,
     boost_updates: int = 0,
@@ -251,10 +258,11 @@ def NeuralCRF(
         share; the default was chosen on EWT UPOS dev (README, Architectures).
         The ``spacy train`` callback ``spacy-crf.fit_pool_weights.v1`` refits
         it on the dev corpus before every evaluation.
-    n_buckets : int
+    n_buckets : int, optional
         Rows of the feature expert's hashed table; the default is the
-        ``crf_tagger`` factory's, so with the factory's templates the feature
-        expert is the factory's default model.
+        ``crf_tagger`` factory's (null: sized by the table's width), so with
+        the factory's templates the feature expert is the factory's default
+        model.
     learn_rate_scale, nO
         As in ``spacy-crf.FeatureCRF.v2``; ``learn_rate_scale`` applies to the
         hashed weights and both experts' label interactions, not to the

@@ -39,6 +39,29 @@ DROPOUT_DRAWS = "crf_dropout_draws"
 MAX_TABLE_BYTES = 4 * 1024 ** 3
 
 
+#: ``n_buckets = null``: the rows of a table sized by its width. 2^20 rows for
+#: up to 64 columns (every atomic target of the factory's defaults: UPOS 17,
+#: PTB tags 50, 4 entity types 17); a wider table gets the most rows whose
+#: weights stay under TABLE_WEIGHTS (2^26, 256 MB of float32), a power of two
+#: and at least MIN_ROWS. Training holds the table, its average and the
+#: moments of the rows it touches, so this bounds the peak too. EWT's
+#: morphology (80 parts) at 2^19 rows: UFeats 95.68 against 95.69 at 2^20,
+#: training peak 0.98 against 1.35 GB (docs/component.md).
+MAX_ROWS = 2 ** 20
+MIN_ROWS = 2 ** 18
+TABLE_WEIGHTS = 2 ** 26
+#: attrs key: the table's rows follow its width (n_buckets = null), resolved
+#: again at each initialize
+AUTO_ROWS = "crf_auto_rows"
+
+
+def table_rows(n_columns: int) -> int:
+    """The rows of a table of ``n_columns`` columns under ``n_buckets = null``
+    (see :data:`TABLE_WEIGHTS`)."""
+    fits = max(1, TABLE_WEIGHTS // max(1, int(n_columns)))
+    return int(min(MAX_ROWS, max(MIN_ROWS, 1 << (fits.bit_length() - 1))))
+
+
 def max_table_bytes() -> int:
     """The bound on a table's size in bytes (:data:`MAX_TABLE_BYTES`, or the
     environment variable ``SPACY_CRF_MAX_TABLE_BYTES`` where set)."""
@@ -65,14 +88,15 @@ def check_table_size(n_buckets: int, n_labels: int, itemsize: int = 4,
                                             suggest=suggest))
 
 
-def hashed_linear(n_buckets: int, nO: Optional[int] = None,
+def hashed_linear(n_buckets: Optional[int], nO: Optional[int] = None,
                   factored: Optional[bool] = False) -> Model[InT, OutT]:
     """Sum one weight row per feature: a linear model over hashed sparse features.
 
     Parameters
     ----------
-    n_buckets : int
+    n_buckets : int, optional
         Rows of the weight table; feature id ``f`` reads row ``f % n_buckets``.
+        None: sized by the table's width at initialize (:func:`table_rows`).
     nO : int, optional
         Number of labels; set by the component at initialize when not given.
     factored : bool, optional
@@ -100,6 +124,7 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None,
         params={"W": None, "b": None},
         # (no parts until the component gives them: a column per label)
         attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED, FACTORED: factored, PARTS: None,
+               AUTO_ROWS: n_buckets is None,
                LABEL_PARTS: None,
                # one column per output (label, or label pair): grown by add_label
                LABEL_AXES: {"W": (None, "out"), "b": ("out",)}},
@@ -176,8 +201,11 @@ def _kept(model: Model, shape: Tuple[int, ...], rate: float) -> np.ndarray:
 
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = None) -> None:
-    nO, nV = model.get_dim("nO"), model.get_dim("nV")
+    nO = model.get_dim("nO")
     columns = width(model)  # a column per label, or per label part (label_parts.py)
+    if model.attrs.get(AUTO_ROWS):
+        model.set_dim("nV", table_rows(columns), force=True)
+    nV = model.get_dim("nV")
     check_table_size(nV, columns)  # before the allocation, which may not fail cleanly
     model.set_param("W", model.ops.alloc2f(nV, columns))
     model.set_param("b", model.ops.alloc1f(nO))

@@ -173,7 +173,10 @@ class SparseTable:
         self.n_moment_rows += new.size
         capacity = sgd.mom1[key].size // n_labels
         if self.n_moment_rows > capacity:
-            capacity = max(self.n_moment_rows, 2 * capacity, 1024)
+            # by half again, not double: the moments of a wide table are its
+            # largest arrays after the table (EWT's morphology: 2 x 94 MB for
+            # 293k rows, where doubling reserved 2 x 168 MB)
+            capacity = max(self.n_moment_rows, capacity + capacity // 2, 1024)
             for moments in (sgd.mom1, sgd.mom2):
                 grown = np.zeros(capacity * n_labels, dtype=np.float32)
                 grown[: moments[key].size] = moments[key]

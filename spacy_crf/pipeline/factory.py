@@ -25,7 +25,7 @@ from .pipe_meta import declare_pipe_meta
 DEFAULT_MODEL_CONFIG = """
 [model]
 @architectures = "spacy-crf.FeatureCRF.v2"
-n_buckets = 1048576
+n_buckets = null
 templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-2..2]", "PREFIX1", "PREFIX2", "PREFIX3", "SUFFIX1", "SUFFIX2", "SUFFIX3", "SUFFIX4", "SUFFIX3[-1]", "SUFFIX3[1]", "IS_TITLE[-1..1]", "IS_UPPER", "LIKE_NUM", "ORTH"]
 cluster_templates = ["CLUSTER[-1..1]", "CLUSTER6[-1..1]", "CLUSTER[-1]|CLUSTER[0]", "CLUSTER[0]|CLUSTER[1]"]
 boost_updates = 300

@@ -149,15 +149,17 @@ class PrunedChainStructure(CRFStructure):
         candidate ``i``, each move's pair matrix, no root scores."""
         lengths = layout.lengths
         cand = best_candidates(emissions, layout.candidates, keep)
-        local = np.take_along_axis(emissions, cand, 1).astype(np.float64)
+        n_tokens, n_cand = cand.shape
         first, last = sequence_ends(lengths)
-        local[first] += as_f64(scores.start)[cand[first]]
-        local[last] += as_f64(scores.end)[cand[last]]
+        is_first = np.zeros(n_tokens, dtype=np.bool_)
+        is_last = np.zeros(n_tokens, dtype=np.bool_)
+        is_first[first] = True
+        is_last[last] = True
+        local = np.empty((n_tokens, n_cand))
+        pair = np.empty((n_tokens, n_cand, n_cand))
+        pruning.lattice_scores(emissions, cand, is_first, is_last, as_f64(scores.start),
+                               as_f64(scores.end), as_f64(scores.transitions), local, pair)
         heads, order = path_forest(lengths)
-        moves = np.flatnonzero(heads >= 0)
-        pair = np.zeros((cand.shape[0], cand.shape[1], cand.shape[1]))
-        pair[moves] = as_f64(scores.transitions)[cand[moves - 1][:, None, :],
-                                                  cand[moves][:, :, None]]
         return cand, (local, lengths, heads, order, pair,
                       np.arange(cand.shape[0], dtype=np.int64), np.zeros(cand.shape[1]))
 

@@ -11,8 +11,9 @@ from spacy.training import Example
 from thinc.api import Adam, fix_random_seed
 
 from spacy_crf._kernels.emissions import feature_rows
-from spacy_crf.models.hashed_linear import (BUCKETING, DROPOUT_DRAWS, DROPOUT_STREAM, SIGNED,
-                                            UNSIGNED, hashed_linear, seed_dropout)
+from spacy_crf.models.hashed_linear import (BUCKETING, DROPOUT_DRAWS, DROPOUT_STREAM, MIN_ROWS,
+                                            SIGNED, TABLE_WEIGHTS, UNSIGNED, hashed_linear,
+                                            seed_dropout, table_rows)
 from spacy_crf.models.serialize import KEY, model_from_bytes
 from spacy_crf.models.sparse_table import ATTR
 
@@ -359,3 +360,41 @@ def test_dropout_outside_0_1_is_a_clear_error(rate):
     layer.attrs["dropout_rate"] = rate
     with pytest.raises(ValueError, match=r"\[CRF-E052\]"):
         layer(np.arange(6, dtype=np.uint64).reshape(3, 2), is_train=True)
+
+
+# ---------------------------------------------- n_buckets = null: rows by width
+
+
+@pytest.mark.parametrize("columns,rows", [(1, 2**20), (17, 2**20), (64, 2**20), (65, 2**19),
+                                          (80, 2**19), (128, 2**19), (129, 2**18),
+                                          (531, 2**18)])
+def test_a_null_table_gets_its_rows_from_its_width(columns, rows):
+    assert table_rows(columns) == rows
+    assert table_rows(columns) * columns <= max(TABLE_WEIGHTS, MIN_ROWS * columns)
+
+
+def test_null_rows_are_resolved_at_each_initialize_and_saved(tmp_path):
+    def tagger(n_labels):
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe("crf_tagger", config={"model": {
+            "@architectures": "spacy-crf.FeatureCRF.v2", "n_buckets": None,
+            "templates": ["NORM", "SUFFIX3"]}})
+        for i in range(n_labels):
+            pipe.add_label(f"T{i}")
+        return nlp, pipe
+
+    nlp, pipe = tagger(70)
+    nlp.initialize()
+    table = next(n for n in pipe.model.walk() if n.name == "crf_hashed_linear")
+    assert table.get_dim("nV") == 2**19 and table.get_param("W").shape == (2**19, 70)
+    eg = Example.from_dict(nlp.make_doc("a b"), {"tags": ["T1", "T2"]})
+    nlp.update([eg])
+    nlp.to_disk(tmp_path / "wide")
+    loaded = spacy.load(tmp_path / "wide")
+    loaded_table = next(n for n in loaded.get_pipe("crf_tagger").model.walk()
+                        if n.name == "crf_hashed_linear")
+    assert loaded_table.get_param("W").shape == (2**19, 70)
+    assert np.array_equal(loaded_table.get_param("W"), table.get_param("W"))
+    # a re-initialize with fewer labels sizes the table anew
+    nlp.initialize(lambda: [Example.from_dict(nlp.make_doc("a"), {"tags": ["T1"]})])
+    assert table.get_dim("nV") == 2**20

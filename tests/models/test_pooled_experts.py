@@ -269,6 +269,7 @@ def test_a_pool_trains_on_trees_and_at_order_two(config, toy):
 
 def test_the_feature_expert_defaults_to_the_factory_model():
     """Same templates, same table: what v2 adds to the factory default is the tok2vec."""
+    from spacy_crf.models.hashed_linear import AUTO_ROWS, table_rows
     from spacy_crf.pipeline.factory import DEFAULT_MODEL
 
     nlp = spacy.blank("en")
@@ -276,4 +277,8 @@ def test_the_feature_expert_defaults_to_the_factory_model():
         "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": TOK2VEC,
         "templates": list(DEFAULT_MODEL["templates"])}})
     table = next(n for n in crf.model.walk() if n.name == "crf_hashed_linear")
-    assert table.get_dim("nV") == DEFAULT_MODEL["n_buckets"]
+    # null in both: the rows follow the table's width at initialize
+    assert DEFAULT_MODEL["n_buckets"] is None and table.attrs[AUTO_ROWS]
+    crf.add_label("NOUN")
+    nlp.initialize()
+    assert table.get_dim("nV") == table_rows(1) == 2**20
