@@ -98,8 +98,6 @@ SYSTEMS: Dict[str, Dict[str, Any]] = {
 SYSTEM_NAMES = {"factored": "factory defaults (pruned chain, factored table)",
                 "per_label": "factored = false (a weight per label)",
                 "full_chain": "full chain (Chain.v1 order 1, factored table)"}
-#: the factory's n_buckets (spacy_crf/pipeline/factory.py), for the memory estimate
-FACTORY_BUCKETS = 2**20
 
 Sentences = List[Tuple[List[str], List[int]]]  # (words, label ids)
 
@@ -361,20 +359,21 @@ def table_bytes(n_buckets: int, columns: int) -> int:
 
 def skip_reason(system: str, k: int, budget_gb: float) -> Optional[str]:
     """Why a (system, K) is not run, or None. A weight per label needs a
-    (2^20, K) table, and training keeps Adam's two moments of it beside it."""
+    (table_rows(K), K) table, and training keeps Adam's two moments of it beside it."""
     if system == "full_chain" and k > FULL_CHAIN_MAX_K:
         return f"full chain run up to K = {FULL_CHAIN_MAX_K} only (K^2 a token)"
     if system != "per_label":
         return None
-    from spacy_crf.models.hashed_linear import check_table_size
+    from spacy_crf.models.hashed_linear import check_table_size, table_rows
 
+    rows = table_rows(k)  # the factory's n_buckets = null
     try:
-        check_table_size(FACTORY_BUCKETS, k)
+        check_table_size(rows, k)
     except ValueError as err:
         return f"refused: {str(err).split(' (spacy_crf')[0]}"
-    need = 3 * table_bytes(FACTORY_BUCKETS, k) / 2**30
+    need = 3 * table_bytes(rows, k) / 2**30
     if need > budget_gb:
-        return (f"not run: table {table_bytes(FACTORY_BUCKETS, k) / 2**30:.1f} GiB, with "
+        return (f"not run: table {table_bytes(rows, k) / 2**30:.1f} GiB, with "
                 f"Adam's moments {need:.1f} GiB > the {budget_gb:g} GiB budget")
     return None
 
