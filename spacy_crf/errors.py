@@ -503,6 +503,11 @@ class Warnings(metaclass=_Codes):
     W036 = ("{n} gold lemma(s) of a doc have an edit tree that does not apply to the "
             "predicted token's form (e.g. '{form}' with {tree}; the tokenisations may "
             "differ): those tokens are treated as unannotated. Said once per component.")
+    W039 = ("n_buckets = {n_buckets} rows x {columns} columns would make a weight table "
+            "above the model's max_table_mb = {budget:g} MiB: it holds {rows} rows instead "
+            "(n_buckets halved until it fits; more labels share each row, so rare features "
+            "collide more). For more rows, raise max_table_mb in the [components.NAME.model] "
+            "block (null: no budget, E161 above the hard bound), or use fewer labels.")
     # W020-W023: the kernels' cache (issue 48)
     W020 = ("The kernel cache directory {path} {why}, so spacy-crf does not use it: numba's "
             "cache files are pickles, which run code as they load, and a file another user "

@@ -120,6 +120,7 @@ def FeatureCRF(
     average_weights: bool = True,
     l1_penalty: float = 0.0,
     factored: Optional[bool] = None,
+    max_table_mb: Optional[int] = None,
     nO: Optional[int] = None,
 ) -> Model[List[Doc], CRFScores]:
     """A CRF over hashed sparse features of feature templates.
@@ -185,15 +186,26 @@ def FeatureCRF(
         (``morph``), not elsewhere (every other target: its labels are
         atomic, so factoring would change nothing but the cost). The batch
         trainer ``fit`` trains unfactored tables only.
+    max_table_mb : int, optional
+        The weight table's budget in MiB: where ``n_buckets`` rows of a
+        column per label (or part) would be more, the table gets ``n_buckets``
+        halved until it fits, with W039 (``hashed_linear.fit_to_budget``). The
+        factory's default model has 512: 2^20 rows up to 128 columns (31
+        BILUO entity types; the morphology's 77 label parts), 2^15 rows for
+        1,000 entity types (4,001 labels), which would otherwise need 15.6
+        GiB. null: no budget (E161 above the hard bound, 4 GiB).
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
     check_positive("n_buckets", n_buckets)
+    if max_table_mb is not None:
+        check_positive("max_table_mb", max_table_mb)
     if not is_count(boost_updates, 0):
         raise ValueError(Errors.E127.format(value=boost_updates))
     if factored not in (None, True, False):
         raise ValueError(Errors.E240.format(value=factored))
-    linear = hashed_linear(n_buckets, nO=nO, factored=factored)
+    linear = hashed_linear(n_buckets, nO=nO, factored=factored,
+                           budget=None if max_table_mb is None else int(max_table_mb) * 2**20)
     potentials = crf_potentials(nO=nO)
     label_sized(linear, potentials)
     scale_learn_rate(learn_rate_scale, linear, potentials)

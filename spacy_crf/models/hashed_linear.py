@@ -1,6 +1,7 @@
 """Layer: hashed feature ids -> emission scores, one weight row per bucket."""
 
 import os
+import warnings
 from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -9,7 +10,7 @@ from thinc.types import Floats2d
 
 from .._kernels.emissions import feature_rows, gather_sum
 from .._kernels.label_parts import compose_parts, compose_parts_backward
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from .grow import LABEL_AXES
 from .label_parts import FACTORED, LABEL_PARTS, PARTS, composition, factors, width
 from .layer_attrs import HASHED_TABLE, LABEL_SIZED  # noqa: F401 (LABEL_SIZED: its importers')
@@ -65,8 +66,62 @@ def check_table_size(n_buckets: int, n_labels: int, itemsize: int = 4,
                                             suggest=suggest))
 
 
+#: attrs key of a table's budget in bytes (None: none): a table that would be
+#: larger gets fewer rows (:func:`fitted_buckets`), so a label set of thousands
+#: (1,000 entity types: 4,001 BILUO labels) trains in bounded memory
+TABLE_BUDGET = "crf_table_budget"
+#: attrs key of the table's configured n_buckets (its ``nV`` may be fewer)
+CONFIGURED_BUCKETS = "crf_n_buckets"
+
+
+def fitted_buckets(n_buckets: int, columns: int, budget: Optional[int]) -> int:
+    """``n_buckets`` halved until a (rows, columns) float32 table is at most
+    ``budget`` bytes (at least one row); ``n_buckets`` without a budget."""
+    rows = int(n_buckets)
+    if budget is None:
+        return rows
+    while rows > 1 and rows * int(columns) * 4 > budget:
+        rows //= 2
+    return rows
+
+
+def fit_to_budget(model: Model, columns: int) -> int:
+    """The rows of ``model``'s table for ``columns`` columns within its budget
+    (``TABLE_BUDGET``), set as its ``nV`` before allocation; W039 where they
+    are fewer than its ``n_buckets``."""
+    # the configured n_buckets, not the rows an earlier initialize fitted
+    n_buckets = model.attrs.get(CONFIGURED_BUCKETS) or model.get_dim("nV")
+    rows = fitted_buckets(n_buckets, columns, model.attrs.get(TABLE_BUDGET))
+    if rows != n_buckets:  # (said at every initialize that fits it)
+        warnings.warn(Warnings.W039.format(n_buckets=n_buckets, columns=columns, rows=rows,
+                                           budget=model.attrs[TABLE_BUDGET] / 2**20))
+    if model.get_dim("nV") != rows:
+        for name in ("W", "b"):  # thinc keeps a dim while parameters hold it
+            if model.has_param(name):
+                model.set_param(name, None)
+        model.set_dim("nV", rows, force=True)
+    return rows
+
+
+def takes_saved_height(model: Model, n_rows: int) -> bool:
+    """Whether a saved table of ``n_rows`` rows fits ``model`` (its ``nV``, or,
+    within its budget, its ``n_buckets`` halved as :func:`fit_to_budget` does:
+    the same config saved it); sets ``nV`` to it then."""
+    current = model.get_dim("nV") if model.has_dim("nV") else None
+    n_buckets = model.attrs.get(CONFIGURED_BUCKETS) or current
+    if n_buckets is None or current == n_rows:
+        return True
+    halvings = n_buckets // max(1, n_rows)
+    if (model.attrs.get(TABLE_BUDGET) is None or n_rows > n_buckets
+            or halvings * n_rows != n_buckets or halvings & (halvings - 1)):
+        return False
+    model.set_dim("nV", int(n_rows), force=True)
+    return True
+
+
 def hashed_linear(n_buckets: int, nO: Optional[int] = None,
-                  factored: Optional[bool] = False) -> Model[InT, OutT]:
+                  factored: Optional[bool] = False,
+                  budget: Optional[int] = None) -> Model[InT, OutT]:
     """Sum one weight row per feature: a linear model over hashed sparse features.
 
     Parameters
@@ -79,6 +134,11 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None,
         A column per label part instead of per label, a label scoring the sum
         of its parts' (``label_parts.py``); None: where the target's labels
         are made of parts, decided at initialize.
+    budget : int, optional
+        The table's most bytes: where ``n_buckets`` rows would be more (many
+        labels), it gets ``n_buckets`` halved until they fit, with W039
+        (:func:`fit_to_budget`). None: ``n_buckets`` rows, E161 above
+        :func:`max_table_bytes`.
 
     Notes
     -----
@@ -100,6 +160,7 @@ def hashed_linear(n_buckets: int, nO: Optional[int] = None,
         params={"W": None, "b": None},
         # (no parts until the component gives them: a column per label)
         attrs={"dropout_rate": 0.0, BUCKETING: UNSIGNED, FACTORED: factored, PARTS: None,
+               TABLE_BUDGET: budget, CONFIGURED_BUCKETS: n_buckets,
                LABEL_PARTS: None,
                # one column per output (label, or label pair): grown by add_label
                LABEL_AXES: {"W": (None, "out"), "b": ("out",)}},
@@ -176,8 +237,9 @@ def _kept(model: Model, shape: Tuple[int, ...], rate: float) -> np.ndarray:
 
 
 def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = None) -> None:
-    nO, nV = model.get_dim("nO"), model.get_dim("nV")
+    nO = model.get_dim("nO")
     columns = width(model)  # a column per label, or per label part (label_parts.py)
+    nV = fit_to_budget(model, columns)
     check_table_size(nV, columns)  # before the allocation, which may not fail cleanly
     model.set_param("W", model.ops.alloc2f(nV, columns))
     model.set_param("b", model.ops.alloc1f(nO))

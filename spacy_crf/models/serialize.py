@@ -24,7 +24,7 @@ import srsly
 from thinc.api import Model
 from thinc.util import convert_recursive, is_xp_array
 
-from .hashed_linear import BUCKETING, SIGNED, check_table_size
+from .hashed_linear import BUCKETING, SIGNED, check_table_size, takes_saved_height
 from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
 
 #: the message key listing the compacted tables: {node index: {"rows", "n_rows"}}
@@ -96,6 +96,10 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
             # saved before the mapping was explicit: its rows were filled with
             # numba's signed modulo, so it keeps reading them that way
             msg["attrs"][i][BUCKETING] = srsly.msgpack_dumps(SIGNED)
+        saved_rows = (node.get("dims") or {}).get("nV")
+        if (node["name"] == TABLE_LAYER and saved_rows is not None and i < len(nodes)
+                and nodes[i].name == TABLE_LAYER):
+            takes_saved_height(nodes[i], int(saved_rows))  # a table its budget made smaller
     for key, entry in (msg.pop(KEY, None) or {}).items():
         params = msg["params"][int(key)]
         values = np.asarray(params["W"])
@@ -124,7 +128,7 @@ def _check_height(nodes: List[Model], index: int, n_rows: int) -> None:
     if node is None or node.name != TABLE_LAYER:
         raise ValueError(f"the saved weight table {index} is not a hashed table of this model")
     n_buckets = node.get_dim("nV") if node.has_dim("nV") else None
-    if n_buckets is not None and n_buckets != n_rows:
+    if not takes_saved_height(node, n_rows):
         raise ValueError(f"the saved weight table {index} has {n_rows} rows, but the model's "
                          f"n_buckets is {n_buckets}: load it with the config it was trained "
                          f"with (n_buckets = {n_rows})")

@@ -30,6 +30,7 @@ templates = ["NORM[-2..2]", "NORM[-1]|NORM[0]", "NORM[0]|NORM[1]", "SHAPE[-2..2]
 cluster_templates = ["CLUSTER[-1..1]", "CLUSTER6[-1..1]", "CLUSTER[-1]|CLUSTER[0]", "CLUSTER[0]|CLUSTER[1]"]
 boost_updates = 300
 l1_penalty = 0.000003
+max_table_mb = 512
 """
 DEFAULT_MODEL = Config().from_str(DEFAULT_MODEL_CONFIG)["model"]
 
