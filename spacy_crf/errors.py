@@ -289,8 +289,8 @@ class Errors(metaclass=_Codes):
     E147 = ("'{name}' has {n} labels, too many for order = 2: its label-pair states grow "
             "with the cube of the label count ({triples} label triples, about 60 bytes "
             "each), and order = 2 takes at most 2**22 triples, which is 160 labels. Use "
-            "order = 1 (its memory grows with the square; order = null, the default, is 2 "
-            "for span targets), or fewer labels.")
+            "order = 1 (its memory grows with the square; order = null, the default, is 1 "
+            "for span targets with more than 6 BILUO types), or fewer labels.")
     # E160-E179: the pipe contract (issue 35) and loading (issue 29 item 6)
     E160 = ("'{name}'.initialize() needs get_examples: a function that returns an iterable "
             "of Example objects, as nlp.initialize(lambda: examples) passes it; got {obj}. "
