@@ -289,8 +289,8 @@ class Errors(metaclass=_Codes):
     E147 = ("'{name}' has {n} labels, too many for order = 2: its label-pair states grow "
             "with the cube of the label count ({triples} label triples, about 60 bytes "
             "each), and order = 2 takes at most 2**22 triples, which is 160 labels. Use "
-            "order = 1 (its memory grows with the square; order = null, the default, is 2 "
-            "for span targets), or fewer labels.")
+            "order = 1 (its memory grows with the square; order = null, the default, is 1 "
+            "for span targets with more than 6 BILUO types), or fewer labels.")
     # E160-E179: the pipe contract (issue 35) and loading (issue 29 item 6)
     E160 = ("'{name}'.initialize() needs get_examples: a function that returns an iterable "
             "of Example objects, as nlp.initialize(lambda: examples) passes it; got {obj}. "
@@ -503,6 +503,12 @@ class Warnings(metaclass=_Codes):
     W036 = ("{n} gold lemma(s) of a doc have an edit tree that does not apply to the "
             "predicted token's form (e.g. '{form}' with {tree}; the tokenisations may "
             "differ): those tokens are treated as unannotated. Said once per component.")
+    # W039: a wide table's rows under n_buckets = null (issue 51)
+    W039 = ("A weight table of {columns} columns (labels, or label parts) gets {rows} rows "
+            "under n_buckets = null ({size:.0f} MiB), fewer than the 2**18 of other wide "
+            "tables: its rows are shared by more features, so rare ones collide more. Set "
+            "n_buckets in the [components.NAME.model] block for more rows (E161 above "
+            "SPACY_CRF_MAX_TABLE_BYTES), or use fewer labels.")
     # W020-W023: the kernels' cache (issue 48)
     W020 = ("The kernel cache directory {path} {why}, so spacy-crf does not use it: numba's "
             "cache files are pickles, which run code as they load, and a file another user "

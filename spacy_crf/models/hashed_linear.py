@@ -1,6 +1,7 @@
 """Layer: hashed feature ids -> emission scores, one weight row per bucket."""
 
 import os
+import warnings
 from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -9,7 +10,7 @@ from thinc.types import Floats2d
 
 from .._kernels.emissions import feature_rows, gather_sum
 from .._kernels.label_parts import compose_parts, compose_parts_backward
-from ..errors import Errors
+from ..errors import Errors, Warnings
 from .grow import LABEL_AXES
 from .label_parts import FACTORED, LABEL_PARTS, PARTS, composition, factors, width
 from .layer_attrs import HASHED_TABLE, LABEL_SIZED  # noqa: F401 (LABEL_SIZED: its importers')
@@ -50,6 +51,9 @@ MAX_TABLE_BYTES = 4 * 1024 ** 3
 MAX_ROWS = 2 ** 20
 MIN_ROWS = 2 ** 18
 TABLE_WEIGHTS = 2 ** 26
+#: a table too wide for MIN_ROWS within this many bytes (1,000 entity types:
+#: 4,001 BILUO labels, 4.2 GB at 2^18 rows) gets fewer rows still, with W039
+WIDE_TABLE_BYTES = 2 ** 30
 #: attrs key: the table's rows follow its width (n_buckets = null), resolved
 #: again at each initialize
 AUTO_ROWS = "crf_auto_rows"
@@ -57,9 +61,24 @@ AUTO_ROWS = "crf_auto_rows"
 
 def table_rows(n_columns: int) -> int:
     """The rows of a table of ``n_columns`` columns under ``n_buckets = null``
-    (see :data:`TABLE_WEIGHTS`)."""
-    fits = max(1, TABLE_WEIGHTS // max(1, int(n_columns)))
-    return int(min(MAX_ROWS, max(MIN_ROWS, 1 << (fits.bit_length() - 1))))
+    (see :data:`TABLE_WEIGHTS` and :data:`WIDE_TABLE_BYTES`)."""
+    n_columns = max(1, int(n_columns))
+    fits = max(1, TABLE_WEIGHTS // n_columns)
+    rows = min(MAX_ROWS, max(MIN_ROWS, 1 << (fits.bit_length() - 1)))
+    while rows > 1 and rows * n_columns * 4 > WIDE_TABLE_BYTES:
+        rows //= 2
+    return int(rows)
+
+
+def auto_rows(model: Model, n_columns: int) -> int:
+    """Set and return the rows of ``model``'s table under ``n_buckets = null``
+    (:func:`table_rows`), with W039 where they are below :data:`MIN_ROWS`."""
+    rows = table_rows(n_columns)
+    if rows < MIN_ROWS:
+        warnings.warn(Warnings.W039.format(columns=n_columns, rows=rows,
+                                           size=rows * n_columns * 4 / 2 ** 20))
+    model.set_dim("nV", rows, force=True)
+    return rows
 
 
 def max_table_bytes() -> int:
@@ -204,7 +223,7 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = N
     nO = model.get_dim("nO")
     columns = width(model)  # a column per label, or per label part (label_parts.py)
     if model.attrs.get(AUTO_ROWS):
-        model.set_dim("nV", table_rows(columns), force=True)
+        auto_rows(model, columns)
     nV = model.get_dim("nV")
     check_table_size(nV, columns)  # before the allocation, which may not fail cleanly
     model.set_param("W", model.ops.alloc2f(nV, columns))

@@ -182,6 +182,22 @@ def declare_params(model: Model, names: Iterable[str]) -> None:
             node.attrs[LABEL_AXES] = axes
 
 
+def undeclare_params(model: Model, names: Iterable[str]) -> None:
+    """Take back the declaration of ``names`` on every ``crf_potentials`` layer
+    of ``model`` (with any value they hold): its ``initialize`` allocates none
+    of them. For a structure chosen at ``initialize`` that lacks them, e.g.
+    order 1 where order 2 was declared: its triples, cubic in the labels,
+    would not fit in memory for thousands of labels."""
+    for node in model.walk():
+        if node.name == "crf_potentials":
+            axes = dict(node.attrs.get(LABEL_AXES) or {})
+            for name in names:
+                axes.pop(name, None)
+                if node.has_param(name):
+                    node.set_param(name, None)
+            node.attrs[LABEL_AXES] = axes
+
+
 def forward(model: Model, inputs, is_train: bool) -> Tuple[CRFScores, Callable]:
     emissions, token = inputs if isinstance(inputs, tuple) else (inputs, {})
     params = {name: model.get_param(name) for name in model.attrs[LABEL_AXES]

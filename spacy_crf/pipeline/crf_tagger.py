@@ -68,7 +68,8 @@ class CRFTagger(TrainablePipe):
         model = crf_structure.prepare_model(model, target, spec.settings) or model
         set_sequence(model, sequence)
         set_owner(model, name)
-        self._state = ComponentState(name, vocab, initial_cfg(spec, **settings), model, target)
+        self._state = ComponentState(name, vocab, initial_cfg(spec, **settings), model, target,
+                                     spec.by_labels)
         self._mirror_model()
         target.check_model(model, self.n_relation_groups)
 

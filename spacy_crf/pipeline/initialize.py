@@ -45,6 +45,7 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
         fit_from_counts(state, get_examples)
         return
     state.restart(state.target.order_labels(found))
+    state.choose_structure()  # where the config leaves it to the label count
     set_n_labels(state.model, len(state.tags))
     set_label_parts(state.model, [state.target.label_parts(tag) for tag in state.tags])
     # settings the structure reads from the data (relation groups, kept label pairs)

@@ -9,7 +9,7 @@ set from them. Those added to a trained model and not learned yet are
 ``cfg["unseen_labels"]`` (:mod:`spacy_crf.unseen_labels`).
 """
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from spacy.vocab import Vocab
@@ -20,10 +20,12 @@ from ..features.doc_arrays import DocBatch
 from ..models.architectures import grow_n_labels
 from ..models.featurize import set_sequence
 from ..models.label_parts import set_label_parts
-from ..models.potentials import CRFScores, is_initialized, relation_groups
+from ..models.potentials import (CRFScores, declare_params, is_initialized, relation_groups,
+                                 undeclare_params)
 from ..models.token_transitions import has_token_transitions
 from ..models.weight_average import WeightAverages
-from ..structures import BatchLayout, ComponentView, CRFStructure, spec_from_cfg, strategy_of
+from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, spec_from_cfg,
+                          strategy_of)
 from ..targets import Target, make_target
 from ..unseen_labels import seen_in
 
@@ -54,9 +56,14 @@ class ComponentState:
     """
 
     def __init__(self, name: str, vocab: Vocab, cfg: Dict[str, Any], model: Model,
-                 target: Target) -> None:
+                 target: Target,
+                 structure_by_labels: Optional[Callable[[Target], StructureSpec]] = None
+                 ) -> None:
         self.name, self.vocab = name, vocab
         self.cfg, self.model, self.target = cfg, model, target
+        # the config's choice by label count (StructureSpec.by_labels), made at
+        # every fresh initialize; the cfg saves what it chose
+        self.structure_by_labels = structure_by_labels
         self.averages = WeightAverages()
         self.rehearsal_model: Optional[Model] = None
         self.added_labels: List[str] = []
@@ -118,6 +125,20 @@ class ComponentState:
         self.set_labels(labels)
         self.cfg["unseen_labels"] = []
         self.added_labels = []
+
+    def choose_structure(self) -> None:
+        """The structure the config leaves to the label count, for the labels
+        set now (a fresh ``initialize``, before the weights are allocated):
+        its settings into the cfg, and the parameters the model declares made
+        the chosen structure's."""
+        if self.structure_by_labels is None:
+            return
+        old = self.structure
+        spec = self.structure_by_labels(self.target)
+        self.cfg.update(spec.cfg())
+        new = self.structure
+        undeclare_params(self.model, set(old.params) - set(new.params))
+        declare_params(self.model, new.params)
 
     def add_labels(self, new: Sequence[str]) -> None:
         """Add ``new`` labels: before ``initialize`` they join those it finds;

@@ -112,6 +112,15 @@ def allowed_pairs(transitions: np.ndarray, start: np.ndarray) -> np.ndarray:
                            np.stack([prev, label], axis=1)]).astype(np.int64)
 
 
+def allowed_triples(transitions: np.ndarray, start: np.ndarray) -> int:
+    """The label triples an order-2 chain over the pairs of
+    :func:`allowed_pairs` walks at each token (its pair-graph edges): for each
+    middle label ``b``, the pairs into it (START included) times the moves out."""
+    transitions = np.asarray(transitions, dtype=bool)
+    into = np.asarray(start, dtype=bool).astype(np.int64) + transitions.sum(axis=0)
+    return int(into @ transitions.sum(axis=1))
+
+
 class _Expanded:
     """The first-order chain over the kept pairs of a layout, for given scores: pair
     emissions, and the edges between joining pairs (``_kernels/second_order.py``)."""
