@@ -112,8 +112,9 @@ class Errors(metaclass=_Codes):
             "corpus' labels, or raise --c2 to keep the weights bounded.")
     E035 = ("The batch trainer's features of '{name}' do not give the model's own emission "
             "scores: the hashed rows are mapped differently. This is a bug; please report it.")
-    E036 = ("python -m spacy_crf.fit maximises the likelihood, but '{name}' has loss = "
-            "{loss!r}. Set loss = \"nll\" (e.g. --components.{name}.loss nll), or train "
+    E036 = ("python -m spacy_crf.fit cannot minimise '{name}''s loss = {loss!r}: its L-BFGS "
+            "needs a smooth objective whose minimum is a model, which {loss!r} is not. Set "
+            "a loss it supports, {supported} (e.g. --components.{name}.loss nll), or train "
             "that objective with spacy train.")
     E037 = ("The {split} corpus of the config reads '{path}', which does not exist. "
             "Point it at a .spacy file or folder: --paths.{split} PATH (or fix "

@@ -17,7 +17,9 @@ order, then the entry points no module registered) and the list an error
 names.
 """
 
-from typing import Any, Dict, Iterable, Optional
+import importlib
+import pkgutil
+from typing import Any, Dict, Iterable, Optional, Sequence
 
 import catalogue
 from spacy.util import registry
@@ -79,3 +81,11 @@ def listing(names: Iterable[str]) -> str:
     if len(quoted) <= 1:
         return "".join(quoted)
     return f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def import_modules(package: str, path: Sequence[str]) -> None:
+    """Import every module of ``package`` (its ``__path__``), so that one added
+    there registers itself with no import line (a package of its own has its
+    entry point instead)."""
+    for module in pkgutil.iter_modules(path):
+        importlib.import_module(f"{package}.{module.name}")
