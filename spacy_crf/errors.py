@@ -442,6 +442,16 @@ class Errors(metaclass=_Codes):
             "target's labels are made of parts), and the batch trainer fit trains a weight "
             "per label. Set factored = false in the [components.{name}.model] block to train "
             "it with fit, or train this model with spacy train.")
+    # E242-E244: feature sources as a registry (issue 50)
+    E242 = ("[initialize.components.{name}] has {settings}, which neither '{name}' nor any "
+            "registered feature source takes. The component takes labels and keep_weights; "
+            "the feature sources take (source: settings) {options}.")
+    E243 = ("The saved word tables hold {keys}, which no registered feature source reads "
+            "(registered: {sources}). Install the package that registered the source the "
+            "component was trained with.")
+    E244 = ("Feature source '{source}' takes the initialize setting(s) {settings}, which "
+            "feature source '{other}' takes too: give the settings of a new source names "
+            "of its own (e.g. prefixed with the source's name).")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -45,6 +45,7 @@ class ExtensionRegistry:
         #: the same registry without its entry points: what this process
         #: registered, in the order it did (``get_all`` lists entry points first)
         self._in_process = catalogue.Registry(self.catalogue.namespace, entry_points=False)
+        self._external: Optional[Dict[str, Any]] = None
 
     @property
     def group(self) -> str:
@@ -64,9 +65,12 @@ class ExtensionRegistry:
         """Everything registered, by name: this process's registrations in their
         order (the package's own first), then those of entry points that no
         module registered as it was imported."""
-        external = self.catalogue.get_entry_points()  # (loading one may register it)
+        if self._external is None:
+            # read once: entry points change with an install, not within a process
+            # (and reading them costs milliseconds, asked for every template parsed)
+            self._external = self.catalogue.get_entry_points()  # (loading one may register it)
         found = self.in_process()
-        for name, value in external.items():
+        for name, value in self._external.items():
             found.setdefault(name, value)
         return found
 

@@ -410,7 +410,7 @@ def test_fit_holds_a_training_gazetteer_out_as_updates_do(tmp_path):
               stdout=stream)
     featurize = next(n for n in nlp.get_pipe("crf_tagger").model.walk()
                      if n.name == "crf_featurize")
-    assert featurize.attrs["crf_lexicon"].gazetteer.from_training
+    assert featurize.attrs["crf_lexicon"]["gazetteer"].gazetteer.from_training
 
 
 def test_tree_structure_fits(sample_corpus, tmp_path):
