@@ -28,7 +28,7 @@ class LexemeFeatures:
     def __init__(self, attrs: Sequence[str]) -> None:
         import spacy
 
-        from spacy_crf.features.templates import cluster_bits
+        from spacy_crf.feature_sources.brown_clusters import cluster_bits
 
         self.vocab = spacy.blank("en").vocab
         self.attrs = list(attrs)

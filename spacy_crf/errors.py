@@ -112,8 +112,9 @@ class Errors(metaclass=_Codes):
             "corpus' labels, or raise --c2 to keep the weights bounded.")
     E035 = ("The batch trainer's features of '{name}' do not give the model's own emission "
             "scores: the hashed rows are mapped differently. This is a bug; please report it.")
-    E036 = ("python -m spacy_crf.fit maximises the likelihood, but '{name}' has loss = "
-            "{loss!r}. Set loss = \"nll\" (e.g. --components.{name}.loss nll), or train "
+    E036 = ("python -m spacy_crf.fit cannot minimise '{name}''s loss = {loss!r}: its L-BFGS "
+            "needs a smooth objective whose minimum is a model, which {loss!r} is not. Set "
+            "a loss it supports, {supported} (e.g. --components.{name}.loss nll), or train "
             "that objective with spacy train.")
     E037 = ("The {split} corpus of the config reads '{path}', which does not exist. "
             "Point it at a .spacy file or folder: --paths.{split} PATH (or fix "
@@ -441,6 +442,16 @@ class Errors(metaclass=_Codes):
             "target's labels are made of parts), and the batch trainer fit trains a weight "
             "per label. Set factored = false in the [components.{name}.model] block to train "
             "it with fit, or train this model with spacy train.")
+    # E242-E244: feature sources as a registry (issue 50)
+    E242 = ("[initialize.components.{name}] has {settings}, which neither '{name}' nor any "
+            "registered feature source takes. The component takes labels and keep_weights; "
+            "the feature sources take (source: settings) {options}.")
+    E243 = ("The saved word tables hold {keys}, which no registered feature source reads "
+            "(registered: {sources}). Install the package that registered the source the "
+            "component was trained with.")
+    E244 = ("Feature source '{source}' takes the initialize setting(s) {settings}, which "
+            "feature source '{other}' takes too: give the settings of a new source names "
+            "of its own (e.g. prefixed with the source's name).")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -45,6 +45,7 @@ from spacy.util import load_config
 from .cli_util import (CODE_HELP, Arg, Opt, command, config_overrides, import_code, our_errors,
                        run)
 from .errors import Errors
+from .losses import get_loss, registered_losses
 from .pipeline.crf_tagger import CRFTagger
 from .training.config import check_corpora, load_pipeline, training_corpora
 from .training.corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
@@ -333,9 +334,12 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagg
                    f"it has several ({', '.join(p.name for p in featured)})")
             raise ValueError(Errors.E030.format(why=why, pipeline=pipeline))
         pipe = featured[0]
-    loss = pipe.cfg.get("loss", "nll")
-    if loss != "nll":
-        raise ValueError(Errors.E036.format(name=pipe.name, loss=loss))
+    loss = get_loss(pipe.cfg.get("loss", "nll"))
+    if not loss.supports_batch_fit:  # the loss says whether the batch trainer can minimise it
+        supported = [repr(name) for name, other in registered_losses().items()
+                     if other.supports_batch_fit]
+        raise ValueError(Errors.E036.format(name=pipe.name, loss=loss.name,
+                                            supported=", ".join(supported)))
     frozen = set(T["frozen_components"])
     others = [n for n, p in nlp.pipeline
               if n != pipe.name and isinstance(p, TrainablePipe) and n not in frozen]

@@ -26,7 +26,7 @@ def assert_counts_are_path_score_gradient(scores, layout, labels, weights, param
     of the sequence ``ys`` starting at row ``o``."""
     from spacy_crf import losses
 
-    out = losses._zero_gradient(scores, layout)
+    out = losses.zero_gradient(scores, layout)
     losses.labelling_counts(layout, labels, weights, out)
     total = sum(float(np.sum(getattr(out, name) * getattr(scores, name))) for name in params)
     o, expected = 0, 0.0

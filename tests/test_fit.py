@@ -372,6 +372,15 @@ def test_a_neural_model_is_refused_with_the_fix(sample_corpus):
                        "paths.dev": str(sample_corpus["dev"])}, max_iterations=1)
 
 
+@pytest.mark.parametrize("loss", ["perceptron", "hinge"])
+def test_a_loss_the_batch_trainer_cannot_minimise_is_refused_as_the_loss_says(sample_corpus,
+                                                                              loss):
+    # (the refusal is the loss's own supports_batch_fit, naming those it supports)
+    with pytest.raises(ValueError, match=rf"\[CRF-E036\].*loss = '{loss}'.*supports, 'nll'"):
+        fit(ROOT / "configs" / "ewt_upos.cfg", None, max_iterations=1,
+            overrides=overrides(sample_corpus, **{"components.crf_tagger.loss": loss}))
+
+
 def test_a_missing_corpus_is_named(sample_corpus, tmp_path):
     with pytest.raises(ValueError, match=r"\[CRF-E037\].*nowhere.spacy.*--paths.train"):
         fit(ROOT / "configs" / "ewt_upos.cfg", None,
@@ -401,7 +410,7 @@ def test_fit_holds_a_training_gazetteer_out_as_updates_do(tmp_path):
               stdout=stream)
     featurize = next(n for n in nlp.get_pipe("crf_tagger").model.walk()
                      if n.name == "crf_featurize")
-    assert featurize.attrs["crf_lexicon"].gazetteer.from_training
+    assert featurize.attrs["crf_lexicon"]["gazetteer"].gazetteer.from_training
 
 
 def test_tree_structure_fits(sample_corpus, tmp_path):

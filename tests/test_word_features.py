@@ -26,6 +26,7 @@ from spacy_crf.features.extract import extract_features
 from spacy_crf.features.gazetteer import (CODE_B, CODE_I, CODE_L, CODE_U, EVERY_FOLD,
                                           Gazetteer, document_fold, read_gazetteer,
                                           training_phrases)
+from spacy_crf.feature_sources import BrownClusters, GazetteerSource
 from spacy_crf.features.lexicon import Lexicon
 from spacy_crf.features.templates import FeatureTemplates
 from spacy_crf.features.vector_clusters import kmeans, unit_rows
@@ -87,8 +88,8 @@ def test_out_of_range_word_attributes_are_refused_by_name(bad):
 def test_cluster_features_match_token_cluster(attr, bits, offset):
     nlp = blank_with_clusters()
     doc = nlp.make_doc(" ".join(WORDS))
-    lexicon = Lexicon(clusters=brown_clusters.table_from_lookups(
-        nlp.vocab.lookups.get_table("lexeme_cluster")))
+    lexicon = Lexicon({"clusters": BrownClusters(brown_clusters.table_from_lookups(
+        nlp.vocab.lookups.get_table("lexeme_cluster")))})
     templates = FeatureTemplates([f"{attr}[{offset}]"])
     got = extract_features([doc], templates, lexicon=lexicon)[:, 0]
     mask = (1 << bits) - 1 if bits else -1
@@ -101,8 +102,8 @@ def test_cluster_features_match_token_cluster(attr, bits, offset):
 def test_prefixes_group_words_by_their_first_bits():
     nlp = blank_with_clusters()
     doc = nlp.make_doc("the a cat dog")
-    lexicon = Lexicon(clusters=brown_clusters.table_from_lookups(
-        nlp.vocab.lookups.get_table("lexeme_cluster")))
+    lexicon = Lexicon({"clusters": BrownClusters(brown_clusters.table_from_lookups(
+        nlp.vocab.lookups.get_table("lexeme_cluster")))})
     ids = extract_features([doc], FeatureTemplates(["CLUSTER", "CLUSTER3", "CLUSTER2"]),
                            lexicon=lexicon)
     assert len(set(ids[:, 0])) == 4  # four paths
@@ -179,7 +180,7 @@ def test_table_from_the_vocab_lookups_adds_the_cluster_templates():
     source = feature_layer_templates(pipe)
     assert source[-len(DEFAULT_MODEL["cluster_templates"]):] == list(DEFAULT_MODEL["cluster_templates"])
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
-    assert len(lexicon.clusters) == len(PATHS)
+    assert len(lexicon["clusters"].table) == len(PATHS)
 
 
 def test_a_file_of_ones_own_comes_before_the_vocab(tmp_path):
@@ -190,7 +191,7 @@ def test_a_file_of_ones_own_comes_before_the_vocab(tmp_path):
     train(nlp, tag_examples(nlp), n=1)
     nlp.get_pipe("crf_tagger").initialize(lambda: tag_examples(nlp), nlp=nlp, clusters=str(paths))
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
-    assert len(lexicon.clusters) == 1
+    assert len(lexicon["clusters"].table) == 1
 
 
 def test_spacy_lookups_data_table_is_read_for_the_language():
@@ -290,7 +291,7 @@ def test_vector_clusters_group_words_with_similar_vectors():
     values = lexicon.columns([doc], ["VECTOR_CLUSTER3"], {"ORTH": doc.to_array("ORTH")})[:, 0]
     assert [len(set(values[i * 4:(i + 1) * 4])) for i in range(3)] == [1, 1, 1]
     assert len(set(values[:12])) == 3 and values[12] == 0  # no vector: 0
-    assert lexicon.vector_ks == [2, 3]
+    assert lexicon["vector_clusters"].ks == [2, 3]
 
 
 def test_vector_clusters_need_vectors():
@@ -334,7 +335,7 @@ def test_gazetteer_features_without_other_word_tables_or_affixes():
     # templates that read the gazetteer and no affix or cluster once got no
     # gazetteer column at all, and the hashing read past the values
     nlp = spacy.blank("en")
-    lexicon = Lexicon(gazetteer=Gazetteer([("CITY", ("Paris",))]))
+    lexicon = Lexicon({"gazetteer": GazetteerSource(Gazetteer([("CITY", ("Paris",))]))})
     docs = [nlp.make_doc(t) for t in ("we saw Paris", "we saw Rome")]
     alone = extract_features(docs, FeatureTemplates(["GAZETTEER", "NORM"]), lexicon=lexicon)
     with_affix = extract_features(docs, FeatureTemplates(["GAZETTEER", "NORM", "SUFFIX3"]),
@@ -380,7 +381,7 @@ def test_gazetteer_from_a_file_and_an_entity_ruler(tmp_path):
         pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, gazetteer=str(path),
                         gazetteer_ruler="entity_ruler")
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
-    assert sorted(lexicon.gazetteer.entries) == [(0, ("Oslo",)), (0, ("new", "york"))]
+    assert sorted(lexicon["gazetteer"].gazetteer.entries) == [(0, ("Oslo",)), (0, ("new", "york"))]
     with pytest.raises(ValueError, match=r"\[CRF-E125\].*nosuchruler"):
         pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, gazetteer_ruler="nosuchruler")
 
@@ -471,7 +472,7 @@ def test_gazetteer_from_training_in_the_pipeline(tmp_path):
     optimizer = nlp.initialize(lambda: examples)
     pipe = nlp.get_pipe("crf_tagger")
     featurize = next(n for n in pipe.model.walk() if n.name == "crf_featurize")
-    gaz = featurize.attrs["crf_lexicon"].gazetteer
+    gaz = featurize.attrs["crf_lexicon"]["gazetteer"].gazetteer
     assert sorted(gaz.entries) == [(0, ("Paris",)), (0, ("Rome",))] and gaz.from_training
     doc = nlp.make_doc("Alice flew to Paris")
     # training features hold Paris out of its own document; prediction sees it
@@ -484,7 +485,7 @@ def test_gazetteer_from_training_in_the_pipeline(tmp_path):
     nlp.to_disk(tmp_path / "model")
     loaded = spacy.load(tmp_path / "model")
     again = next(n for n in loaded.get_pipe("crf_tagger").model.walk()
-                 if n.name == "crf_featurize").attrs["crf_lexicon"].gazetteer
+                 if n.name == "crf_featurize").attrs["crf_lexicon"]["gazetteer"].gazetteer
     assert again == gaz and again.folds == gaz.folds
     texts = ["Bob flew to Rome", "Alice met Carol in Paris"]
     assert ([[(e.text, e.label_) for e in d.ents] for d in nlp.pipe(texts)]
@@ -503,7 +504,7 @@ def test_gazetteer_from_training_reads_a_span_groups_gold():
         examples.append(Example(nlp.make_doc(text), reference))
     pipe = nlp.get_pipe("crf_tagger")
     pipe.initialize(lambda: examples, nlp=nlp, gazetteer_from_training=True)
-    gaz = next(n for n in pipe.model.walk() if n.name == "crf_featurize").attrs["crf_lexicon"].gazetteer
+    gaz = next(n for n in pipe.model.walk() if n.name == "crf_featurize").attrs["crf_lexicon"]["gazetteer"].gazetteer
     assert sorted((gaz.names[i], t) for i, t in gaz.entries) == [("LOC", ("Paris",)),
                                                                   ("ORG", ("acme", "corp"))]
 
@@ -580,7 +581,7 @@ def test_to_bytes_round_trip_keeps_the_word_tables():
 
 
 def test_damaged_word_tables_fail_the_load_clearly():
-    lexicon = Lexicon(clusters=WordTable([1, 2], [3, 4]))
+    lexicon = Lexicon({"clusters": BrownClusters(WordTable([1, 2], [3, 4]))})
     assert Lexicon.from_bytes(lexicon.to_bytes()) == lexicon
     with pytest.raises(ValueError, match="format"):
         Lexicon.from_bytes(srsly.msgpack_dumps({"format": 99}))
@@ -611,7 +612,7 @@ def test_clusters_command_imports_a_paths_file_for_initialize(tmp_path):
     train(nlp, tag_examples(nlp), n=1)
     lexicon = next(n.attrs["crf_lexicon"] for n in nlp.get_pipe("crf_tagger").model.walk()
                    if n.name == "crf_featurize")
-    assert len(lexicon.clusters) == len(PATHS) - 1
+    assert len(lexicon["clusters"].table) == len(PATHS) - 1
 
 
 def test_clusters_command_usage_errors_exit_2(tmp_path):
@@ -641,7 +642,7 @@ def test_chain_tree_experts_share_one_lexicon_after_a_load(tmp_path):
     nlp.to_disk(tmp_path / "m")
     loaded = spacy.load(tmp_path / "m").get_pipe("crf_tagger")
     lexicons = [n.attrs["crf_lexicon"] for n in loaded.model.walk() if n.name == "crf_featurize"]
-    assert len(lexicons) == 2 and lexicons[0] is lexicons[1] and lexicons[0].clusters is not None
+    assert len(lexicons) == 2 and lexicons[0] is lexicons[1] and lexicons[0].get("clusters") is not None
     got = loaded.model.predict(docs)
     assert np.array_equal(got.emissions, want.emissions)
 

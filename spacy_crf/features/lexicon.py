@@ -1,92 +1,80 @@
-"""What a component knows about words beyond their spelling: Brown clusters,
-clusters of the vectors, gazetteers.
+"""What a component knows about words beyond their spelling: the feature
+sources built for it (``spacy_crf.feature_sources``).
 
-A :class:`Lexicon` holds the tables the word-representation attributes of the
-templates read (``CLUSTER``, ``CLUSTERk``, ``VECTOR_CLUSTERk``, ``GAZETTEER``;
-see ``templates.py``). The component builds it at ``initialize`` from the
-pipeline (:func:`build_lexicon`), hands it to its feature layers and saves it
-beside its weights, so a loaded model reads the same values without the
-sources (spacy-lookups-data, the vectors, the gazetteer file).
+A :class:`Lexicon` holds the built sources whose attributes the templates read
+(``CLUSTER``, ``VECTOR_CLUSTERk``, ``GAZETTEER``, or a registered source's
+own). The component builds it at ``initialize`` from the pipeline
+(``pipeline/lexicon_setup.py``), hands it to its feature layers and saves it
+beside its weights, so a loaded model reads the same values without what the
+sources were built from (spacy-lookups-data, the vectors, the gazetteer file).
 """
 
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 import srsly
 from spacy.tokens import Doc
 
 from ..errors import Errors
-from .brown_clusters import prefix_values
-from .gazetteer import Gazetteer
-from .templates import GAZETTEER, cluster_bits, vector_clusters
-from .word_table import WordTable
+from ..feature_sources import FeatureSource, registered_feature_sources, source_of
 
 #: the format of :meth:`Lexicon.to_bytes`
 FORMAT = 1
 
 
 class Lexicon:
-    """The word tables of one component.
+    """The built feature sources of one component.
 
     Parameters
     ----------
-    clusters : WordTable, optional
-        Word -> stored Brown path (one column).
-    vector_clusters : WordTable, optional
-        Word -> cluster id (from 1) for each k of ``vector_ks``, one column each.
-    vector_ks : sequence of int
-        The cluster counts of ``vector_clusters``' columns.
-    gazetteer : Gazetteer, optional
-        The phrase lists.
+    sources : mapping of str to FeatureSource
+        The built sources by registry name.
     """
 
-    def __init__(self, clusters: Optional[WordTable] = None,
-                 vector_clusters: Optional[WordTable] = None, vector_ks: Sequence[int] = (),
-                 gazetteer: Optional[Gazetteer] = None) -> None:
-        if clusters is not None and clusters.n_columns != 1:
-            raise ValueError("a Brown cluster table has one column: the stored path")
-        vector_ks = [int(k) for k in vector_ks]
-        if (vector_clusters is None) != (not vector_ks) or (
-                vector_clusters is not None and vector_clusters.n_columns != len(vector_ks)):
-            raise ValueError("a vector-cluster table has one column per cluster count")
-        self.clusters = clusters
-        self.vector_clusters = vector_clusters
-        self.vector_ks = vector_ks
-        self.gazetteer = gazetteer
+    def __init__(self, sources: Optional[Mapping[str, FeatureSource]] = None) -> None:
+        self.sources: Dict[str, FeatureSource] = dict(sources or {})
+        #: attr -> its built source (None: none), as the registry said first:
+        #: every batch asks, and the registry lists its entries each time
+        self._for_attr: Dict[str, Optional[FeatureSource]] = {}
+
+    def __getitem__(self, name: str) -> FeatureSource:
+        return self.sources[name]
+
+    def get(self, name: str) -> Optional[FeatureSource]:
+        """The built source registered as ``name``, or None."""
+        return self.sources.get(name)
+
+    def _source_for(self, attr: str) -> Optional[FeatureSource]:
+        if attr not in self._for_attr:
+            cls = source_of(attr)
+            built = self.sources.get(cls.name) if cls is not None else None
+            self._for_attr[attr] = built if built is not None and built.has(attr) else None
+        return self._for_attr[attr]
 
     def missing(self, attrs: Sequence[str]) -> List[str]:
         """The attributes of ``attrs`` this lexicon has no table for."""
-        out = []
-        for attr in attrs:
-            if cluster_bits(attr) is not None and self.clusters is None:
-                out.append(attr)
-            elif vector_clusters(attr) is not None and vector_clusters(attr) not in self.vector_ks:
-                out.append(attr)
-            elif attr == GAZETTEER and self.gazetteer is None:
-                out.append(attr)
-        return out
+        return [attr for attr in attrs if self._source_for(attr) is None]
 
     def key_attrs(self, attrs: Sequence[str]) -> List[str]:
         """The token attributes (``ORTH``, ``LOWER``) whose hashes ``attrs`` look up."""
-        needed = []
-        for attr in attrs:
-            table = self._table_of(attr)
-            if table is not None and table.key_attr not in needed:
-                needed.append(table.key_attr)
+        needed: List[str] = []
+        for source, own in self._by_source(attrs):
+            needed += [key for key in source.key_attrs(own) if key not in needed]
         return needed
 
-    def _table_of(self, attr: str) -> Optional[WordTable]:
-        if cluster_bits(attr) is not None:
-            return self.clusters
-        if vector_clusters(attr) is not None:
-            return self.vector_clusters
-        return None
+    def _by_source(self, attrs: Sequence[str]) -> List[Any]:
+        """(built source, its attributes of ``attrs``) in the order of first use."""
+        groups: Dict[int, Any] = {}
+        for attr in attrs:
+            source = self._source_for(attr)
+            groups.setdefault(id(source), (source, []))[1].append(attr)
+        return list(groups.values())
 
     @property
     def holds_out(self) -> bool:
         """Whether the columns differ while training (a gazetteer drawn from the
-        training data holds each document's own phrases out; ``gazetteer.py``)."""
-        return self.gazetteer is not None and self.gazetteer.from_training
+        training data holds each document's own phrases out)."""
+        return any(source.holds_out for source in self.sources.values())
 
     def columns(self, docs: Sequence[Doc], attrs: Sequence[str],
                 keys: Dict[str, np.ndarray], held_out: bool = False) -> np.ndarray:
@@ -95,49 +83,35 @@ class Lexicon:
         Parameters
         ----------
         docs : sequence of Doc
-            The batch (the gazetteer matches in them).
+            The batch.
         attrs : sequence of str
-            Word-representation attributes, each with its table here.
+            Word-representation attributes, each with its source here.
         keys : dict
-            ``{"ORTH": (N,) uint64, "LOWER": ...}``: the hashes the tables look up.
+            ``{"ORTH": (N,) uint64, "LOWER": ...}``: the hashes the sources look up.
         held_out : bool
-            Training: the gazetteer holds out what each document itself gave it.
+            Training: a source that :attr:`holds_out` gives its training values.
         """
         # the key arrays have one row a token; summing the docs' lengths in
         # Python costs as much as the lookup itself
         n_tokens = (next(iter(keys.values())).shape[0] if keys
                     else sum(len(doc) for doc in docs))
         out = np.zeros((n_tokens, len(attrs)), dtype=np.uint64)
-        looked_up: Dict[int, np.ndarray] = {}
-        for j, attr in enumerate(attrs):
-            if attr == GAZETTEER:
-                out[:, j] = self.gazetteer.column(docs, held_out)
-                continue
-            table = self._table_of(attr)
-            if id(table) not in looked_up:
-                looked_up[id(table)] = table.lookup(keys[table.key_attr])
-            values = looked_up[id(table)]
-            bits = cluster_bits(attr)
-            if bits is not None:
-                out[:, j] = prefix_values(values[:, 0], bits)
-            else:
-                out[:, j] = values[:, self.vector_ks.index(vector_clusters(attr))]
+        position = {attr: j for j, attr in enumerate(attrs)}
+        for source, own in self._by_source(attrs):
+            out[:, [position[attr] for attr in own]] = source.columns(docs, own, keys, held_out)
         return out
 
     @property
     def empty(self) -> bool:
-        return self.clusters is None and self.vector_clusters is None and self.gazetteer is None
+        return not self.sources
 
     def to_bytes(self) -> bytes:
-        """msgpack bytes of every table (numpy arrays as they are)."""
-        return srsly.msgpack_dumps({
-            "format": FORMAT,
-            "clusters": None if self.clusters is None else self.clusters.to_dict(),
-            "vector_clusters": (None if self.vector_clusters is None
-                                else self.vector_clusters.to_dict()),
-            "vector_ks": self.vector_ks,
-            "gazetteer": None if self.gazetteer is None else self.gazetteer.to_dict(),
-        })
+        """msgpack bytes of every source (numpy arrays as they are)."""
+        msg: Dict[str, Any] = {"format": FORMAT}
+        for name, cls in registered_feature_sources().items():
+            built = self.sources.get(name)
+            msg.update(built.to_msg() if built is not None else cls.absent)
+        return srsly.msgpack_dumps(msg)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Lexicon":
@@ -156,58 +130,27 @@ class Lexicon:
 
     @classmethod
     def from_msg(cls, msg: Any) -> "Lexicon":
-        """The lexicon of a loaded :meth:`to_bytes` message (see :meth:`from_bytes`)."""
+        """The lexicon of a loaded :meth:`to_bytes` message (see :meth:`from_bytes`).
+
+        Raises
+        ------
+        ValueError
+            For a message of another format, or E243 for one holding a source
+            no installed package registers.
+        """
         if not isinstance(msg, dict) or msg.get("format") != FORMAT:
             raise ValueError(f"the word tables are of format "
                              f"{msg.get('format') if isinstance(msg, dict) else None!r}, "
                              f"this version reads {FORMAT}")
-        clusters, vectors, gazetteer = msg.get("clusters"), msg.get("vector_clusters"), \
-            msg.get("gazetteer")
-        return cls(clusters=None if clusters is None else WordTable.from_dict(clusters),
-                   vector_clusters=None if vectors is None else WordTable.from_dict(vectors),
-                   vector_ks=msg.get("vector_ks") or (),
-                   gazetteer=None if gazetteer is None else Gazetteer.from_dict(gazetteer))
+        registered = registered_feature_sources()
+        known = {key for source in registered.values() for key in source.saved_keys}
+        unknown = [key for key, value in msg.items()
+                   if key != "format" and key not in known and value is not None]
+        if unknown:
+            raise ValueError(Errors.E243.format(keys=", ".join(map(repr, unknown)),
+                                                sources=", ".join(registered)))
+        built = {name: source.from_msg(msg) for name, source in registered.items()}
+        return cls({name: source for name, source in built.items() if source is not None})
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Lexicon) and self.clusters == other.clusters
-                and self.vector_clusters == other.vector_clusters
-                and self.vector_ks == other.vector_ks and self.gazetteer == other.gazetteer)
-
-
-def build_lexicon(attrs: Sequence[str], *, cluster_table: Callable[[], Optional[WordTable]],
-                  vectors: Any = None, gazetteer: Optional[Gazetteer] = None,
-                  seed: int = 0) -> Lexicon:
-    """The tables that ``attrs`` read, from the pipeline's sources.
-
-    Parameters
-    ----------
-    attrs : sequence of str
-        Word-representation attributes the component's templates read.
-    cluster_table : callable
-        Returns the Brown cluster table or None (called only if ``attrs`` read clusters).
-    vectors : Vectors, optional
-        The pipeline's vectors, for ``VECTOR_CLUSTERk``.
-    gazetteer : Gazetteer, optional
-        The phrase lists, for ``GAZETTEER``.
-    seed : int
-        Seed of the vectors' k-means.
-
-    Raises
-    ------
-    ValueError
-        E124 / E126 where an attribute's source is missing.
-    """
-    from .vector_clusters import vector_cluster_table
-
-    clusters = None
-    if any(cluster_bits(a) is not None for a in attrs):
-        clusters = cluster_table()
-    ks = sorted({vector_clusters(a) for a in attrs if vector_clusters(a) is not None})
-    vector_table = None
-    if ks:
-        if vectors is None:
-            raise ValueError(Errors.E124.format(why="the pipeline has no vectors"))
-        vector_table = vector_cluster_table(vectors, ks, seed=seed)
-    lexicon = Lexicon(clusters, vector_table, ks if vector_table is not None else (),
-                      gazetteer if GAZETTEER in attrs else None)
-    return lexicon
+        return isinstance(other, Lexicon) and self.sources == other.sources

@@ -13,14 +13,11 @@ Attributes are spaCy token attributes read with ``Doc.to_array`` (NORM,
 LOWER, SHAPE, TAG, POS, IS_TITLE, LIKE_NUM, ...) plus ``PREFIX1..4`` and
 ``SUFFIX1..4``: the first / last 1 to 4 characters of the token's ``LOWER``.
 
-Word-representation attributes read tables the component holds (see
-``spacy_crf.features.lexicon``): ``CLUSTER`` is the word's Brown cluster (the
-bit path as spaCy stores it in ``lexeme_cluster``, 0 for a word without one)
-and ``CLUSTERk`` its first ``k`` bits (``CLUSTER4``, ``CLUSTER6``, ... up to
-``CLUSTER63``); ``VECTOR_CLUSTERk`` the word's k-means cluster among ``k``
-clusters of the pipeline's static vectors (``VECTOR_CLUSTER256``);
-``GAZETTEER`` the phrase lists that match at the token, with the token's
-B/I/L/U position in each match.
+Word-representation attributes are those of the registered feature sources
+(``spacy_crf.feature_sources``), read from tables the component builds at
+``initialize``: ``CLUSTER`` / ``CLUSTERk`` (Brown clusters), ``VECTOR_CLUSTERk``
+(clusters of the static vectors), ``GAZETTEER`` (phrase lists), and those of
+any source a package registers.
 
 Dependency-tree attributes need a parse (an upstream parser, or gold trees
 copied onto the docs): ``head:ATTR`` is a spaCy attribute of the token's head
@@ -38,6 +35,7 @@ import numpy as np
 from spacy.attrs import IDS
 
 from ..errors import Errors
+from ..feature_sources import attrs_hints, source_of
 
 MAX_OFFSET = 10
 
@@ -56,45 +54,12 @@ AFFIX_ATTRS: Tuple[str, ...] = tuple(
 #: attributes computed from the dependency tree, in column order.
 STRUCTURE_ATTRS: Tuple[str, ...] = ("N_CHILDREN", "DEPTH", "HEAD_DIST", "LCHILD_DEP", "RCHILD_DEP")
 HEAD = "HEAD:"
-#: word-representation attributes: the whole Brown path, and the gazetteer
-CLUSTER, GAZETTEER = "CLUSTER", "GAZETTEER"
-#: ``CLUSTERk`` (the path's first k bits) and ``VECTOR_CLUSTERk`` (k-means of the vectors)
-_CLUSTER_PREFIX = re.compile(r"^CLUSTER(\d+)$")
-_VECTOR_CLUSTER = re.compile(r"^VECTOR_CLUSTER(\d+)$")
-MAX_CLUSTER_BITS = 63
-MAX_VECTOR_CLUSTERS = 65536
 
 
 def lexicon_attr(attr: str) -> bool:
-    """Whether ``attr`` is read from a table of the component (clusters, gazetteer)."""
-    return cluster_bits(attr) is not None or vector_clusters(attr) is not None or attr == GAZETTEER
+    """Whether ``attr`` is read from a table of the component (a feature source's)."""
+    return source_of(attr) is not None
 
-
-def cluster_bits(attr: str) -> Optional[int]:
-    """How many bits of the Brown path ``attr`` reads: 0 for ``CLUSTER`` (all of
-    them), k for ``CLUSTERk``; None for any other attribute."""
-    if attr == CLUSTER:
-        return 0
-    m = _CLUSTER_PREFIX.match(attr)
-    return int(m.group(1)) if m else None
-
-
-def vector_clusters(attr: str) -> Optional[int]:
-    """k for ``VECTOR_CLUSTERk``, else None."""
-    m = _VECTOR_CLUSTER.match(attr)
-    return int(m.group(1)) if m else None
-
-
-def _check_lexicon_attr(attr: str, template: str) -> None:
-    bits, k = cluster_bits(attr), vector_clusters(attr)
-    if bits is not None and not 1 <= bits <= MAX_CLUSTER_BITS and attr != CLUSTER:
-        raise ValueError(Errors.E002.format(
-            template=template, why=f"'{attr}' reads {bits} bits of the Brown path: use "
-                                   f"CLUSTER1 to CLUSTER{MAX_CLUSTER_BITS}, or CLUSTER for all"))
-    if k is not None and not 2 <= k <= MAX_VECTOR_CLUSTERS:
-        raise ValueError(Errors.E002.format(
-            template=template, why=f"'{attr}' asks for {k} clusters of the vectors: use "
-                                   f"VECTOR_CLUSTER2 to VECTOR_CLUSTER{MAX_VECTOR_CLUSTERS}"))
 
 _PART = re.compile(
     r"^(HEAD:)?([A-Z_][A-Z0-9_]*)(?:\[\s*([+-]?\d+)\s*(?:\.\.\s*([+-]?\d+)\s*)?\])?$"
@@ -127,7 +92,7 @@ class FeatureTemplates:
         Whether any template reads ``PREFIXk`` / ``SUFFIXk``; their eight
         columns then follow the spaCy attributes.
     lexicon_attrs : list of str
-        The word-representation attributes read (``CLUSTER6``,
+        The feature sources' attributes read (``CLUSTER6``,
         ``VECTOR_CLUSTER256``, ``GAZETTEER``), sorted; one column each follows
         the affixes.
     head_attrs : list of str
@@ -208,10 +173,10 @@ def _parse(text: str) -> List[Tuple[Part, ...]]:
                 raise ValueError(Errors.E001.format(attr="head:" + attr, template=text, options=options))
             attr = HEAD + attr
         elif lexicon_attr(attr):
-            _check_lexicon_attr(attr, text)
+            source_of(attr).check(attr, text)
         elif attr not in TOKEN_ATTRS + AFFIX_ATTRS + STRUCTURE_ATTRS:
             options = (", ".join(TOKEN_ATTRS + AFFIX_ATTRS + STRUCTURE_ATTRS)
-                       + ", CLUSTER, CLUSTERk, VECTOR_CLUSTERk, GAZETTEER, head:ATTR")
+                       + f", {attrs_hints()}, head:ATTR")
             raise ValueError(Errors.E001.format(attr=attr, template=text, options=options))
         start = int(lo) if lo is not None else 0
         stop = int(hi) if hi is not None else start

@@ -43,12 +43,12 @@ def featurize(templates: Sequence[str], cluster_templates: Sequence[str] = ()) -
         cluster table (they read ``CLUSTER`` / ``CLUSTERk``); validated here too.
     """
     parsed = FeatureTemplates(templates)
-    clusters = list(cluster_templates)
-    if clusters:
-        FeatureTemplates(clusters)
+    optional = list(cluster_templates)
+    if optional:
+        FeatureTemplates(optional)
     # the tree templates are a tree structure's (set_tree_templates), none until then
     return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: [],
-                                                  CLUSTER_TEMPLATES: clusters,
+                                                  CLUSTER_TEMPLATES: optional,
                                                   CLUSTER_TEMPLATES_ADDED: [],
                                                   SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None})
 
@@ -168,28 +168,26 @@ def _cluster_position(node: Model, own: List[str]) -> int:
     return k
 
 
-def has_cluster_templates(model: Model) -> bool:
-    """Whether some featurize layer of ``model`` has ``cluster_templates``."""
-    return any(node.attrs.get(CLUSTER_TEMPLATES) for node in model.walk())
-
-
 def set_lexicon(model: Model, lexicon: Optional[Lexicon]) -> None:
     """Give every featurize layer of ``model`` the component's word tables, and
-    add its ``cluster_templates`` where the tables hold Brown clusters (take
-    them out where an earlier call added them and these tables have none).
+    add its ``cluster_templates`` where the tables hold what they read, Brown
+    clusters (take them out where an earlier call added them and these tables
+    have none).
 
     The templates go after the layer's own and before the tree templates its
     structure added (the same place at ``initialize`` and at a load of what
     it saved, so their feature ids agree).
     """
-    with_clusters = lexicon is not None and lexicon.clusters is not None
     for node in model.walk():
         if LEXICON not in node.attrs:
             continue
         node.attrs[LEXICON] = lexicon
         current: FeatureTemplates = node.attrs["templates"]
         source = _own_templates(node)
-        added = _not_in(node.attrs.get(CLUSTER_TEMPLATES) or [], source) if with_clusters else []
+        optional = node.attrs.get(CLUSTER_TEMPLATES) or []
+        readable = optional and lexicon is not None and not lexicon.missing(
+            FeatureTemplates(optional).lexicon_attrs)
+        added = _not_in(optional, source) if readable else []
         k = _cluster_position(node, source)
         templates = source[:k] + added + source[k:]
         if templates != list(current.source):

@@ -35,6 +35,7 @@ from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpe
 from ..targets import Target
 from . import learning, saved_state
 from .extensions import register_extensions
+from .source_settings import with_source_settings
 from .initialize import initialize
 from .inputs import input_attrs, warn_missing_inputs
 from .prediction import CRFPrediction, decode, write_prediction
@@ -250,12 +251,11 @@ class CRFTagger(TrainablePipe):
         ``layout`` :meth:`batch_layout`'s. The batch trainer reads its labels here."""
         return learning.gold_label_ids(self._state, examples, scores, layout)
 
+    @with_source_settings
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *,
                    nlp: Optional[Language] = None, labels: Optional[Sequence[str]] = None,
-                   clusters: Optional[str] = None, gazetteer: Optional[str] = None,
-                   gazetteer_case_sensitive: bool = False, gazetteer_ruler: Optional[str] = None,
-                   gazetteer_from_training: bool = False, keep_weights: bool = False) -> None:
-        """Collect the labels, gather the word tables and allocate the model
+                   keep_weights: bool = False, **sources: Any) -> None:
+        """Collect the labels, build the word tables and allocate the model
         (the settings of ``[initialize.components.NAME]``).
 
         Parameters
@@ -267,29 +267,18 @@ class CRFTagger(TrainablePipe):
         labels : sequence of str, optional
             The label set, e.g. from ``spacy init labels``; for a span target
             types (``PER``: every tag of the type), tags (``B-PER``) or both.
-        clusters : str, optional
-            A Brown cluster table for the ``CLUSTER`` templates (Liang's
-            ``paths`` or JSON ``{word: path}``); without it the pipeline's
-            ``lexeme_cluster`` lookups table, else spacy-lookups-data's.
-        gazetteer : str, optional
-            Phrase lists for ``GAZETTEER``: JSON lines ``{"label", "pattern"}``
-            or ``NAME<TAB>phrase`` lines.
-        gazetteer_case_sensitive : bool
-            Match the phrases with their case (default: ignore it).
-        gazetteer_ruler : str, optional
-            An ``entity_ruler`` whose phrase patterns are (also) the gazetteer.
-        gazetteer_from_training : bool
-            The training examples' gold spans (also) make the gazetteer, each
-            phrase held out of the documents it came from while training, so
-            that the model learns what a list is worth on text it has not seen.
         keep_weights : bool
             On a trained component, keep its labels and weights and add the
             examples' (or ``labels``', E167) new ones as ``add_label`` does.
+        **sources
+            The settings of the registered feature sources
+            (``spacy_crf.feature_sources``), each source's own: a table file,
+            phrase lists and how to match them (docs/features.md lists them).
+            spaCy checks them as it checks the component's own: the
+            method's signature names them (``source_settings.py``).
         """
-        initialize(self._state, get_examples, nlp=nlp, labels=labels, clusters=clusters,
-                   gazetteer=gazetteer, gazetteer_case_sensitive=gazetteer_case_sensitive,
-                   gazetteer_ruler=gazetteer_ruler, keep_weights=keep_weights,
-                   gazetteer_from_training=gazetteer_from_training)
+        initialize(self._state, get_examples, nlp=nlp, labels=labels, keep_weights=keep_weights,
+                   sources=sources)
 
     def constrain_scores(self, scores: CRFScores,
                          docs: Optional[Sequence[Doc]] = None) -> CRFScores:

@@ -4,7 +4,7 @@ the new labels), set on the component's :class:`~.state.ComponentState`."""
 
 import zlib
 from itertools import islice
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence
 
 from spacy.language import Language
 from spacy.training import Example
@@ -23,11 +23,10 @@ from .state import ComponentState
 
 
 def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Example]], *,
-               nlp: Optional[Language], labels: Optional[Sequence[str]], clusters: Optional[str],
-               gazetteer: Optional[str], gazetteer_case_sensitive: bool,
-               gazetteer_ruler: Optional[str], keep_weights: bool,
-               gazetteer_from_training: bool = False) -> None:
-    """Initialize ``state`` (``CRFTagger.initialize`` documents the arguments)."""
+               nlp: Optional[Language], labels: Optional[Sequence[str]], keep_weights: bool,
+               sources: Dict[str, Any]) -> None:
+    """Initialize ``state`` (``CRFTagger.initialize`` documents the arguments;
+    ``sources`` are the feature sources' settings)."""
     # the label set starts afresh (as in spaCy's own pipes): labels of an
     # earlier initialize or load are not merged in, and every label-sized
     # parameter is resized to the new set
@@ -50,12 +49,9 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
     set_label_parts(state.model, [state.target.label_parts(tag) for tag in state.tags])
     # settings the structure reads from the data (relation groups, kept label pairs)
     state.cfg.update(state.structure.initialize_cfg(state.view, get_examples))
-    # the word tables the templates read (clusters, vector clusters, gazetteer)
-    set_up_lexicon(state.model, state.name, state.vocab, nlp, clusters=clusters,
-                   gazetteer=gazetteer, gazetteer_case_sensitive=gazetteer_case_sensitive,
-                   gazetteer_ruler=gazetteer_ruler,
-                   gazetteer_spans=(_gold_spans(state, get_examples)
-                                    if gazetteer_from_training else None))
+    # the word tables the templates read (each feature source builds its own)
+    set_up_lexicon(state.model, state.name, state.vocab, nlp, get_examples=get_examples,
+                   target=state.target, target_name=state.cfg["target"], settings=sources)
     sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
     needed = [attr for attr, _ in input_attrs(state.model, state.structure.needs_parse,
                                               state.cfg["structure"])]
@@ -66,14 +62,3 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
     warn_no_lexeme_norm(state.model, state.vocab, state.name)
     fit_from_counts(state, get_examples)
 
-
-def _gold_spans(state: ComponentState, get_examples: Callable[[], Iterable[Example]]) -> list:
-    """(reference doc, gold spans) of every training example, for a gazetteer
-    drawn from them (E125 where the target has no spans: tags have none)."""
-    spans_of = getattr(state.target, "spans_of", None)
-    if spans_of is None:
-        raise ValueError(Errors.E125.format(
-            why=f"gazetteer_from_training makes phrase lists of gold spans, and "
-                f"'{state.name}' predicts {state.cfg['target']!r}, which has none: use it with "
-                f"target = \"ents\" or \"spans:KEY\""))
-    return [(eg.reference, spans_of(eg.reference) or []) for eg in get_examples()]

@@ -20,9 +20,6 @@ with :func:`register_target`; a module here is imported with the package,
 one elsewhere through its entry point.
 """
 
-import importlib
-import pkgutil
-
 from .base import NEGATIVE_PREFIX, Target, is_negative, refuse_negative_type
 from .registry import assignable_attributes, make_target, register_target, registered_targets
 
@@ -36,17 +33,9 @@ from .ents import EntTarget
 from .span_group import SpanGroupTarget
 from .extension import (LABELS, ExtensionTarget, extension_labels, register_extension,
                         set_doc_labels)
+from ..registries import import_modules
 
-
-def _import_modules() -> None:
-    """Import every other module of the package, so that a target added as a
-    module of its own here registers itself with no import line (a package
-    of its own has its entry point instead)."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
-
-
-_import_modules()
+import_modules(__name__, __path__)
 
 __all__ = [
     "NEGATIVE_PREFIX", "Target", "is_negative", "refuse_negative_type",

@@ -19,20 +19,12 @@ answers to and builds the target of one.
 
 from typing import Dict, List, Type
 
-import catalogue
-from spacy.util import registry
-
 from ..errors import Errors
+from ..registries import ExtensionRegistry, listing
 from .base import Target
 
-if not hasattr(registry, "crf_targets"):
-    # as spaCy makes its own registries (registry.create would name the entry
-    # point group "thinc_crf_targets"): the group is "spacy_crf_targets"
-    registry.crf_targets = catalogue.create("spacy", "crf_targets", entry_points=True)
-
-#: the same registry without its entry points: what this process registered,
-#: in the order it did (``get_all`` lists the entry points first)
-_IN_PROCESS = catalogue.Registry(registry.crf_targets.namespace, entry_points=False)
+#: ``spacy.util.registry.crf_targets`` (entry points: ``spacy_crf_targets``)
+TARGETS = ExtensionRegistry("crf_targets")
 
 
 def register_target(cls: Type[Target]) -> Type[Target]:
@@ -49,19 +41,14 @@ def register_target(cls: Type[Target]) -> Type[Target]:
     type
         ``cls`` itself.
     """
-    registry.crf_targets.register(cls.name, func=cls)
-    return cls
+    return TARGETS.register(cls.name, cls)
 
 
 def registered_targets() -> Dict[str, Type[Target]]:
     """Every registered target class by name: this process's registrations in
     their order (the package's own first), then those of entry points that no
     module registered as it was imported."""
-    external = registry.crf_targets.get_entry_points()  # (loading one may register it)
-    found = _IN_PROCESS.get_all()
-    for name, cls in external.items():
-        found.setdefault(name, cls)
-    return found
+    return TARGETS.all()
 
 
 def assignable_attributes() -> List[str]:
@@ -69,7 +56,7 @@ def assignable_attributes() -> List[str]:
     meta names it (each target class's ``assigns``, in registration order,
     each once): the factory's ``assigns``. A target whose attribute depends on
     its name (``_.NAME``) names it on its components only."""
-    targets = _IN_PROCESS.get_all()
+    targets = TARGETS.in_process()
     return list(dict.fromkeys(attr for cls in targets.values() for attr in cls.assigns))
 
 
@@ -108,6 +95,5 @@ def make_target(target: str, scheme: str = "BILUO") -> Target:
 
 def _listing(targets: Dict[str, Type[Target]]) -> str:
     """The registered names as E006 lists them: ``'tag', 'pos' or '_.NAME' (a hint)``."""
-    names = [f"'{name}'" + (f" ({cls.name_hint})" if cls.name_hint else "")
-             for name, cls in targets.items()]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return listing(f"'{name}'" + (f" ({cls.name_hint})" if cls.name_hint else "")
+                   for name, cls in targets.items())
