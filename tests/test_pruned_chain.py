@@ -12,9 +12,12 @@ from conftest import toy_examples
 from finite_differences import central_difference
 from kernels.oracle import all_labellings, assert_sequence_matches_enumeration, logsumexp
 from spacy_crf import inference
+from spacy_crf._kernels import pruning, tree
 from spacy_crf.models.potentials import CRFScores
+from spacy_crf.ragged import sequence_ends
 from spacy_crf.structures import ChainLayout
-from spacy_crf.structures.pruned_chain import PrunedChainLayout, best_candidates
+from spacy_crf.structures.pruned_chain import PrunedChainLayout, best_candidates, slots_of
+from spacy_crf.structures.tree_path import path_forest
 
 BLOCK = {"@structures": "spacy-crf.PrunedChain.v1", "candidates": 3}
 
@@ -252,3 +255,47 @@ def test_the_component_gives_n_best_lists_over_its_lattice():
     assert all(len(tags) == len(doc) for _, tags in nbest)
     probabilities = [p for p, _ in nbest]
     assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1 + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_lattice_viterbi_is_the_tree_kernels_over_the_written_lattice(seed):
+    """Decoding reads the lattice's scores in place (pruning.lattice_viterbi);
+    the tree kernel over the lattice written out (pruning.lattice_scores) gives
+    the same labelling and scores, ties, -inf emissions and sequences that
+    allow no labelling included."""
+    rng = np.random.default_rng(300 + seed)
+    lengths, scores, layout, fixed, cand = random_lattice(rng)
+    emissions = np.array(scores.emissions)
+    emissions[rng.random(emissions.shape) < 0.2] = -np.inf  # masked labels
+    if seed % 2:
+        emissions = np.round(emissions)  # ties
+    cand = best_candidates(emissions, layout.candidates, fixed)
+    start, end, trans = (np.ascontiguousarray(a, dtype=np.float64)
+                         for a in (scores.start, scores.end, scores.transitions))
+    n_tokens, n_cand = cand.shape
+    first, last = sequence_ends(layout.lengths)
+    is_first, is_last = np.zeros(n_tokens, bool), np.zeros(n_tokens, bool)
+    is_first[first], is_last[last] = True, True
+    local, pair = np.empty((n_tokens, n_cand)), np.empty((n_tokens, n_cand, n_cand))
+    pruning.lattice_scores(emissions, cand, is_first, is_last, start, end, trans, local, pair)
+    heads, order = path_forest(layout.lengths)
+    fixed_slot = slots_of(cand, fixed)
+    want_slots, want_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
+    tree.max_product(local, layout.lengths, heads, order, pair, np.arange(n_tokens),
+                     np.zeros(n_cand), fixed_slot, want_slots, want_best)
+    slots, got_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
+    pruning.lattice_viterbi(emissions, cand, layout.lengths, start, end,
+                            np.ascontiguousarray(trans.T), fixed_slot, slots, got_best)
+    np.testing.assert_allclose(got_best, want_best)
+    if seed % 2 == 0:  # no ties: the very same labelling
+        assert np.array_equal(slots, want_slots)
+    o = 0
+    for s, n in enumerate(layout.lengths):  # ties: a labelling of the best score
+        rows = np.arange(o, o + n)
+        if n and np.isfinite(want_best[s]):
+            score = local[rows, slots[rows]].sum() + sum(
+                pair[t, slots[t], slots[t - 1]] for t in rows[1:])
+            np.testing.assert_allclose(score, want_best[s])
+        elif n:  # no labelling allowed: the fixed slots, 0 where free
+            assert np.array_equal(slots[rows], want_slots[rows])
+        o += n

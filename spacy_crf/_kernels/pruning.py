@@ -129,3 +129,90 @@ def lattice_scores(emissions, cand, is_first, is_last, start, end, transitions, 
             for i in range(n):
                 for j in range(n):
                     pair[t, i, j] = transitions[cand[t - 1, j], cand[t, i]]
+
+
+@njit(cache=True, nogil=True)
+def lattice_viterbi(emissions, cand, lengths, start, end, incoming, fixed_slot, slots, best):
+    """The MAP labelling of each sequence over its candidates, read in place.
+
+    The lattice's scores are those :func:`lattice_scores` writes out, read
+    where they are needed instead (a move into candidate ``i`` reads
+    ``incoming[cand[t, i], cand[t - 1, j]]``, one row of the (L, L) matrix,
+    which stays in cache, where the (N, n, n) pair matrix would be written
+    and read again: on EWT's morphology 9 -> 6 ms for 25k tokens, on a busy
+    machine).
+
+    Parameters
+    ----------
+    emissions : (N, L) float array
+        Emission scores.
+    cand : (N, n) int64
+        Each token's candidates (:func:`best_candidates`).
+    lengths : (S,) int64
+        Sequence lengths.
+    start, end : (L,) float64
+        Scores of a sequence's first and last labels.
+    incoming : (L, L) float64
+        The transitions transposed: ``incoming[b, a]`` scores ``a`` then ``b``.
+    fixed_slot : (N,) int64
+        The only candidate a token may take (-1: any).
+    slots : (N,) int64
+        Filled with the chosen candidate of each token (ties: the lowest
+        slot). Where a sequence allows no labelling, each token takes its
+        fixed slot (slot 0 where free), as ``tree.max_product`` does.
+    best : (S,) float64
+        Filled with the MAP score of each sequence (``-inf`` if none is
+        allowed, 0 if empty).
+    """
+    n_tokens, n = cand.shape
+    back = np.zeros((n_tokens, n), dtype=np.int64)
+    delta = np.empty(n)
+    following = np.empty(n)
+    o = 0
+    for s in range(lengths.shape[0]):
+        m = lengths[s]
+        if m == 0:
+            best[s] = 0.0
+            continue
+        for i in range(n):
+            label = cand[o, i]
+            delta[i] = emissions[o, label] + start[label] if _allowed(fixed_slot, o, i) \
+                else -np.inf
+        for t in range(o + 1, o + m):
+            for i in range(n):
+                if not _allowed(fixed_slot, t, i):
+                    following[i] = -np.inf
+                    back[t, i] = 0
+                    continue
+                label = cand[t, i]
+                into = incoming[label]
+                top, arg = -np.inf, 0
+                for j in range(n):  # branch-free: which j wins is a coin toss to the CPU
+                    score = delta[j] + into[cand[t - 1, j]]
+                    better = score > top
+                    arg = j if better else arg
+                    top = score if better else top
+                following[i] = top + emissions[t, label]
+                back[t, i] = arg
+            for i in range(n):
+                delta[i] = following[i]
+        last = o + m - 1
+        top, arg = -np.inf, 0
+        for i in range(n):
+            score = delta[i] + end[cand[last, i]]
+            if score > top:
+                top, arg = score, i
+        best[s] = top
+        if not top > -np.inf:
+            for t in range(o, o + m):
+                slots[t] = max(fixed_slot[t], 0)
+        else:
+            slots[last] = arg
+            for t in range(last, o, -1):
+                slots[t - 1] = back[t, slots[t]]
+        o += m
+
+
+@njit(cache=True, inline="always")
+def _allowed(fixed_slot, t, i):
+    return fixed_slot[t] < 0 or fixed_slot[t] == i

@@ -164,9 +164,12 @@ class PrunedChainStructure(CRFStructure):
                       np.arange(cand.shape[0], dtype=np.int64), np.zeros(cand.shape[1]))
 
     def _max_pass(self, emissions, scores, layout, fixed, labels, best):
-        cand, args = self._lattice(emissions, scores, layout, fixed)
+        # the lattice's scores read in place (pruning.lattice_viterbi), not written out
+        cand = best_candidates(emissions, layout.candidates, fixed)
         slots = np.zeros(cand.shape[0], dtype=np.int64)
-        tree.max_product(*args, slots_of(cand, fixed), slots, best)
+        pruning.lattice_viterbi(emissions, cand, layout.lengths, as_f64(scores.start),
+                                as_f64(scores.end), as_f64(np.transpose(scores.transitions)),
+                                slots_of(cand, fixed), slots, best)
         labels[:] = cand[np.arange(cand.shape[0]), slots]
 
     def n_best(self, scores, layout, k, fixed=None):
