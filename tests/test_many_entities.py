@@ -144,7 +144,7 @@ def test_issue2800_1000_entity_types_train():
         ner.add_label(entity_type)
     with pytest.warns(UserWarning, match=r"\[CRF-W039\].*65536 rows"):
         optimizer = nlp.initialize()
-    for _ in range(20):
+    for _ in range(5):  # (spaCy's test runs 20; each update here is ~0.6 s of L^2 work)
         losses = {}
         random.shuffle(train_data)
         for example in train_data:
