@@ -14,7 +14,6 @@ from kernels.oracle import all_labellings, assert_sequence_matches_enumeration, 
 from spacy_crf import inference
 from spacy_crf._kernels import pruning, tree
 from spacy_crf.models.potentials import CRFScores
-from spacy_crf.ragged import sequence_ends
 from spacy_crf.structures import ChainLayout
 from spacy_crf.structures.pruned_chain import PrunedChainLayout, best_candidates, slots_of
 from spacy_crf.structures.tree_path import path_forest
@@ -273,19 +272,16 @@ def test_the_lattice_viterbi_is_the_tree_kernels_over_the_written_lattice(seed):
     start, end, trans = (np.ascontiguousarray(a, dtype=np.float64)
                          for a in (scores.start, scores.end, scores.transitions))
     n_tokens, n_cand = cand.shape
-    first, last = sequence_ends(layout.lengths)
-    is_first, is_last = np.zeros(n_tokens, bool), np.zeros(n_tokens, bool)
-    is_first[first], is_last[last] = True, True
     local, pair = np.empty((n_tokens, n_cand)), np.empty((n_tokens, n_cand, n_cand))
-    pruning.lattice_scores(emissions, cand, is_first, is_last, start, end, trans, local, pair)
+    pruning.lattice_scores(emissions, cand, layout.lengths, start, end, trans, local, pair)
     heads, order = path_forest(layout.lengths)
     fixed_slot = slots_of(cand, fixed)
     want_slots, want_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
     tree.max_product(local, layout.lengths, heads, order, pair, np.arange(n_tokens),
                      np.zeros(n_cand), fixed_slot, want_slots, want_best)
     slots, got_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
-    pruning.lattice_viterbi(emissions, cand, layout.lengths, start, end,
-                            np.ascontiguousarray(trans.T), fixed_slot, slots, got_best)
+    pruning.lattice_viterbi(emissions, cand, layout.lengths, start, end, trans, fixed_slot,
+                            slots, got_best)
     np.testing.assert_allclose(got_best, want_best)
     if seed % 2 == 0:  # no ties: the very same labelling
         assert np.array_equal(slots, want_slots)

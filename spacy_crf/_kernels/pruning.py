@@ -102,45 +102,42 @@ def _insert(top, labels, t, m, n, s, j):
 
 
 @njit(cache=True, nogil=True)
-def lattice_scores(emissions, cand, is_first, is_last, start, end, transitions, local, pair):
-    """The scores of the lattice of candidates ``cand`` (N, n).
+def lattice_scores(emissions, cand, lengths, start, end, transitions, local, pair):
+    """The scores of the lattice of candidates ``cand`` (N, n), sequences of
+    ``lengths``.
 
     ``local[t, i]`` = the emission of candidate ``i`` of token ``t``, plus
-    ``start`` of it on a sequence's first token (``is_first``) and ``end`` on
-    its last (``is_last``); ``pair[t, i, j]`` = the transition from token
-    ``t - 1``'s candidate ``j`` to token ``t``'s candidate ``i`` (0 on first
-    tokens, which have no move into them).
+    ``start`` of it on a sequence's first token and ``end`` on its last;
+    ``pair[t, i, j]`` = the transition from token ``t - 1``'s candidate ``j``
+    to token ``t``'s candidate ``i`` (0 on first tokens, which have no move
+    into them).
     """
-    n_tokens, n = cand.shape
-    for t in range(n_tokens):
-        for i in range(n):
-            label = cand[t, i]
-            score = np.float64(emissions[t, label])
-            if is_first[t]:
-                score += start[label]
-            if is_last[t]:
-                score += end[label]
-            local[t, i] = score
-        if is_first[t]:
+    n = cand.shape[1]
+    o = 0
+    for s in range(lengths.shape[0]):
+        for t in range(o, o + lengths[s]):
             for i in range(n):
+                label = cand[t, i]
+                score = np.float64(emissions[t, label])
+                if t == o:
+                    score += start[label]
+                if t == o + lengths[s] - 1:
+                    score += end[label]
+                local[t, i] = score
                 for j in range(n):
-                    pair[t, i, j] = 0.0
-        else:
-            for i in range(n):
-                for j in range(n):
-                    pair[t, i, j] = transitions[cand[t - 1, j], cand[t, i]]
+                    pair[t, i, j] = 0.0 if t == o else transitions[cand[t - 1, j], label]
+        o += lengths[s]
 
 
 @njit(cache=True, nogil=True)
-def lattice_viterbi(emissions, cand, lengths, start, end, incoming, fixed_slot, slots, best):
+def lattice_viterbi(emissions, cand, lengths, start, end, transitions, fixed_slot, slots, best):
     """The MAP labelling of each sequence over its candidates, read in place.
 
     The lattice's scores are those :func:`lattice_scores` writes out, read
-    where they are needed instead (a move into candidate ``i`` reads
-    ``incoming[cand[t, i], cand[t - 1, j]]``, one row of the (L, L) matrix,
-    which stays in cache, where the (N, n, n) pair matrix would be written
-    and read again: on EWT's morphology 9 -> 6 ms for 25k tokens, on a busy
-    machine).
+    where they are needed instead (a move reads ``transitions[cand[t - 1, j],
+    cand[t, i]]`` from the (L, L) matrix, which stays in cache, where the
+    (N, n, n) pair matrix would be written and read again: on EWT's
+    morphology 9 -> 6 ms for 25k tokens, on a busy machine).
 
     Parameters
     ----------
@@ -152,8 +149,8 @@ def lattice_viterbi(emissions, cand, lengths, start, end, incoming, fixed_slot, 
         Sequence lengths.
     start, end : (L,) float64
         Scores of a sequence's first and last labels.
-    incoming : (L, L) float64
-        The transitions transposed: ``incoming[b, a]`` scores ``a`` then ``b``.
+    transitions : (L, L) float64
+        ``transitions[a, b]``: ``a`` then ``b``.
     fixed_slot : (N,) int64
         The only candidate a token may take (-1: any).
     slots : (N,) int64
@@ -185,10 +182,9 @@ def lattice_viterbi(emissions, cand, lengths, start, end, incoming, fixed_slot, 
                     back[t, i] = 0
                     continue
                 label = cand[t, i]
-                into = incoming[label]
                 top, arg = -np.inf, 0
                 for j in range(n):  # branch-free: which j wins is a coin toss to the CPU
-                    score = delta[j] + into[cand[t - 1, j]]
+                    score = delta[j] + transitions[cand[t - 1, j], label]
                     better = score > top
                     arg = j if better else arg
                     top = score if better else top

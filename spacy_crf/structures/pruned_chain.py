@@ -150,14 +150,9 @@ class PrunedChainStructure(CRFStructure):
         lengths = layout.lengths
         cand = best_candidates(emissions, layout.candidates, keep)
         n_tokens, n_cand = cand.shape
-        first, last = sequence_ends(lengths)
-        is_first = np.zeros(n_tokens, dtype=np.bool_)
-        is_last = np.zeros(n_tokens, dtype=np.bool_)
-        is_first[first] = True
-        is_last[last] = True
         local = np.empty((n_tokens, n_cand))
         pair = np.empty((n_tokens, n_cand, n_cand))
-        pruning.lattice_scores(emissions, cand, is_first, is_last, as_f64(scores.start),
+        pruning.lattice_scores(emissions, cand, lengths, as_f64(scores.start),
                                as_f64(scores.end), as_f64(scores.transitions), local, pair)
         heads, order = path_forest(lengths)
         return cand, (local, lengths, heads, order, pair,
@@ -168,7 +163,7 @@ class PrunedChainStructure(CRFStructure):
         cand = best_candidates(emissions, layout.candidates, fixed)
         slots = np.zeros(cand.shape[0], dtype=np.int64)
         pruning.lattice_viterbi(emissions, cand, layout.lengths, as_f64(scores.start),
-                                as_f64(scores.end), as_f64(np.transpose(scores.transitions)),
+                                as_f64(scores.end), as_f64(scores.transitions),
                                 slots_of(cand, fixed), slots, best)
         labels[:] = cand[np.arange(cand.shape[0]), slots]
 
