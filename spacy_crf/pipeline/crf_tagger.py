@@ -31,7 +31,7 @@ from ..models.potentials import CRFScores, relation_groups
 from ..models.sparse_table import step_model, sync_averages
 from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
-                          migrate_model_settings, spec_from_cfg)
+                          migrate_model_settings)
 from ..targets import Target
 from . import learning, saved_state
 from .extensions import register_extensions
@@ -106,7 +106,7 @@ class CRFTagger(TrainablePipe):
     @property
     def structure_spec(self) -> StructureSpec:
         """The component's structure and its settings, as its config block gives them."""
-        return spec_from_cfg(self.cfg)
+        return self._state.resolved.spec
 
     @property
     def n_relation_groups(self) -> int:
@@ -408,6 +408,6 @@ def rebuild(cls: type, vocab: Vocab, model: Model, name: str, cfg: Dict[str, Any
     """A component of class ``cls`` made again from its pickled parts (through
     ``__init__``, which registers the token extensions in a worker process)."""
     pipe = cls(vocab, model, name, scorer=scorer, **settings_of(cfg))
-    pipe.cfg.update(cfg)
+    pipe._state.update_structure(cfg)  # with what initialize added to the cfg
     pipe._state.set_labels(pipe.cfg["labels"])
     return pipe

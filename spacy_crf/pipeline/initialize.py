@@ -48,7 +48,7 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
     set_n_labels(state.model, len(state.tags))
     set_label_parts(state.model, [state.target.label_parts(tag) for tag in state.tags])
     # settings the structure reads from the data (relation groups, kept label pairs)
-    state.cfg.update(state.structure.initialize_cfg(state.view, get_examples))
+    state.update_structure(state.structure.initialize_cfg(state.view, get_examples))
     # the word tables the templates read (each feature source builds its own)
     set_up_lexicon(state.model, state.name, state.vocab, nlp, get_examples=get_examples,
                    target=state.target, target_name=state.cfg["target"], settings=sources)

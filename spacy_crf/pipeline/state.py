@@ -9,7 +9,8 @@ set from them. Those added to a trained model and not learned yet are
 ``cfg["unseen_labels"]`` (:mod:`spacy_crf.unseen_labels`).
 """
 
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 from spacy.vocab import Vocab
@@ -28,6 +29,30 @@ from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpe
                           strategy_of)
 from ..targets import Target, make_target
 from ..unseen_labels import seen_in
+
+
+@dataclass(frozen=True)
+class ResolvedStructure:
+    """A component's structure as resolved from its cfg and model, once: at
+    construction, at ``initialize`` and at a load, the only times they change
+    (every batch reads it; re-reading the cfg would re-check the block and
+    re-parse its templates each time).
+
+    Attributes
+    ----------
+    spec : StructureSpec
+        The structure and its settings, as the cfg holds them.
+    strategy : CRFStructure
+        The registered strategy that runs it for this model.
+    """
+
+    spec: StructureSpec
+    strategy: CRFStructure
+
+    @classmethod
+    def of(cls, cfg: Mapping[str, Any], model: Model) -> "ResolvedStructure":
+        spec = spec_from_cfg(dict(cfg))
+        return cls(spec, strategy_of(spec, has_token_transitions(model)))
 
 
 class ComponentState:
@@ -67,6 +92,7 @@ class ComponentState:
         self.averages = WeightAverages()
         self.rehearsal_model: Optional[Model] = None
         self.added_labels: List[str] = []
+        self.resolved = ResolvedStructure.of(cfg, model)
 
     @property
     def tags(self) -> tuple:
@@ -76,7 +102,12 @@ class ComponentState:
     @property
     def structure(self) -> CRFStructure:
         """The strategy that runs the structure ``cfg`` describes for this model."""
-        return strategy_of(spec_from_cfg(self.cfg), has_token_transitions(self.model))
+        return self.resolved.strategy
+
+    def update_structure(self, changes: Mapping[str, Any]) -> None:
+        """Write the structure's settings ``changes`` into the cfg and resolve it again."""
+        self.cfg.update(changes)
+        self.resolved = ResolvedStructure.of(self.cfg, self.model)
 
     @property
     def view(self) -> ComponentView:
@@ -134,8 +165,7 @@ class ComponentState:
         if self.structure_by_labels is None:
             return
         old = self.structure
-        spec = self.structure_by_labels(self.target)
-        self.cfg.update(spec.cfg())
+        self.update_structure(self.structure_by_labels(self.target).cfg())
         new = self.structure
         undeclare_params(self.model, set(old.params) - set(new.params))
         declare_params(self.model, new.params)
@@ -162,7 +192,7 @@ class ComponentState:
             if model is not None:
                 grow_n_labels(model, n_old, len(labels))
                 set_label_parts(model, parts, grow=True)  # a factored table's new parts
-        self.cfg.update(grown_cfg)
+        self.update_structure(grown_cfg)
         self.set_labels(labels)
         self.cfg["unseen_labels"] = list(self.cfg.get("unseen_labels", [])) + list(new)
 
@@ -187,12 +217,13 @@ class ComponentState:
     def swap(self, cfg: Dict[str, Any], model: Model, target: Target) -> None:
         """Take a loaded ``cfg``, ``model`` and ``target``, checked by the load
         beforehand (so that a failed load leaves this state as it was)."""
+        resolved = ResolvedStructure.of(cfg, model)  # before anything changes
         if model is not self.model:
             # new weights: the averages of the old ones go (a copy's layers keep
             # their ids, so old averages would match). A kept model keeps its
             # averages and iterate: dropping the iterate while the model showed
             # the averages would leave them owing the iterate's L1 penalty
             self.averages.clear()
-        self.cfg, self.model, self.target = cfg, model, target
+        self.cfg, self.model, self.target, self.resolved = cfg, model, target, resolved
         set_sequence(model, cfg["sequence"])
         self.set_labels(cfg["labels"])

@@ -1,0 +1,80 @@
+"""A component's structure is resolved once (issue #50): at construction, at
+``initialize`` and at a load, into an immutable object; a batch reads it and
+never re-reads the cfg's block (which re-checks the settings and re-parses
+the transition templates)."""
+
+import dataclasses
+import pickle
+
+import pytest
+
+import spacy_crf.structures.config as structure_config
+from spacy_crf.pipeline.state import ResolvedStructure
+
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from conftest import TOY_NER, chain, make_nlp, toy_examples, train
+
+
+def _iob(words, spans):
+    tags = ["O"] * len(words)
+    for start, end, label in spans:
+        tags[start:end] = [f"B-{label}"] + [f"I-{label}"] * (end - start - 1)
+    return tags
+
+
+def _count_resolutions(monkeypatch) -> list:
+    calls = []
+    real = structure_config.spec_from_cfg
+
+    def counting(cfg):
+        calls.append(cfg.get("structure"))
+        return real(cfg)
+
+    # the state's module took the name at import: count it there
+    monkeypatch.setattr("spacy_crf.pipeline.state.spec_from_cfg", counting)
+    return calls
+
+
+def test_batches_never_resolve_the_structure_again(monkeypatch):
+    nlp = make_nlp("tag", structure=dict(chain(2), transition_templates=["LOWER[-1]|LOWER[0]"]))
+    examples = toy_examples(nlp, "tag")
+    train(nlp, examples, n_iter=2)
+    calls = _count_resolutions(monkeypatch)
+    docs = [eg.predicted for eg in examples]
+    for _ in range(3):
+        list(nlp.pipe(docs, batch_size=2))
+        nlp.update(examples)
+    pipe = nlp.get_pipe("crf_tagger")
+    assert pipe.crf_structure.name == "chain_order2"
+    assert calls == []
+
+
+def test_the_resolved_structure_cannot_be_changed():
+    pipe = make_nlp("tag").get_pipe("crf_tagger")
+    resolved = pipe._state.resolved
+    assert isinstance(resolved, ResolvedStructure)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        resolved.strategy = None
+    assert pipe.structure_spec is resolved.spec
+
+
+def test_initialize_and_load_resolve_the_structure_the_cfg_then_holds():
+    # order null on a span target: the label triples choose the order at
+    # initialize, and a load takes the saved choice
+    nlp = make_nlp("ents", structure=chain(None))
+    examples = [Example(Doc(nlp.vocab, words=text.split()),
+                        Doc(nlp.vocab, words=text.split(), ents=_iob(text.split(), spans)))
+                for text, spans in TOY_NER]
+    train(nlp, examples, n_iter=2)
+    pipe = nlp.get_pipe("crf_tagger")
+    chosen = pipe.crf_structure
+    assert chosen.name == {1: "chain", 2: "chain_order2"}[pipe.cfg["order"]]
+    assert chosen is pipe._state.resolved.strategy
+
+    loaded = make_nlp("ents", structure=chain(1))
+    loaded.get_pipe("crf_tagger").from_bytes(pipe.to_bytes())
+    assert loaded.get_pipe("crf_tagger").crf_structure is chosen
+    copy = pickle.loads(pickle.dumps(pipe))
+    assert copy.crf_structure is chosen
