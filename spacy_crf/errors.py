@@ -520,6 +520,11 @@ class Warnings(metaclass=_Codes):
             "tables: its rows are shared by more features, so rare ones collide more. Set "
             "n_buckets in the [components.NAME.model] block for more rows (E161 above "
             "SPACY_CRF_MAX_TABLE_BYTES), or use fewer labels.")
+    # W043: structure settings at a component's top level (issue 50)
+    W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
+            "read as the same settings of its [components.NAME.structure] block. "
+            "Write them in that block; the config the pipeline keeps (nlp.config, a saved "
+            "config.cfg) already has them there, so saving the pipeline again silences this.")
     # W020-W023: the kernels' cache (issue 48)
     W020 = ("The kernel cache directory {path} {why}, so spacy-crf does not use it: numba's "
             "cache files are pickles, which run code as they load, and a file another user "

@@ -275,3 +275,63 @@ def test_a_flat_setting_that_agrees_with_the_block_is_no_trap():
                  "transition_templates": ["NORM[-1]|NORM[0]"]}
     other = nlp.add_pipe("crf_tagger", name="other", config={"structure": templated, "order": 1})
     assert other.cfg["transition_templates"] == ["NORM[-1]|NORM[0]"]  # the block kept whole
+
+
+def test_fill_config_writes_no_structure_setting_at_the_top_level(tmp_path):
+    """``spacy init fill-config`` from a config naming the factory alone: the
+    structure's settings are in its block, none beside it (issue #50)."""
+    base = tmp_path / "base.cfg"
+    base.write_text('[nlp]\nlang = "en"\npipeline = ["crf_tagger"]\n\n'
+                    '[components]\n\n[components.crf_tagger]\nfactory = "crf_tagger"\n'
+                    'target = "pos"\n')
+    filled = tmp_path / "filled.cfg"
+    subprocess.run([sys.executable, "-m", "spacy", "init", "fill-config", str(base), str(filled)],
+                   check=True, capture_output=True)
+    config = spacy.util.load_config(filled, interpolate=False)
+    component_config = config["components"]["crf_tagger"]
+    assert "order" not in component_config and "max_segment_length" not in component_config
+    assert component_config["structure"] == {"@structures": "spacy-crf.Chain.v1", "order": None,
+                                             "transition_templates": None,
+                                             "transition_buckets": 65536}
+    # and the filled config builds the pipeline it describes
+    nlp = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+    assert "order" not in nlp.config["components"]["crf_tagger"]
+
+
+def test_a_flat_setting_is_kept_in_the_block_and_said_once_read(tmp_path):
+    """A config of before the blocks: ``structure = "chain"``, ``order = 2``
+    beside it. W043 names the setting; the pipeline keeps the block, so the
+    pipeline saved again loads without the warning and predicts the same."""
+    nlp = spacy.blank("en")
+    with pytest.warns(UserWarning, match=r"W043.*order = 2"):
+        nlp.add_pipe("crf_tagger", config={"structure": "chain", "order": 2,
+                                           "max_segment_length": None})
+    kept = nlp.config["components"]["crf_tagger"]
+    assert "order" not in kept and "max_segment_length" not in kept
+    assert kept["structure"] == {"@structures": "spacy-crf.Chain.v1", "order": 2}
+    semi = nlp.add_pipe("crf_tagger", name="spans",
+                        config={"target": "ents", "structure": "semi_markov", "order": 1,
+                                "max_segment_length": 5})
+    assert semi.crf_structure.name == "semi_markov"
+    # order = 1 was the old default of every structure: the semi-Markov block has no order
+    assert nlp.config["components"]["spans"]["structure"] == {
+        "@structures": "spacy-crf.SemiMarkov.v1", "max_segment_length": 5}
+    rebuilt = spacy.util.load_model_from_config(nlp.config, auto_fill=True, validate=True)
+    assert rebuilt.get_pipe("crf_tagger").crf_structure.name == "chain_order2"
+    assert rebuilt.get_pipe("spans").cfg["max_segment_length"] == 5
+
+
+def test_a_pipeline_saved_with_flat_settings_is_saved_again_with_the_block(tmp_path):
+    path = tmp_path / "order2"
+    shutil.copytree(SAVED_BEFORE / "order2", path)
+    with pytest.warns(UserWarning, match="W043"):
+        nlp = spacy.load(path)
+    nlp.to_disk(tmp_path / "again")
+    config = spacy.util.load_config(tmp_path / "again" / "config.cfg", interpolate=False)
+    assert "order" not in config["components"]["crf_tagger"]
+    assert config["components"]["crf_tagger"]["structure"]["order"] == 2
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = spacy.load(tmp_path / "again")
+    assert again.get_pipe("crf_tagger").crf_structure.name == "chain_order2"

@@ -16,11 +16,11 @@ from thinc.api import Config, Model
 from ..models.potentials import CRFScores
 from ..scoring import default_score_weights
 from ..structures import StructureSpec
-from ..structures.config import migrate_flat_settings
+from ..structures.config import migrate_flat_settings, move_flat_settings
 from ..targets import assignable_attributes
 from .crf_tagger import CRFTagger
 from .extensions import check_own_place
-from .pipe_meta import declare_pipe_meta
+from .pipe_meta import declare_pipe_config, declare_pipe_meta
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -131,16 +131,23 @@ def make_crf_tagger(
     scorer : callable, optional
         Scoring function, by default ``spacy-crf.crf_scorer.v1``.
     order, max_segment_length : int, optional
-        Configs written before structures were blocks (pipelines saved then
-        have them): ``structure = "chain"`` with ``order = 2`` beside it is
-        read as the block ``spacy-crf.Chain.v1`` with ``order = 2``. Leave
-        them ``null``; E170 for one set beside a block.
+        Not settings of the component: its structure's, in the structure's
+        block. Configs written before structures were blocks (pipelines saved
+        then) have them at the top level: ``structure = "chain"`` with
+        ``order = 2`` beside it is read as the block ``spacy-crf.Chain.v1``
+        with ``order = 2``, W043 says so, and the config the pipeline keeps
+        (``nlp.config``, ``spacy init fill-config``, what ``to_disk`` saves)
+        has them in the block alone; E170 for one beside a block that says
+        otherwise.
     """
     # each component stores its confidences in a place of its own (issue #49)
     check_own_place(name, [other for other, pipe in nlp.components
                            if isinstance(pipe, CRFTagger)])
     structure = migrate_flat_settings(structure, order=order,
                                       max_segment_length=max_segment_length)
+    # the config kept for the component has them in the block alone (spaCy's
+    # validation of a saved config needs the parameters to stay in the signature)
+    declare_pipe_config(nlp, name, "crf_tagger", move_flat_settings)
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
                           sequence=sequence, scheme=scheme, keep_existing=keep_existing,
                           store_confidence=store_confidence, n_best=n_best, loss=loss,

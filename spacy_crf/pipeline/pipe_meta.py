@@ -14,10 +14,17 @@ adding a component through its factory (``add_pipe``, ``replace_pipe``,
 
 A component copied with ``add_pipe(source=...)`` is not made by its factory in
 the new pipeline: it keeps the factory's meta there.
+
+The component's config (``nlp._pipe_configs``, what ``nlp.config``, ``spacy
+init fill-config`` and a saved pipeline's config.cfg show) is stored the same
+way, after the factory returns, and is handed in the same way: a factory may
+rewrite the config spaCy filled for it (:func:`declare_pipe_config`), which
+is how a setting that left the factory's top level is migrated into the block
+that holds it now.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Mapping
+from typing import Any, Callable, Dict, List, Mapping
 
 from spacy.language import FactoryMeta, Language
 from spacy.pipe_analysis import validate_attrs
@@ -25,25 +32,39 @@ from spacy.pipe_analysis import validate_attrs
 from .extensions import CONFIDENCE, NBEST, own_extension
 
 
-class _PipeMetas(dict):
-    """``nlp._pipe_meta``, holding the metas of components made but not yet stored."""
+class _PendingStore(dict):
+    """``nlp._pipe_meta`` or ``nlp._pipe_configs``: spaCy's table, with what the
+    factories of components made but not yet stored want stored instead."""
 
-    def __init__(self, metas: Dict[str, FactoryMeta]) -> None:
-        super().__init__(metas)
-        self.own: Dict[str, FactoryMeta] = {}
+    def __init__(self, entries: Dict[str, Any]) -> None:
+        super().__init__(entries)
+        #: name -> (factory, what becomes of the entry spaCy stores for it)
+        self.own: Dict[str, tuple] = {}
 
-    def __setitem__(self, name: str, meta: FactoryMeta) -> None:
-        own = self.own.pop(name, None)
+    def __setitem__(self, name: str, entry: Any) -> None:
+        pending = self.own.pop(name, None)
         # only for the component its factory just made: a component of another
-        # factory stored later under the same name keeps its factory's meta
-        if own is not None and own.factory == meta.factory:
-            meta = own
-        super().__setitem__(name, meta)
+        # factory stored later under the same name keeps spaCy's entry
+        if pending is not None and _factory_of(entry) == pending[0]:
+            entry = pending[1](entry)
+        super().__setitem__(name, entry)
 
     def __reduce__(self):
-        # pickled and copied as the plain dict spaCy made (the pending metas
+        # pickled and copied as the plain dict spaCy made (the pending entries
         # are only needed between a factory call and add_pipe's store)
         return (dict, (dict(self),))
+
+
+def _factory_of(entry: Any) -> Any:
+    return entry.get("factory") if isinstance(entry, Mapping) else entry.factory
+
+
+def _pending(nlp: Language, table: str) -> _PendingStore:
+    store = getattr(nlp, table)
+    if not isinstance(store, _PendingStore):
+        store = _PendingStore(store)
+        setattr(nlp, table, store)
+    return store
 
 
 def declare_pipe_meta(nlp: Language, name: str, factory: str, **fields: Any) -> FactoryMeta:
@@ -73,11 +94,16 @@ def declare_pipe_meta(nlp: Language, name: str, factory: str, **fields: Any) -> 
         # as Language.factory derives them: the scores are the weights' keys
         fields["scores"] = list(fields["default_score_weights"])
     meta = dataclasses.replace(nlp.get_factory_meta(factory), **fields)
-    metas = nlp._pipe_meta
-    if not isinstance(metas, _PipeMetas):
-        metas = nlp._pipe_meta = _PipeMetas(metas)
-    metas.own[name] = meta
+    _pending(nlp, "_pipe_meta").own[name] = (factory, lambda _: meta)
     return meta
+
+
+def declare_pipe_config(nlp: Language, name: str, factory: str,
+                        rewrite: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
+    """Have ``rewrite`` make the config ``nlp`` keeps for the component ``name``
+    that ``factory`` is making from the config spaCy filled for it (the
+    factory's settings, with ``factory`` among them)."""
+    _pending(nlp, "_pipe_configs").own[name] = (factory, rewrite)
 
 
 def assigned_attributes(name: str, target: Any, cfg: Mapping[str, Any]) -> List[str]:

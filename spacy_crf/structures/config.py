@@ -20,13 +20,13 @@ components saved before the blocks existed did, so both load alike
 import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import catalogue
 from spacy.util import registry
 from thinc.api import Model
 
-from ..errors import Errors
+from ..errors import Errors, Warnings, warn
 from ..features.templates import FeatureTemplates
 from ..models.legacy import LEGACY_STRUCTURE_SETTINGS, NO_STRUCTURE_SETTINGS
 from ..util import is_count
@@ -166,6 +166,10 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
         return spec
     block = _block(spec.name)
     own = _params(block)
+    said = [f"{key} = {value!r}" for key, value in given.items()
+            if key in own or value != FLAT_SETTINGS.get(key)]  # not those dropped
+    if said:
+        warn(Warnings.W043.format(settings=", ".join(said)))
     for key, value in given.items():
         if isinstance(structure, StructureSpec):
             if spec.settings.get(key) == value:
@@ -180,6 +184,29 @@ def migrate_flat_settings(structure: Union[str, StructureSpec], **flat: Optional
     if isinstance(structure, StructureSpec):
         return spec  # (every flat setting agreed with it)
     return block(**{key: value for key, value in given.items() if key in own})
+
+
+def move_flat_settings(config: Dict[str, Any]) -> Dict[str, Any]:
+    """A component's config with the flat settings (``order``,
+    ``max_segment_length`` at its top level, where configs written before
+    structures were blocks had them) moved into its ``structure`` block, as
+    :func:`migrate_flat_settings` read them, and the null ones dropped: the
+    config a pipeline keeps (``nlp.config``, ``spacy init fill-config``, a
+    saved config.cfg) has them in the block alone. Run on the config spaCy
+    filled for a component the factory has made, so the settings are valid."""
+    out = config.copy()  # a thinc Config stays one (spaCy keeps Configs)
+    given = {key: value for key in FLAT_SETTINGS
+             if (value := out.pop(key, None)) is not None}
+    if not given:
+        return out
+    structure = out.get("structure")
+    block = dict(structure) if isinstance(structure, Mapping) else {
+        "@structures": _BLOCKS[as_spec(structure).name][0]}
+    own = _params(registry.structures.get(block["@structures"]))
+    # a flat setting the structure lacks was dropped at its old default
+    block.update({key: value for key, value in given.items() if key in own})
+    out["structure"] = block
+    return out
 
 
 def migrate_model_settings(spec: StructureSpec, model: Optional[Model]) -> StructureSpec:
