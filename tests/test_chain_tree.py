@@ -270,3 +270,74 @@ def test_the_batch_trainer_names_spacy_train_for_chain_tree():
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree"})
     assert "E116" in str(_not_fittable(pipe))
+
+
+# -- the experts as an architecture (issue #50) ------------------------------------------
+
+EXPERTS = "spacy-crf.ChainTreeExperts.v1"
+
+
+def test_the_kept_config_names_the_experts_architecture_and_builds_that_model(tmp_path):
+    """``structure = "chain_tree"`` with the factory's FeatureCRF: the config the
+    pipeline keeps (and saves) has the FeatureCRF inside the experts'
+    architecture, and a pipeline built from that config is the same model,
+    loading the trained weights and predicting the same."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree"})
+    model_block = nlp.config["components"]["crf_tagger"]["model"]
+    assert model_block["@architectures"] == EXPERTS
+    assert model_block["crf"]["@architectures"] == "spacy-crf.FeatureCRF.v2"
+    examples = parsed_examples(nlp.vocab)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp_path / "model")
+    saved = spacy.util.load_config(tmp_path / "model" / "config.cfg", interpolate=False)
+    assert saved["components"]["crf_tagger"]["model"]["@architectures"] == EXPERTS
+    loaded = spacy.load(tmp_path / "model")
+    assert loaded.config["components"]["crf_tagger"]["model"] == model_block
+
+    def tagged(pipeline):
+        docs = pipeline.get_pipe("crf_tagger").pipe([eg.predicted.copy() for eg in examples[:8]])
+        return [t.pos_ for d in docs for t in d]
+
+    assert tagged(loaded) == tagged(nlp)
+    # the config written with the architecture builds the same shape of model
+    rebuilt = spacy.util.load_model_from_config(saved, auto_fill=True, validate=True)
+    rebuilt.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
+    assert tagged(rebuilt) == tagged(nlp)
+
+
+def test_the_experts_architecture_belongs_to_chain_tree_alone():
+    nlp = spacy.blank("en")
+    experts = {"@architectures": EXPERTS,
+               "crf": {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM"]}}
+    pipe = nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree",
+                                              "model": experts})
+    assert pipe.crf_structure.name == "chain_tree"
+    assert nlp.config["components"]["crf_tagger"]["model"]["@architectures"] == EXPERTS
+    with pytest.raises(ValueError, match="E103"):
+        nlp.add_pipe("crf_tagger", name="chain", config={"target": "pos", "model": experts})
+    neural = {"@architectures": EXPERTS, "crf": {"@architectures": "spacy-crf.HMM.v1"}}
+    with pytest.raises(ValueError, match="E115"):
+        nlp.add_pipe("crf_tagger", name="hmm", config={"target": "pos",
+                                                       "structure": "chain_tree",
+                                                       "model": neural})
+
+
+def test_a_pickled_chain_tree_component_predicts_the_same():
+    import pickle
+
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree",
+                                              "store_confidence": True})
+    examples = parsed_examples(nlp.vocab)
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    copy = pickle.loads(pickle.dumps(pipe))
+    assert len(copy.model.layers) == 2
+    docs = [eg.predicted.copy() for eg in examples[:8]]
+    first = [(t.pos_, t._.crf_confidence) for d in pipe.pipe([d.copy() for d in docs]) for t in d]
+    second = [(t.pos_, t._.crf_confidence) for d in copy.pipe(docs) for t in d]
+    assert first == second

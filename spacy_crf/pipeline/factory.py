@@ -145,13 +145,15 @@ def make_crf_tagger(
                            if isinstance(pipe, CRFTagger)])
     structure = migrate_flat_settings(structure, order=order,
                                       max_segment_length=max_segment_length)
-    # the config kept for the component has them in the block alone (spaCy's
-    # validation of a saved config needs the parameters to stay in the signature)
-    declare_pipe_config(nlp, name, "crf_tagger", move_flat_settings)
     component = CRFTagger(nlp.vocab, model, name, target=target, structure=structure,
                           sequence=sequence, scheme=scheme, keep_existing=keep_existing,
                           store_confidence=store_confidence, n_best=n_best, loss=loss,
                           scorer=scorer)
+    # the config kept for the component: the flat settings in the structure's
+    # block alone (spaCy's validation of a saved config needs the parameters to
+    # stay in the signature), the model as the structure builds it
+    declare_pipe_config(nlp, name, "crf_tagger", lambda config: component.crf_structure
+                        .kept_config(move_flat_settings(config)))
     # what this component writes and scores depends on its target: tell
     # nlp.analyze_pipes() and the score weights of nlp.config
     declare_pipe_meta(nlp, name, "crf_tagger", assigns=component.assigns,

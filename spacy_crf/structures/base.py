@@ -209,6 +209,14 @@ class CRFStructure:
             model = add_token_transitions(model, templates, settings["transition_buckets"])
         return model
 
+    def kept_config(self, config: Dict[str, Any]) -> Dict[str, Any]:
+        """The config the pipeline keeps for a component of this structure
+        (``nlp.config``, a saved config.cfg), from the one spaCy filled for
+        it: where :meth:`prepare_model` builds a model of an architecture of
+        its own from another, the config names that architecture (its
+        ``model`` block), so the config describes the model. As filled, here."""
+        return config
+
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """Settings read from the training data at ``initialize`` (after the
         labels), kept in the component's cfg and saved with it: ``relations``,

@@ -20,8 +20,13 @@ every computation exact by keeping the two CRFs apart, as two experts:
   sharp and lead; where it is wrong the two disagree, and the chain, which a
   parse error cannot mislead, keeps the word order in the vote.
 
-The model (``models/experts.py``) puts the two experts' emissions side by side,
-``(N, 2L)``: the chain's first. Fixed labels (partial gold, ``keep_existing``)
+The model is the architecture ``spacy-crf.ChainTreeExperts.v1`` registered
+here, so the config describes it: two copies of one ``spacy-crf.FeatureCRF``
+(``crf``) whose emissions ``models/experts.py`` puts side by side, ``(N,
+2L)``: the chain's first. A config that gives the structure a plain
+FeatureCRF (``structure = "chain_tree"`` with the factory's default model,
+and every config written before the architecture existed) is read as that
+model inside the architecture, and the config the pipeline keeps says so. Fixed labels (partial gold, ``keep_existing``)
 hold in both CRFs. Token targets only: the product of two marginals is not a
 span labelling (E018).
 """
@@ -30,10 +35,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
+from spacy.util import registry
+from thinc.api import Model
 
 from ..errors import Errors
 from ..features.doc_arrays import doc_lengths
 from ..models.experts import is_two_experts, two_experts
+from ..models.hooks import STRUCTURES
 from ..models.featurize import drop_tree_templates
 from ..models.potentials import CRFScores
 from .base import BatchLayout, CRFStructure, ComponentView, as_f64, register_structure
@@ -58,6 +66,35 @@ def chain_tree_structure(n_relations: int = 1, tree_templates: Optional[List[str
 
 _CHAIN = ChainStructure()
 _TREE = TreeStructure()
+
+#: the architecture of the two experts, as a config names it
+EXPERTS_ARCHITECTURE = "spacy-crf.ChainTreeExperts.v1"
+
+
+@registry.architectures(EXPERTS_ARCHITECTURE)
+def chain_tree_experts(crf: Model) -> Model:
+    """The two experts of ``structure = "chain_tree"`` from one FeatureCRF.
+
+    Parameters
+    ----------
+    crf : Model
+        A ``spacy-crf.FeatureCRF`` model (its block nested in this one's,
+        ``[components.NAME.model.crf]``). The chain expert is a copy of it
+        that reads the words alone (the structure drops the templates reading
+        the parse from it); the tree expert is the model itself, with the
+        tree templates and relation groups of the structure's block.
+
+    Returns
+    -------
+    Model
+        Docs -> CRFScores with the chain's and the tree's emissions side by
+        side (``(N, 2L)``), and each expert's label-interaction scores.
+    """
+    if crf.name != "feature_crf":
+        raise ValueError(Errors.E115.format(model=crf.name))
+    experts = two_experts(crf.copy(), crf, _CHAIN.params)
+    experts.attrs[STRUCTURES] = ("chain_tree",)  # E103 under any other structure
+    return experts
 
 
 @dataclass
@@ -106,18 +143,31 @@ class ChainTreeStructure(CRFStructure):
     batch_trainer_error = Errors.E116
 
     def prepare_model(self, model, target: Any, settings: Optional[Mapping[str, Any]] = None):
-        """Two experts from the component's model: a copy reading the words
-        alone (the chain's), and the model with its tree templates (the tree's)."""
-        if model is None or is_two_experts(model):
+        """The experts with the block's settings: both get its relation groups
+        and tree templates, the chain's then loses every template that reads
+        the parse. A plain FeatureCRF (a config written before the
+        architecture) is put in the architecture first."""
+        if model is None:
             return model
-        if model.name != "feature_crf":
-            raise ValueError(Errors.E115.format(model=model.name))
-        apply_tree_settings(model, settings)  # the copy is made with them, as the tree is
-        words_only = model.copy()
+        if not is_two_experts(model):
+            model = chain_tree_experts(model)
+        words_only, with_parse = model.layers
+        for expert in model.layers:
+            apply_tree_settings(expert, settings)
         drop_tree_templates(words_only)
         _CHAIN.prepare_model(words_only, target)
-        _TREE.prepare_model(model, target, settings)
-        return two_experts(words_only, model, _CHAIN.params)
+        _TREE.prepare_model(with_parse, target, settings)
+        return model
+
+    def kept_config(self, config: Dict[str, Any]) -> Dict[str, Any]:
+        """The component's config with its model block inside the experts'
+        architecture, where a config gave a plain FeatureCRF."""
+        model = config.get("model")
+        if not isinstance(model, Mapping) or model.get("@architectures") == EXPERTS_ARCHITECTURE:
+            return config
+        out = config.copy()
+        out["model"] = {"@architectures": EXPERTS_ARCHITECTURE, "crf": model}
+        return out
 
     def emission_width(self, n_labels: int) -> int:
         return 2 * n_labels
