@@ -23,12 +23,11 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer
 
-from .. import inference
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_DOC, DocBatch, doc_lengths
 from ..models.featurize import set_owner, set_sequence
 from ..models.potentials import CRFScores, relation_groups
-from ..models.sparse_table import step_model, sync_averages
+from ..models.sparse_table import sync_averages
 from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
                           migrate_model_settings)
@@ -40,7 +39,7 @@ from .initialize import initialize
 from .inputs import input_attrs, warn_missing_inputs
 from .prediction import CRFPrediction, decode, write_prediction
 from .pipe_meta import assigned_attributes
-from .rehearsal import step_through_collector
+from .rehearsal import rehearse
 from .settings import check_settings, initial_cfg, resolve_structure, settings_of
 from .state import ComponentState
 
@@ -218,30 +217,8 @@ class CRFTagger(TrainablePipe):
         """Train toward the labellings the model gave when ``nlp.resume_training()``
         copied it, against forgetting (:mod:`.rehearsal`; nothing without it)."""
         losses = {} if losses is None else losses
-        losses.setdefault(self.name, 0.0)
-        teacher_model = self._state.rehearsal_model
-        if teacher_model is None:
-            return losses
-        docs = learning.training_docs(self._state, list(examples), "CRFTagger.rehearse", drop)
-        if docs is None:
-            return losses
-        batch = self.read_batch(docs)
-        teacher = self.constrain_scores(teacher_model.predict(batch), docs)
-        scores, backprop = self.model.begin_update(batch)
-        self._state.check_width(teacher)
-        self._state.check_width(scores)
-        # the teacher's labelling is the gold (the examples' own is not read)
-        gold, _ = inference.viterbi(teacher, batch.layout, None)
-        loss, d_scores = learning.objective(self._state, self.constrain_scores(scores, docs),
-                                            batch.layout, gold)
-        backprop(d_scores)
-        if isinstance(sgd, Optimizer):
-            self.finish_update(sgd)
-        elif callable(sgd):
-            step_through_collector(self.model, sgd)
-        elif sgd is not None:
-            raise ValueError(Errors.E164.format(name=self.name, sgd=sgd))
-        losses[self.name] += loss
+        losses[self.name] = losses.get(self.name, 0.0) + rehearse(self._state, list(examples),
+                                                                  drop, sgd)
         return losses
 
     def gold_label_ids(self, examples: List[Example], scores: CRFScores,
@@ -286,7 +263,7 @@ class CRFTagger(TrainablePipe):
         with the target's constraints (a span scheme's forbidden moves, the
         labels its tokens may take where ``docs``, the batch, is given) and
         ``-inf`` for the labels not learned yet."""
-        return learning.mask_unseen(self._state, self.constrain_target(scores, docs))
+        return learning.constrained(self._state, scores, docs)
 
     def constrain_target(self, scores: CRFScores,
                          docs: Optional[Sequence[Doc]] = None) -> CRFScores:
@@ -318,10 +295,8 @@ class CRFTagger(TrainablePipe):
         return 1
 
     def finish_update(self, sgd: Optimizer) -> None:
-        """Step the parameters: the hashed tables row-sparse, the rest as thinc
-        does, each layer with its own learning-rate scale, and the weights'
-        moving average where the optimizer keeps none (``average_weights``)."""
-        step_model(self.model, sgd, self._state.averages.for_step(self.model, sgd))
+        """Step the parameters (:meth:`.state.ComponentState.step`)."""
+        self._state.step(sgd)
 
     def use_prediction_weights(self) -> None:
         """Make the model hold the weights it predicts with (the moving average
@@ -379,12 +354,8 @@ class CRFTagger(TrainablePipe):
 
     def read_batch(self, docs: Sequence[Doc]) -> DocBatch:
         """``docs`` as the structure and the model read them: a ``DocBatch`` with
-        the ``layout`` the structure built, whose sentences and heads the
-        model's features then share (a missing parse fails here)."""
-        # a fresh DocBatch's readings so far are kept (predict's doc lengths)
-        batch = docs if isinstance(docs, DocBatch) and docs.layout is None else DocBatch(docs)
-        batch.layout = self._state.layout(batch)
-        return batch
+        the ``layout`` the structure built (a missing parse fails here)."""
+        return self._state.read_batch(docs)
 
     def batch_layout(self, docs: Sequence[Doc]) -> BatchLayout:
         """The layout :meth:`read_batch` builds, read by inference beside the scores."""

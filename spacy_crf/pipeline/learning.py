@@ -23,7 +23,7 @@ from spacy.training import Example, validate_examples
 from thinc.api import set_dropout_rate
 
 from ..errors import Errors, Warnings, warn
-from ..features.doc_arrays import DocBatch, doc_lengths
+from ..features.doc_arrays import doc_lengths
 from ..losses import each_expert, get_loss
 from ..models.hooks import fit_counts, learns_from_counts
 from ..models.potentials import CRFScores
@@ -85,6 +85,14 @@ def objective(state: ComponentState, scores: CRFScores, layout: BatchLayout,
     if not np.isfinite(loss):
         raise ValueError(Errors.E009.format(name=state.name, value=loss))
     return loss, gradient
+
+
+def constrained(state: ComponentState, scores: CRFScores,
+                docs: Optional[Sequence[Doc]] = None) -> CRFScores:
+    """``scores`` as the CRF decodes and trains on them: with the target's
+    constraints (``Target.constrain``, :func:`mask_candidates`) and ``-inf``
+    for the labels not learned yet (:func:`mask_unseen`)."""
+    return mask_unseen(state, mask_candidates(state, state.target.constrain(scores), docs))
 
 
 def mask_unseen(state: ComponentState, scores: CRFScores,
@@ -151,5 +159,5 @@ def fit_from_counts(state: ComponentState,
         examples = [eg for eg in get_examples() if len(eg.predicted)]
         docs = [eg.predicted for eg in examples]
         gold = np.concatenate([state.target.gold_ids(eg) for eg in examples])
-        fit_counts(state.model, docs, gold, state.layout(DocBatch(docs)).lengths)
+        fit_counts(state.model, docs, gold, state.read_batch(docs).layout.lengths)
         state.learn_new_labels(gold)

@@ -4,19 +4,50 @@
 ``nlp.rehearse()`` then asks each to move toward what its teacher predicts on
 raw text, as spaCy's tagger rehearses toward its teacher's scores. A CRF's
 target is the teacher's Viterbi labelling of each doc (the gold annotation is
-not read), trained with the component's own loss (``CRFTagger.rehearse``).
-These are the steps of the gradients that follow, which ``nlp.rehearse``
-collects.
+not read), trained with the component's own loss (``CRFTagger.rehearse``),
+and the gradients are stepped as ``nlp.rehearse`` asks: by its collector.
 """
 
-from typing import Callable, Tuple
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
-from thinc.api import Model
+from spacy.training import Example
+from thinc.api import Model, Optimizer
 
+from .. import inference
 from .._kernels.sparse_update import scatter_rows
+from ..errors import Errors
 from ..models.grow import LABEL_HISTORY
 from ..models.sparse_table import ATTR as SPARSE_TABLE
+from .learning import constrained, objective, training_docs
+from .state import ComponentState
+
+
+def rehearse(state: ComponentState, examples: List[Example], drop: float,
+             sgd: Optional[Union[Optimizer, Callable]]) -> float:
+    """One step toward the teacher's labellings of the examples' docs; the
+    loss (0 without a teacher, or without tokens)."""
+    teacher_model = state.rehearsal_model
+    docs = None if teacher_model is None else training_docs(state, examples,
+                                                            "CRFTagger.rehearse", drop)
+    if docs is None:
+        return 0.0
+    batch = state.read_batch(docs)
+    teacher = constrained(state, teacher_model.predict(batch), docs)
+    scores, backprop = state.model.begin_update(batch)
+    state.check_width(teacher)
+    state.check_width(scores)
+    # the teacher's labelling is the gold (the examples' own is not read)
+    gold, _ = inference.viterbi(teacher, batch.layout, None)
+    loss, d_scores = objective(state, constrained(state, scores, docs), batch.layout, gold)
+    backprop(d_scores)
+    if isinstance(sgd, Optimizer):
+        state.step(sgd)
+    elif callable(sgd):
+        step_through_collector(state.model, sgd)
+    elif sgd is not None:
+        raise ValueError(Errors.E164.format(name=state.name, sgd=sgd))
+    return loss
 
 
 def step_through_collector(model: Model, sgd: Callable) -> None:

@@ -9,12 +9,11 @@ set from them. Those added to a trained model and not learned yet are
 ``cfg["unseen_labels"]`` (:mod:`spacy_crf.unseen_labels`).
 """
 
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 from spacy.vocab import Vocab
-from thinc.api import Model
+from thinc.api import Model, Optimizer
 
 from ..errors import Errors
 from ..features.doc_arrays import DocBatch
@@ -24,35 +23,12 @@ from ..models.label_parts import set_label_parts
 from ..models.potentials import (CRFScores, declare_params, is_initialized, relation_groups,
                                  undeclare_params)
 from ..models.token_transitions import has_token_transitions
+from ..models.sparse_table import step_model
 from ..models.weight_average import WeightAverages
-from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, spec_from_cfg,
-                          strategy_of)
+from ..structures import (BatchLayout, ComponentView, CRFStructure, ResolvedStructure,
+                          StructureSpec)
 from ..targets import Target, make_target
 from ..unseen_labels import seen_in
-
-
-@dataclass(frozen=True)
-class ResolvedStructure:
-    """A component's structure as resolved from its cfg and model, once: at
-    construction, at ``initialize`` and at a load, the only times they change
-    (every batch reads it; re-reading the cfg would re-check the block and
-    re-parse its templates each time).
-
-    Attributes
-    ----------
-    spec : StructureSpec
-        The structure and its settings, as the cfg holds them.
-    strategy : CRFStructure
-        The registered strategy that runs it for this model.
-    """
-
-    spec: StructureSpec
-    strategy: CRFStructure
-
-    @classmethod
-    def of(cls, cfg: Mapping[str, Any], model: Model) -> "ResolvedStructure":
-        spec = spec_from_cfg(dict(cfg))
-        return cls(spec, strategy_of(spec, has_token_transitions(model)))
 
 
 class ComponentState:
@@ -92,7 +68,7 @@ class ComponentState:
         self.averages = WeightAverages()
         self.rehearsal_model: Optional[Model] = None
         self.added_labels: List[str] = []
-        self.resolved = ResolvedStructure.of(cfg, model)
+        self.resolved = ResolvedStructure.of(cfg, has_token_transitions(model))
 
     @property
     def tags(self) -> tuple:
@@ -107,7 +83,7 @@ class ComponentState:
     def update_structure(self, changes: Mapping[str, Any]) -> None:
         """Write the structure's settings ``changes`` into the cfg and resolve it again."""
         self.cfg.update(changes)
-        self.resolved = ResolvedStructure.of(self.cfg, self.model)
+        self.resolved = ResolvedStructure.of(self.cfg, has_token_transitions(self.model))
 
     @property
     def view(self) -> ComponentView:
@@ -122,9 +98,19 @@ class ComponentState:
         setting = self.cfg.get("keep_existing")
         return self.target.keeps_existing if setting is None else bool(setting)
 
-    def layout(self, batch: DocBatch) -> BatchLayout:
-        """The structure's layout of ``batch`` (a missing parse fails here)."""
-        return self.structure.layout(batch, self.view)
+    def read_batch(self, docs: Sequence) -> DocBatch:
+        """``docs`` as a ``DocBatch`` with the structure's layout, whose
+        sentences and heads the model's features share (a missing parse
+        fails here); a fresh ``DocBatch`` keeps what it has read so far."""
+        batch = docs if isinstance(docs, DocBatch) and docs.layout is None else DocBatch(docs)
+        batch.layout = self.structure.layout(batch, self.view)
+        return batch
+
+    def step(self, sgd: Optimizer) -> None:
+        """Step the parameters: the hashed tables row-sparse, the rest as thinc
+        does, each layer with its own learning-rate scale, and the weights'
+        moving average where the optimizer keeps none (``average_weights``)."""
+        step_model(self.model, sgd, self.averages.for_step(self.model, sgd))
 
     def initialized(self) -> bool:
         """Whether the model has its weights (``initialize`` or a load gave them)."""
@@ -217,7 +203,7 @@ class ComponentState:
     def swap(self, cfg: Dict[str, Any], model: Model, target: Target) -> None:
         """Take a loaded ``cfg``, ``model`` and ``target``, checked by the load
         beforehand (so that a failed load leaves this state as it was)."""
-        resolved = ResolvedStructure.of(cfg, model)  # before anything changes
+        resolved = ResolvedStructure.of(cfg, has_token_transitions(model))  # before anything changes
         if model is not self.model:
             # new weights: the averages of the old ones go (a copy's layers keep
             # their ids, so old averages would match). A kept model keeps its

@@ -30,6 +30,7 @@ from ..errors import Errors, Warnings, warn
 from ..features.templates import FeatureTemplates
 from ..models.legacy import LEGACY_STRUCTURE_SETTINGS, NO_STRUCTURE_SETTINGS
 from ..util import is_count
+from .base import CRFStructure, strategy_of
 
 if not hasattr(registry, "structures"):
     # as spaCy makes its own registries: entry points in the group
@@ -80,6 +81,32 @@ class StructureSpec:
         settings = ", ".join(f"{k} = [{len(v)} templates]" if isinstance(v, list)
                              else f"{k} = {v!r}" for k, v in self.settings.items())
         return f"'{self.name}'" + (f" ({settings})" if settings else "")
+
+
+@dataclass(frozen=True)
+class ResolvedStructure:
+    """A component's structure resolved from its cfg, once: at construction,
+    at ``initialize`` and at a load, the only times it changes (every batch
+    reads it; re-reading the cfg would re-check the block and re-parse its
+    templates each time).
+
+    Attributes
+    ----------
+    spec : StructureSpec
+        The structure and its settings, as the cfg holds them.
+    strategy : CRFStructure
+        The registered strategy that runs it.
+    """
+
+    spec: StructureSpec
+    strategy: CRFStructure
+
+    @classmethod
+    def of(cls, cfg: Mapping[str, Any], token_transitions: bool = False) -> "ResolvedStructure":
+        """The structure ``cfg`` holds, for a model with input-dependent
+        transitions of an earlier release or not (``base.strategy_of``)."""
+        spec = spec_from_cfg(dict(cfg))
+        return cls(spec, strategy_of(spec, token_transitions))
 
 
 #: structure name -> (registered function name, function)

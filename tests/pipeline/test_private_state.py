@@ -121,3 +121,12 @@ def test_the_walk_sees_each_kind_of_offence(tmp_path):
         "setattr(component, 'model')", "getattr(tagger, '_added_labels')",
         "pipe.cfg = ...", "pipe.model = ...", "pipe.target = ...", "state.model = ...",
     ])
+
+
+def test_the_component_and_its_state_stay_small():
+    """The class and the state it keeps, together, at most 600 lines (issue
+    #50: spaCy's tagger.pyx is 303): what grows belongs in a module of its own
+    that is handed the state (learning, initialize, rehearsal, saved_state,
+    prediction)."""
+    lines = sum(len(path.read_text().splitlines()) for path in OWNERS)
+    assert lines <= 600, f"crf_tagger.py + state.py: {lines} lines"

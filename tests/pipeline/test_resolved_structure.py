@@ -9,7 +9,8 @@ import pickle
 import pytest
 
 import spacy_crf.structures.config as structure_config
-from spacy_crf.pipeline.state import ResolvedStructure
+from spacy_crf.pipeline import crf_tagger, settings, state
+from spacy_crf.structures import ResolvedStructure
 
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -32,8 +33,10 @@ def _count_resolutions(monkeypatch) -> list:
         calls.append(cfg.get("structure"))
         return real(cfg)
 
-    # the state's module took the name at import: count it there
-    monkeypatch.setattr("spacy_crf.pipeline.state.spec_from_cfg", counting)
+    monkeypatch.setattr(structure_config, "spec_from_cfg", counting)
+    # and wherever a module of the component took the name at import
+    for module in (crf_tagger, state, settings):
+        monkeypatch.setattr(module, "spec_from_cfg", counting, raising=False)
     return calls
 
 
