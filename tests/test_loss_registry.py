@@ -67,7 +67,7 @@ def test_every_loss_of_the_package_has_its_entry_point():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
     points = declared["spacy_crf_losses"]
     ours = {name: loss for name, loss in registered_losses().items()
-            if loss.objective.__module__.startswith("spacy_crf.")}
+            if loss.function.__module__.startswith("spacy_crf.")}
     assert set(points) == set(ours)
     for name, target in points.items():
         module, attr = target.split(":")

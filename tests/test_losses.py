@@ -1,4 +1,4 @@
-"""The training objectives beside the likelihood (``spacy_crf.losses``).
+"""The training losses beside the likelihood (``spacy_crf.losses``).
 
 1. feature counts of a labelling against plain loops and the path-score kernels;
 2. hinge loss and subgradient, perceptron loss and gradient, against brute-force
@@ -315,7 +315,7 @@ def interactions(scores):
 
 def test_registry_and_unknown_loss():
     assert list(losses.registered_losses())[:3] == ["nll", "perceptron", "hinge"]
-    assert losses.get_loss("nll").objective is inference.nll_and_gradient
+    assert losses.get_loss("nll").function is inference.nll_and_gradient
     # the batch trainer minimises the likelihood only, as each loss says
     assert [name for name, loss in losses.registered_losses().items()
             if loss.supports_batch_fit] == ["nll"]
@@ -334,8 +334,8 @@ def test_component_rejects_unknown_loss(toy, loss):
         CRFTagger(spacy.blank("en").vocab, None, loss=None)
 
 
-def test_component_uses_the_configured_objective(toy):
-    """get_loss of each setting equals the objective's own loss of the same scores."""
+def test_component_uses_the_configured_loss(toy):
+    """get_loss of each setting equals the loss function's own of the same scores."""
     for loss in ("nll", "perceptron", "hinge"):
         nlp = toy.make_nlp(loss=loss)
         examples = toy.toy_examples(nlp)

@@ -8,7 +8,7 @@ import numpy as np
 from .. import inference
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
-from .margin import margin_objective
+from .margin import margin_loss
 from .registry import register_loss
 
 
@@ -35,4 +35,4 @@ def hinge(scores: CRFScores, layout: BatchLayout,
     emissions[annotated] += cost
     augmented = scores.replace(emissions=emissions)
     predicted, best = inference.viterbi(augmented, layout)
-    return margin_objective(scores, layout, gold, predicted, best, update_all=False)
+    return margin_loss(scores, layout, gold, predicted, best, update_all=False)

@@ -1,7 +1,7 @@
 """What the margin losses (``perceptron``, ``hinge``) share: a labelling's
 feature counts and the loss of the best labelling against the gold one.
 
-The labelling objectives' gradient is a difference of feature counts; the
+The labelling losses' gradient is a difference of feature counts; the
 scores are linear in the counts, so the counts are the gradient of a
 labelling's score. Averaging (the *averaged* perceptron) is the model's
 ``average_weights`` (on in ``FeatureCRF`` by default) or the optimizer's
@@ -17,7 +17,7 @@ from ..models.potentials import CRFScores
 from ..structures import BatchLayout
 
 
-def margin_objective(scores: CRFScores, layout: BatchLayout, gold: np.ndarray,
+def margin_loss(scores: CRFScores, layout: BatchLayout, gold: np.ndarray,
                       predicted: np.ndarray, best: np.ndarray,
                       update_all: bool) -> Tuple[np.ndarray, CRFScores]:
     """``best - s(y_gold)`` per sequence (at least 0) and ``counts(predicted) - counts(y_gold)``.

@@ -9,7 +9,7 @@ import numpy as np
 from .. import inference
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
-from .margin import margin_objective
+from .margin import margin_loss
 from .registry import register_loss
 
 
@@ -40,4 +40,4 @@ def perceptron(scores: CRFScores, layout: BatchLayout,
     """
     gold = np.ascontiguousarray(gold, dtype=np.int64)
     predicted, best = inference.viterbi(scores, layout)
-    return margin_objective(scores, layout, gold, predicted, best, update_all=True)
+    return margin_loss(scores, layout, gold, predicted, best, update_all=True)

@@ -2,7 +2,7 @@
 
 ``spacy.util.registry.crf_losses``, whose entry points are the group
 ``spacy_crf_losses`` (:mod:`spacy_crf.registries`). A module adds a loss by
-decorating its objective with :func:`register_loss`; a package of its own
+decorating its loss function with :func:`register_loss`; a package of its own
 points its entry point at the :class:`Loss` that decorator returns::
 
     [project.entry-points.spacy_crf_losses]
@@ -19,7 +19,7 @@ from ..models.potentials import CRFScores
 from ..registries import ExtensionRegistry
 from ..structures import BatchLayout
 
-Objective = Callable[[CRFScores, BatchLayout, np.ndarray], Tuple[np.ndarray, CRFScores]]
+LossFunction = Callable[[CRFScores, BatchLayout, np.ndarray], Tuple[np.ndarray, CRFScores]]
 
 #: ``spacy.util.registry.crf_losses`` (entry points: ``spacy_crf_losses``)
 LOSSES = ExtensionRegistry("crf_losses")
@@ -27,13 +27,13 @@ LOSSES = ExtensionRegistry("crf_losses")
 
 @dataclass(frozen=True)
 class Loss:
-    """A training objective of the CRF, called as its ``objective``.
+    """A training loss of the CRF, called as its ``function``.
 
     Attributes
     ----------
     name : str
         The ``loss`` setting that chooses it.
-    objective : callable
+    function : callable
         ``(scores, layout, gold) -> (per_sequence_loss, gradient)``, the
         contract of :func:`spacy_crf.inference.nll_and_gradient`: ``gold``
         (N,) int64 with ``-1`` for unannotated tokens, the loss (S,) float64,
@@ -48,26 +48,26 @@ class Loss:
     """
 
     name: str
-    objective: Objective
+    function: LossFunction
     supports_batch_fit: bool = False
 
     def __call__(self, scores: CRFScores, layout: BatchLayout,
                  gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
-        return self.objective(scores, layout, gold)
+        return self.function(scores, layout, gold)
 
 
-def register_loss(name: str, *, supports_batch_fit: bool = False) -> Callable[[Objective], Loss]:
-    """Decorator: make the objective it decorates the :class:`Loss` of ``loss = name``.
+def register_loss(name: str, *, supports_batch_fit: bool = False) -> Callable[[LossFunction], Loss]:
+    """Decorator: make the loss function it decorates the :class:`Loss` of ``loss = name``.
 
     Returns
     -------
     callable
         The decorator, which returns the registered :class:`Loss` (callable
-        as the objective itself).
+        as the function itself).
     """
 
-    def register(objective: Objective) -> Loss:
-        return LOSSES.register(name, Loss(name, objective, supports_batch_fit))
+    def register(function: LossFunction) -> Loss:
+        return LOSSES.register(name, Loss(name, function, supports_batch_fit))
 
     return register
 
@@ -92,14 +92,14 @@ def get_loss(name: str) -> Loss:
     return found
 
 
-def each_expert(objective: Objective, scores: CRFScores, layout: BatchLayout,
+def each_expert(loss: LossFunction, scores: CRFScores, layout: BatchLayout,
                 gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
-    """``objective`` of ``scores``; for a pool of experts, the sum of the
-    objective of each expert's own scores, its gradient in ``experts`` (the
+    """``loss`` of ``scores``; for a pool of experts, the sum of the
+    loss of each expert's own scores, its gradient in ``experts`` (the
     pooled scores get none: no expert is trained through the other)."""
     if scores.experts is None:
-        return objective(scores, layout, gold)
-    results = [objective(expert, layout, gold) for expert in scores.experts]
+        return loss(scores, layout, gold)
+    results = [loss(expert, layout, gold) for expert in scores.experts]
     loss = np.sum([per_sequence for per_sequence, _ in results], axis=0)
     gradient = CRFScores(np.zeros_like(scores.emissions),
                          experts=tuple(grad for _, grad in results))

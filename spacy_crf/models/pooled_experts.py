@@ -9,7 +9,7 @@ weighted geometric mean of the experts' (Smith, Cohn and Osborne 2005,
 n-best and span probabilities read the pool as they read any CRF.
 
 The pooled scores carry each expert's own scores (``CRFScores.experts``), and
-the training objectives (``losses.py``) give each expert the loss of its
+the training losses (``spacy_crf/losses``) give each expert the loss of its
 own CRF: an expert is never trained to lean on the other. This matters when
 one expert fits the training data much faster than the other (a tok2vec beside
 hashed features): trained jointly on the pooled likelihood, the fast one takes

@@ -124,7 +124,7 @@ def make_crf_tagger(
         If above 0, also store the ``n_best`` best labellings of every sequence
         with their probabilities in ``doc._.crf_nbest`` (chains and the semi-Markov CRF).
     loss : str
-        The training objective (``spacy_crf.losses``): ``nll`` (the
+        The training loss (``spacy_crf.losses``): ``nll`` (the
         likelihood), ``perceptron`` (structured perceptron, averaged as every
         update-trained model is: ``average_weights``) or ``hinge`` (structured
         SVM, Hamming cost).

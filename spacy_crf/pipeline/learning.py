@@ -72,10 +72,10 @@ def batch_loss(state: ComponentState, examples: List[Example], scores: CRFScores
         # (a model that learns from counts, the HMM, learns its new labels
         # when initialize refits them)
         state.learn_new_labels(gold)
-    return objective(state, mask_unseen(state, scores, but=seen), layout, gold)
+    return labelling_loss(state, mask_unseen(state, scores, but=seen), layout, gold)
 
 
-def objective(state: ComponentState, scores: CRFScores, layout: BatchLayout,
+def labelling_loss(state: ComponentState, scores: CRFScores, layout: BatchLayout,
               gold: np.ndarray) -> Tuple[float, CRFScores]:
     """The configured loss of ``gold`` label ids (-1: unknown) and its gradient;
     ``scores`` must be constrained. E009 if it is not finite."""

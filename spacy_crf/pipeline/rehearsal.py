@@ -19,7 +19,7 @@ from .._kernels.sparse_update import scatter_rows
 from ..errors import Errors
 from ..models.grow import LABEL_HISTORY
 from ..models.sparse_table import ATTR as SPARSE_TABLE
-from .learning import constrained, objective, training_docs
+from .learning import constrained, labelling_loss, training_docs
 from .state import ComponentState
 
 
@@ -39,7 +39,7 @@ def rehearse(state: ComponentState, examples: List[Example], drop: float,
     state.check_width(scores)
     # the teacher's labelling is the gold (the examples' own is not read)
     gold, _ = inference.viterbi(teacher, batch.layout, None)
-    loss, d_scores = objective(state, constrained(state, scores, docs), batch.layout, gold)
+    loss, d_scores = labelling_loss(state, constrained(state, scores, docs), batch.layout, gold)
     backprop(d_scores)
     if isinstance(sgd, Optimizer):
         state.step(sgd)

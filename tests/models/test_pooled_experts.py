@@ -127,13 +127,13 @@ def test_each_expert_is_trained_on_its_own_likelihood(docs, layout):
 
 
 @pytest.mark.parametrize("loss", ["perceptron", "hinge"])
-def test_every_objective_sums_over_the_experts(docs, layout, loss):
+def test_every_loss_sums_over_the_experts(docs, layout, loss):
     a, b = random_expert(0, docs), random_expert(1, docs)
     scores = pooled_experts([a, b], [0.5, 0.5]).predict(docs)
     gold = gold_of(layout)
-    objective = losses.get_loss(loss)
-    got, gradient = losses.each_expert(objective, scores, layout, gold)
-    expected = [objective(expert, layout, gold) for expert in scores.experts]
+    function = losses.get_loss(loss)
+    got, gradient = losses.each_expert(function, scores, layout, gold)
+    expected = [function(expert, layout, gold) for expert in scores.experts]
     np.testing.assert_allclose(got, expected[0][0] + expected[1][0])
     np.testing.assert_allclose(gradient.experts[1].transitions, expected[1][1].transitions)
 
