@@ -39,8 +39,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (REPO_ROOT, SHARED_DATA, log, markdown_table, peak_rss_mb,  # noqa: E402
-                    write_json)
+from common import (REPO_ROOT, SHARED_DATA, environment, log, make_summary,  # noqa: E402
+                    markdown_table, peak_rss_mb, write_json)
 
 EWT = "ud_english_ewt/r2.9/en_ewt-ud-{split}.conllu"
 UNER = {"train": "uner_english_ewt/en_ewt-ud-train.v0-normalized.iob2",
@@ -194,11 +194,28 @@ def _line(row: str, result: Dict[str, Any]) -> str:
         f"{base['peak_rss_mb']:.0f} / {this['peak_rss_mb']:.0f}"])
 
 
+HEADERS = ["row", "score (base / this)", "same labels", "train s", "decode tok/s", "ratio",
+           "peak MB"]
+
+
+def summary(report: Dict[str, Any], command: str) -> Dict[str, Any]:
+    """The report's table for the results page (``results.py``)."""
+    table = {"caption": f"base `{report['base']}` / this `{report['this']}`, each cell "
+                        "base / this; decode: the best of the turns, ratio this / base",
+             "headers": HEADERS,
+             "rows": [[row] + _line(row, result).split(" | ")
+                      for row, result in report["rows"].items()]}
+    return make_summary("Two checkouts of the code, the same factory rows", command, [],
+                        ["upos: EWT UPOS accuracy; ner: UNER exact-span F1; tree / chain_tree: "
+                         "EWT UPOS over the gold trees (oracle rows); 5 epochs of nlp.update "
+                         "at the factory defaults, each checkout in processes of its own"],
+                        [table])
+
+
 def print_report(report: Dict[str, Any]) -> None:
-    print(f"\nbase {report['base']} / this {report['this']}")
-    headers = ["row", "score", "same labels", "train s", "decode tok/s", "ratio", "peak MB"]
-    print(markdown_table(headers, [[row] + _line(row, result).split(" | ")
-                                   for row, result in report["rows"].items()]))
+    table = report["summary"]["tables"][0]
+    print(f"\n{table['caption']}")
+    print(markdown_table(table["headers"], table["rows"]))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -224,6 +241,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--base REV is needed")
     report = compare(args.base, args.data_dir.resolve(), args.rows, args.rounds, args.runs,
                      args.limit)
+    report.update(benchmark="two_checkouts", environment=environment(),
+                  summary=summary(report, " ".join(["python benchmarks/two_checkouts.py"]
+                                                   + (argv if argv is not None else sys.argv[1:]))))
     print_report(report)
     write_json(args.out, report)
     return 0
