@@ -55,7 +55,7 @@ from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 import srsly
 
 from . import token_values
-from .cli_util import Arg, Opt, command, our_errors, run
+from .commands._util import Arg, Opt, command, our_errors, run
 from .pipeline.extensions import CONFIDENCE, SPAN_CONFIDENCE, stem
 from .errors import Errors
 from .shard_io import (list_shards, not_unicode, output_schema, parquet_id_type, read_rows,

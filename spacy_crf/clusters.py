@@ -34,7 +34,7 @@ from typing import Iterator, List, Optional
 import srsly
 import typer
 
-from .cli_util import Arg, Opt, command, group, msg, run
+from .commands._util import Arg, Opt, command, group, msg, run
 
 from .features.brown_clusters import (lookups_data_table, path_value, read_cluster_file,
                                       read_paths, write_json_table)

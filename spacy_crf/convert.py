@@ -43,7 +43,7 @@ from spacy.training.converters import conll_ner_to_docs
 from spacy.vocab import Vocab
 
 from ._kernels.tree import check_forest
-from .cli_util import Arg, Opt, command, group, msg, run
+from .commands._util import Arg, Opt, command, group, msg, run
 from .errors import Errors
 from .targets import set_doc_labels
 

@@ -41,7 +41,7 @@ from spacy.training import Example
 from spacy.util import filter_spans
 from wasabi import Printer
 
-from .cli_util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, run
+from .commands._util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, run
 from .pipeline.inputs import INPUT_ANNOTATIONS
 from .targets import Target, make_target
 from .training.config import check_corpora, load_pipeline, training_corpora

@@ -25,7 +25,7 @@ from spacy.cli._util import setup_gpu
 from spacy.training import Corpus, Example
 
 from .augmenters import create_copy_attrs
-from .cli_util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, parse_copy,
+from .commands._util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, parse_copy,
                        run)
 from .errors import Warnings
 

@@ -42,7 +42,7 @@ from spacy.training.loop import (create_before_to_disk_callback, create_evaluati
                                  update_meta)
 from spacy.util import load_config
 
-from .cli_util import (CODE_HELP, Arg, Opt, command, config_overrides, import_code, our_errors,
+from .commands._util import (CODE_HELP, Arg, Opt, command, config_overrides, import_code, our_errors,
                        run)
 from .errors import Errors
 from .losses import get_loss, registered_losses

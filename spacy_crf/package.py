@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
-from .cli_util import Arg, Opt, command, msg, our_errors, run
+from .commands._util import Arg, Opt, command, msg, our_errors, run
 from .errors import Errors
 
 #: the file of install instructions written in OUT_DIR

@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import srsly
 
-from .cli_util import Arg, Opt, command, msg, our_errors, run
+from .commands._util import Arg, Opt, command, msg, our_errors, run
 from .errors import Errors
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}

@@ -7,7 +7,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from spacy_crf.cli import COMMANDS
+from spacy_crf.commands import COMMANDS
 
 
 def spacy_cli(*args, cwd):
@@ -79,7 +79,7 @@ def spacy_commands():
     from spacy.cli._util import app
     from typer.main import get_command
 
-    import spacy_crf.cli  # noqa: F401  (registers the commands)
+    import spacy_crf.commands  # noqa: F401  (registers the commands)
 
     found = {}
     for name, cmd in get_command(app).commands.items():

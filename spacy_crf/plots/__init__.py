@@ -54,7 +54,7 @@ import spacy
 from spacy.training import Corpus, Example
 
 from ..augmenters import create_copy_attrs
-from ..cli_util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, our_errors,
+from ..commands._util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, our_errors,
                         parse_copy, run)
 from ..errors import Errors
 from ..pipeline.crf_tagger import CRFTagger
