@@ -122,7 +122,7 @@ def test_python_m_help_names_its_own_spelling(tmp_path):
 
 
 def test_fit_imports_code_and_refuses_stray_arguments(tmp_path):
-    from spacy_crf.fit import main
+    from spacy_crf.commands.fit import main
 
     config = tmp_path / "bad.cfg"
     config.write_text("[nlp]\nlang = \"en\"\npipeline = [\"nothing\"]\n")

@@ -27,7 +27,7 @@ from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
 from spacy_crf._kernels.tree import check_forest
-from spacy_crf.fit import fit
+from spacy_crf.training.fit import fit
 from spacy_crf.structures import ChainLayout, TreeLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.training.objective import FeaturizedShard, ParameterLayout, ShardedObjective
