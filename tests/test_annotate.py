@@ -235,7 +235,8 @@ def test_output_of_another_pipeline_is_not_mixed_in(model, texts, client, tmp_pa
 def test_shards_from_a_spacy_corpus(tmp_path):
     from spacy.tokens import DocBin
 
-    from spacy_crf.shard_io import list_shards, main as make_shards, read_rows
+    from spacy_crf.commands.shards import main as make_shards
+    from spacy_crf.shard_io import list_shards, read_rows
 
     nlp = spacy.blank("en")
     docs = [nlp(f"Text number {i} .") for i in range(7)]

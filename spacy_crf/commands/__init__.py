@@ -35,7 +35,7 @@ COMMANDS: Dict[str, str] = {
     "crf-convert": "spacy_crf.convert",
     "crf-clusters": "spacy_crf.clusters",
     "crf-plots": "spacy_crf.plots",
-    "crf-shards": "spacy_crf.shard_io",
+    "crf-shards": "spacy_crf.commands.shards",
     "crf-debug-data": "spacy_crf.debug_data",
     "crf-package": "spacy_crf.package",
 }
