@@ -21,7 +21,8 @@ pytest.importorskip("distributed")
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
-from spacy_crf.annotate import ERRORS_FILE, annotate, main  # noqa: E402
+from spacy_crf.annotation import ERRORS_FILE, annotate  # noqa: E402
+from spacy_crf.commands.annotate import main  # noqa: E402
 from spacy_crf.cluster import dask_client, worker_pids  # noqa: E402
 from spacy_crf.convert import convert_uner  # noqa: E402
 

@@ -30,7 +30,7 @@ from typing import Dict
 #: subcommand -> the module that defines it (and whose main() python -m runs)
 COMMANDS: Dict[str, str] = {
     "crf-fit": "spacy_crf.commands.fit",
-    "crf-annotate": "spacy_crf.annotate",
+    "crf-annotate": "spacy_crf.commands.annotate",
     "crf-evaluate": "spacy_crf.evaluate",
     "crf-convert": "spacy_crf.convert",
     "crf-clusters": "spacy_crf.clusters",
