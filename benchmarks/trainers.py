@@ -214,7 +214,7 @@ def phase_crfsuite(task: str, train: Sentences, test: Sentences, workdir: str) -
 
 def phase_evaluate(task: str, model: str, test_path: str) -> Dict[str, Any]:
     """The test score of a saved pipeline, read as training read its corpus."""
-    from spacy_crf.evaluate import evaluate
+    from spacy_crf.evaluation import evaluate
 
     scores = evaluate(model, Path(test_path), TASKS[task]["copy"])
     return {"score": scores["crf_score"]}

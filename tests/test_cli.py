@@ -159,7 +159,7 @@ def tiny_model(tmp_path_factory):
 def test_evaluate_takes_spacys_options(tiny_model, tmp_path, capsys):
     import srsly
 
-    from spacy_crf.evaluate import main
+    from spacy_crf.commands.evaluate import main
 
     model, data = tiny_model
     (tmp_path / "html").mkdir()

@@ -31,7 +31,7 @@ from typing import Dict
 COMMANDS: Dict[str, str] = {
     "crf-fit": "spacy_crf.commands.fit",
     "crf-annotate": "spacy_crf.commands.annotate",
-    "crf-evaluate": "spacy_crf.evaluate",
+    "crf-evaluate": "spacy_crf.commands.evaluate",
     "crf-convert": "spacy_crf.convert",
     "crf-clusters": "spacy_crf.clusters",
     "crf-plots": "spacy_crf.plots",
