@@ -259,7 +259,7 @@ def run(args: argparse.Namespace, train_path: Path, test_path: Path, train_limit
         test_limit: int, workdir: Path) -> Dict[str, Any]:
     from spacy import util
     from spacy.tokens import DocBin
-    from spacy_crf.convert import convert_chunks
+    from spacy_crf.converters import convert_chunks
 
     config = util.load_config(args.config, interpolate=False)
     model_cfg = config["components"][COMPONENT]["model"]

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import SHARED_DATA, markdown_table, peak_rss_mb, run_isolated, write_json  # noqa: E402
 
-from spacy_crf.convert import read_conllu_upos  # noqa: E402  (also imported from here by trainers.py)
+from spacy_crf.converters import read_conllu_upos  # noqa: E402  (also imported from here by trainers.py)
 
 Sentences = List[Tuple[List[str], List[str]]]
 

@@ -53,7 +53,7 @@ from common import (SHARED_DATA, disk_bytes, markdown_table, read_columns,  # no
 from defaults import (read_iob2, read_predictions, run_systems, task_example,  # noqa: E402
                       update_loop)
 
-from spacy_crf.convert import read_conllu_upos  # noqa: E402
+from spacy_crf.converters import read_conllu_upos  # noqa: E402
 
 Sentences = List[Tuple[List[str], List[str]]]
 CLUSTER_TEMPLATES = None  # filled from the factory default in main()
@@ -228,7 +228,7 @@ def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
     from conll2000 import COMPONENT, DEFAULT_CONFIG, phase_spacy_decode, phase_spacy_train
     from spacy.tokens import DocBin
 
-    from spacy_crf.convert import convert_chunks
+    from spacy_crf.converters import convert_chunks
 
     corpus = {}
     for split in ("train", "test"):

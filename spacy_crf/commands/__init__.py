@@ -32,7 +32,7 @@ COMMANDS: Dict[str, str] = {
     "crf-fit": "spacy_crf.commands.fit",
     "crf-annotate": "spacy_crf.commands.annotate",
     "crf-evaluate": "spacy_crf.commands.evaluate",
-    "crf-convert": "spacy_crf.convert",
+    "crf-convert": "spacy_crf.commands.convert",
     "crf-clusters": "spacy_crf.clusters",
     "crf-plots": "spacy_crf.plots",
     "crf-shards": "spacy_crf.commands.shards",
