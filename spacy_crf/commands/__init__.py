@@ -33,7 +33,7 @@ COMMANDS: Dict[str, str] = {
     "crf-annotate": "spacy_crf.commands.annotate",
     "crf-evaluate": "spacy_crf.commands.evaluate",
     "crf-convert": "spacy_crf.commands.convert",
-    "crf-clusters": "spacy_crf.clusters",
+    "crf-clusters": "spacy_crf.commands.clusters",
     "crf-plots": "spacy_crf.plots",
     "crf-shards": "spacy_crf.commands.shards",
     "crf-debug-data": "spacy_crf.debug_data",
