@@ -34,7 +34,7 @@ COMMANDS: Dict[str, str] = {
     "crf-evaluate": "spacy_crf.commands.evaluate",
     "crf-convert": "spacy_crf.commands.convert",
     "crf-clusters": "spacy_crf.commands.clusters",
-    "crf-plots": "spacy_crf.plots",
+    "crf-plots": "spacy_crf.commands.plots",
     "crf-shards": "spacy_crf.commands.shards",
     "crf-debug-data": "spacy_crf.debug_data",
     "crf-package": "spacy_crf.package",
