@@ -36,8 +36,8 @@ COMMANDS: Dict[str, str] = {
     "crf-clusters": "spacy_crf.commands.clusters",
     "crf-plots": "spacy_crf.commands.plots",
     "crf-shards": "spacy_crf.commands.shards",
-    "crf-debug-data": "spacy_crf.debug_data",
-    "crf-package": "spacy_crf.package",
+    "crf-debug-data": "spacy_crf.commands.debug_data",
+    "crf-package": "spacy_crf.commands.package",
 }
 
 for _module in COMMANDS.values():
