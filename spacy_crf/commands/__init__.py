@@ -14,7 +14,7 @@ starts; importing the modules below registers their typer commands on spaCy's
     python -m spacy crf-package MODEL_DIR OUTPUT_DIR [--name NAME] [--version V]
     python -m spacy crf-debug-data CONFIG_PATH [--component NAME] [--paths.train ...]
 
-``python -m spacy_crf.NAME`` runs the same command (each
+``python -m spacy_crf.NAME`` (:data:`PYTHON_M`) runs the same command (each
 module's ``main``), so both spellings take the same options, print the same
 messages and exit with the same codes.
 
@@ -27,7 +27,7 @@ code outside this package, which never imports it.
 import importlib
 from typing import Dict
 
-#: subcommand -> the module that defines it (and whose main() python -m runs)
+#: subcommand -> the module that defines it and its main()
 COMMANDS: Dict[str, str] = {
     "crf-fit": "spacy_crf.commands.fit",
     "crf-annotate": "spacy_crf.commands.annotate",
@@ -38,6 +38,20 @@ COMMANDS: Dict[str, str] = {
     "crf-shards": "spacy_crf.commands.shards",
     "crf-debug-data": "spacy_crf.commands.debug_data",
     "crf-package": "spacy_crf.commands.package",
+}
+
+#: subcommand -> the module ``python -m`` runs it as: a top-level alias that runs
+#: the command's main(), kept there since before the commands moved here
+PYTHON_M: Dict[str, str] = {
+    "crf-fit": "spacy_crf.fit",
+    "crf-annotate": "spacy_crf.annotate",
+    "crf-evaluate": "spacy_crf.evaluate",
+    "crf-convert": "spacy_crf.convert",
+    "crf-clusters": "spacy_crf.clusters",
+    "crf-plots": "spacy_crf.plots",
+    "crf-shards": "spacy_crf.shard_io",
+    "crf-debug-data": "spacy_crf.debug_data",
+    "crf-package": "spacy_crf.package",
 }
 
 for _module in COMMANDS.values():
