@@ -173,7 +173,7 @@ def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int =
             _run(client, model, component, todo, output_dir, batch_size, report, failures,
                  log, on_shard_done, begin)
         elif todo:
-            from .cluster import dask_client
+            from .dask_client import dask_client
 
             with dask_client(n_workers=n_workers, address=address) as own:
                 _run(own, model, component, todo, output_dir, batch_size, report, failures,
@@ -381,7 +381,7 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
          begin: float) -> None:
     from distributed import as_completed
 
-    from .cluster import worker_memory_mb, worker_peak_memory_mb
+    from .dask_client import worker_memory_mb, worker_peak_memory_mb
 
     model_path = str(model.resolve())
     load_on_workers(client, model_path, component)

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from spacy_crf.annotation import ERRORS_FILE, annotate  # noqa: E402
 from spacy_crf.commands.annotate import main  # noqa: E402
-from spacy_crf.cluster import dask_client, worker_pids  # noqa: E402
+from spacy_crf.dask_client import dask_client, worker_pids  # noqa: E402
 from spacy_crf.converters import convert_uner  # noqa: E402
 
 SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"

@@ -279,7 +279,7 @@ def _engine(n_workers: Optional[int], address: Optional[str]) -> Iterator[Any]:
     if n_workers is None and address is None:
         yield None
         return
-    from ..cluster import dask_client
+    from ..dask_client import dask_client
 
     with dask_client(n_workers=n_workers or 2, address=address) as client:
         yield client
