@@ -37,7 +37,11 @@ input shard may not be named ``_errors.jsonl`` (E140).
 
 Ctrl-C stops the run with "N of M shard(s) done; run the same command again
 to resume" and exit status 130; the workers ignore the interrupt and are shut
-down by the driver.
+down by the driver. The driver records the Ctrl-C and stops at its next safe
+point (it looks every 0.1 s while it waits for shards), because a
+KeyboardInterrupt raised wherever the signal lands can be lost: inside a
+callback whose exceptions Python only prints (distributed's garbage-collection
+callback, say), the run would go on. A second Ctrl-C raises at once.
 
 OUTPUT remembers the pipeline that wrote it: a run with another pipeline stops
 (E102) rather than mix the two, unless ``--overwrite`` is given, which
@@ -47,11 +51,15 @@ interrupted.
 """
 
 import os
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+from types import FrameType
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import srsly
 
@@ -69,6 +77,8 @@ ERRORS_DIR = ".errors"
 
 # pipelines loaded in this process: each worker loads its pipeline once and keeps it
 _PIPELINES: Dict[Tuple[str, Optional[str]], Tuple[Any, Any]] = {}
+#: seconds between two looks at a recorded Ctrl-C while the driver waits for shards
+_TICK = 0.1
 
 
 @dataclass
@@ -156,7 +166,9 @@ def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int =
     ValueError
         A usage error (E097-E099, E101, E102, E140, E141): nothing annotated.
     KeyboardInterrupt
-        On Ctrl-C, after saying how many shards are done (finished shards are kept).
+        On Ctrl-C, after saying how many shards are done (finished shards are
+        kept): at the driver's next safe point (:func:`interrupts_recorded`), or
+        at once on a second Ctrl-C.
     """
     begin = time.perf_counter()
     log = log or sys.stderr
@@ -169,15 +181,17 @@ def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int =
     report = AnnotateReport(skipped=len(shards) - len(todo))
     failures: List[Dict[str, Any]] = []
     try:
-        if todo and client is not None:
-            _run(client, model, component, todo, output_dir, batch_size, report, failures,
-                 log, on_shard_done, begin)
-        elif todo:
-            from .dask_client import dask_client
+        with interrupts_recorded() as interrupts:
+            if todo and client is not None:
+                _run(client, model, component, todo, output_dir, batch_size, report, failures,
+                     log, on_shard_done, begin, interrupts)
+            elif todo:
+                from .dask_client import dask_client
 
-            with dask_client(n_workers=n_workers, address=address) as own:
-                _run(own, model, component, todo, output_dir, batch_size, report, failures,
-                     log, on_shard_done, begin)
+                with dask_client(n_workers=n_workers, address=address) as own:
+                    interrupts.check()  # (starting the cluster takes seconds)
+                    _run(own, model, component, todo, output_dir, batch_size, report,
+                         failures, log, on_shard_done, begin, interrupts)
     except KeyboardInterrupt:
         n_done = sum((output_dir / s.name).exists() for s in shards)
         _say(log, f"Interrupted: {n_done} of {len(shards)} shard(s) done. Run the same "
@@ -378,13 +392,12 @@ def _load_here(model: str, component: Optional[str]) -> None:
 def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
          output_dir: Path, batch_size: int, report: AnnotateReport,
          failures: List[Dict[str, Any]], log: IO, on_shard_done: Optional[Callable],
-         begin: float) -> None:
-    from distributed import as_completed
-
+         begin: float, interrupts: "Interrupts") -> None:
     from .dask_client import worker_memory_mb, worker_peak_memory_mb
 
     model_path = str(model.resolve())
     load_on_workers(client, model_path, component)
+    interrupts.check()
     report.startup_seconds = time.perf_counter() - begin
     _say(log, f"{len(client.scheduler_info()['workers'])} worker(s) ready in "
               f"{report.startup_seconds:.1f} s; {len(todo)} shard(s) to annotate")
@@ -393,7 +406,7 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
                              key=f"annotate-{shard.name}-{time.time_ns()}", pure=False,
                              retries=1): shard for shard in todo}
     progress = _Progress(log, len(todo))
-    for future in as_completed(futures):
+    for future in _completed(futures, interrupts):
         shard = futures[future]
         try:
             done = future.result()
@@ -412,6 +425,71 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
     progress.close()
     report.worker_memory_mb = worker_memory_mb(client)
     report.worker_peak_memory_mb = worker_peak_memory_mb(client)
+
+
+def _completed(futures: Dict[Any, Path], interrupts: "Interrupts") -> Iterator[Any]:
+    """The futures as they finish; a recorded Ctrl-C stops the run before each one
+    and every :data:`_TICK` seconds while none has (as_completed would wait for
+    the next shard, however long it takes, before the driver could look)."""
+    from distributed import as_completed
+
+    pending = as_completed(futures)
+    while not pending.is_empty():
+        interrupts.check()
+        batch = pending.next_batch(block=False)
+        if not batch:
+            time.sleep(_TICK)
+        for future in batch:
+            interrupts.check()
+            yield future
+
+
+class Interrupts:
+    """Ctrl-C during a run, recorded by :meth:`handle` and acted on by :meth:`check`.
+
+    The first Ctrl-C only sets :attr:`requested`: a KeyboardInterrupt raised
+    where the signal lands is lost when that is a callback whose exceptions
+    Python prints and drops (``Exception ignored in ...``), as distributed's
+    garbage-collection callback is, and the run went on annotating. The driver
+    calls :meth:`check` at its safe points instead. A second Ctrl-C raises at
+    once (the driver may be stuck; the flag stays set should that be lost too).
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def handle(self, signum: int, frame: Optional[FrameType]) -> None:
+        """The SIGINT handler."""
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def check(self) -> None:
+        """At a safe point: KeyboardInterrupt if Ctrl-C was pressed."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_recorded() -> Iterator[Interrupts]:
+    """:class:`Interrupts` as the SIGINT handler for the block; the previous handler
+    is restored after it, whether it ends, fails or is interrupted.
+
+    Only the main thread may set a handler, and a SIGINT that is ignored (a job
+    started in the background) stays ignored: there the block gets an
+    :class:`Interrupts` that nothing sets, and Ctrl-C acts as it did before.
+    """
+    interrupts = Interrupts()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) == signal.SIG_IGN):
+        yield interrupts
+        return
+    before = signal.signal(signal.SIGINT, interrupts.handle)
+    try:
+        yield interrupts
+    finally:
+        # None: a handler not set from Python, which cannot be put back; the default is
+        signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
 
 
 def _merge_errors(output_dir: Path, shards: List[Path], failures: List[Dict[str, Any]]) -> int:
