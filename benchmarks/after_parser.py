@@ -286,7 +286,7 @@ def decode_speed(model: Path, test: Path, runs: int = 3) -> Dict[str, Any]:
 
     from common import Stopwatch, time_pipe
     from spacy_crf.augmenters import create_copy_attrs
-    from spacy_crf.evaluate import training_copy
+    from spacy_crf.evaluation import training_copy
 
     nlp = spacy.load(model)
     references = list(DocBin().from_disk(test).get_docs(nlp.vocab))

@@ -106,7 +106,7 @@ t0 = time.perf_counter()
 import spacy
 from spacy.training import Example
 from spacy.util import minibatch
-from spacy_crf.convert import read_conllu_upos
+from spacy_crf.converters import read_conllu_upos
 nlp = spacy.blank("en")
 nlp.add_pipe("crf_tagger", config={"target": "pos", "model": {
     "@architectures": "spacy-crf.FeatureCRF.v2", "cluster_templates": None}})

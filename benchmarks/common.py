@@ -522,7 +522,7 @@ def score_and_decode(model: str, test_path: str, copy: Sequence[str], runs: int)
     from spacy.training import Corpus
 
     from spacy_crf.augmenters import create_copy_attrs
-    from spacy_crf.evaluate import evaluate
+    from spacy_crf.evaluation import evaluate
 
     nlp = spacy.load(model)
     scores = evaluate(nlp, Path(test_path), list(copy))

@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from common import (
-    REPO_ROOT, SHARED_DATA, add_run_arguments, best_of, chunk_prf, disk_bytes, environment, log,
+    REPO_ROOT, SHARED_DATA, add_run_arguments, chunk_prf, disk_bytes, environment, log,
     make_summary, markdown_table, mb, print_timing_footer, read_columns, render_summary,
-    run_in_workdir, run_isolated, Sentence, seqeval_f1, Stopwatch, summary_row, time_pipe,
-    token_accuracy, train_spacy,
+    run_in_workdir, run_isolated, seqeval_f1, summary_row, time_pipe, token_accuracy, train_spacy,
 )
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "conll2000_chunking.cfg"
@@ -38,90 +37,30 @@ DEFAULT_DATA = SHARED_DATA / "conll2000"
 QUICK_TRAIN, QUICK_TEST = 1000, 300
 COMPONENT = "crf_tagger"
 
-# CRFsuite's example/chunking.py: fields "w pos y", these attribute templates,
-# and __BOS__ / __EOS__ on the first and last token. A template whose window
-# leaves the sentence gives no attribute (crfutils.apply_templates).
-CRFSUITE_TEMPLATES = (
-    (("w", -2),), (("w", -1),), (("w", 0),), (("w", 1),), (("w", 2),),
-    (("w", -1), ("w", 0)), (("w", 0), ("w", 1)),
-    (("pos", -2),), (("pos", -1),), (("pos", 0),), (("pos", 1),), (("pos", 2),),
-    (("pos", -2), ("pos", -1)), (("pos", -1), ("pos", 0)),
-    (("pos", 0), ("pos", 1)), (("pos", 1), ("pos", 2)),
-    (("pos", -2), ("pos", -1), ("pos", 0)), (("pos", -1), ("pos", 0), ("pos", 1)),
-    (("pos", 0), ("pos", 1), ("pos", 2)),
-)
-_FIELD = {"w": 0, "pos": 1}
-_TEMPLATE_NAMES = ["|".join(f"{f}[{o}]" for f, o in t) for t in CRFSUITE_TEMPLATES]
-
-
-def crfsuite_features(sent: Sentence) -> List[List[str]]:
-    """CRFsuite's chunking attributes of one sentence (``name=value`` strings)."""
-    n = len(sent)
-    items: List[List[str]] = [[] for _ in range(n)]
-    for name, template in zip(_TEMPLATE_NAMES, CRFSUITE_TEMPLATES):
-        for t in range(n):
-            values = []
-            for field, offset in template:
-                p = t + offset
-                if not 0 <= p < n:
-                    break
-                values.append(sent[p][_FIELD[field]])
-            else:
-                items[t].append(f"{name}={'|'.join(values)}")
-    if n:
-        items[0].append("__BOS__")
-        items[-1].append("__EOS__")
-    return items
-
-
 # -- phases (each runs in a fresh process) -----------------------------------
 
 def phase_crfsuite(train_path: str, test_path: str, train_limit: int, test_limit: int,
                    params: Dict[str, Any], workdir: str, decode_runs: int) -> Dict[str, Any]:
-    import sklearn_crfsuite
+    """sklearn-crfsuite with CRFsuite's chunking attributes (``crfsuite_peer``)."""
+    from crfsuite_peer import chunking_features, fit_and_decode
 
     train = read_columns(Path(train_path), train_limit)
     test = read_columns(Path(test_path), test_limit)
-    t0 = time.perf_counter()
-    X_train = [crfsuite_features(s) for s in train]
-    featurize_train_s = time.perf_counter() - t0
-    y_train = [[c[2] for c in s] for s in train]
-    model_file = Path(workdir) / "crfsuite_chunking.model"
-    crf = sklearn_crfsuite.CRF(model_filename=str(model_file), **params)
-    with Stopwatch() as fit:
-        crf.fit(X_train, y_train)
-    del X_train
-    last = crf.training_log_.last_iteration if crf.training_log_ else {}
-
-    def featurize_and_predict():
-        return crf.predict([crfsuite_features(s) for s in test])
-
-    decode = best_of(decode_runs, featurize_and_predict)
-    X_test = [crfsuite_features(s) for s in test]
-    predict_only = best_of(decode_runs, lambda: crf.predict(X_test))
+    run = fit_and_decode(train, [[c[2] for c in s] for s in train], test, chunking_features,
+                         params, str(Path(workdir) / "crfsuite_chunking.model"),
+                         decode_runs=decode_runs, predict_only=True)
     gold = [[c[2] for c in s] for s in test]
-    pred = decode["result"]
-    n_tokens = sum(len(s) for s in test)
+    pred = run["pred"]
     return {
         "params": params,
         "n_train_sentences": len(train),
         "n_train_tokens": sum(len(s) for s in train),
         "n_test_sentences": len(test),
-        "n_test_tokens": n_tokens,
-        "featurize_train_s": featurize_train_s,
-        "train_s": fit.wall_s,
-        "train_cpu_share": fit.cpu_share,
-        "iterations": last.get("num"),
-        "final_loss": last.get("loss"),
-        "active_features": last.get("active_features"),
-        "num_attributes": crf.num_attributes_,
-        "model_bytes": disk_bytes(model_file),
-        "decode_s": decode["best_s"],
-        "decode_runs_s": decode["runs_s"],
-        "decode_cpu_share": decode["cpu_share"],
-        "decode_tokens_per_s": n_tokens / decode["best_s"],
-        "predict_only_s": predict_only["best_s"],
-        "predict_only_tokens_per_s": n_tokens / predict_only["best_s"],
+        **{key: run[key] for key in (
+            "n_test_tokens", "featurize_train_s", "train_s", "train_cpu_share", "iterations",
+            "final_loss", "active_features", "num_attributes", "model_bytes", "decode_s",
+            "decode_runs_s", "decode_cpu_share", "decode_tokens_per_s", "predict_only_s",
+            "predict_only_tokens_per_s")},
         "chunk_prf": chunk_prf(gold, pred),
         "seqeval_f1": seqeval_f1(gold, pred),
         "token_accuracy": token_accuracy(gold, pred),
@@ -259,7 +198,7 @@ def run(args: argparse.Namespace, train_path: Path, test_path: Path, train_limit
         test_limit: int, workdir: Path) -> Dict[str, Any]:
     from spacy import util
     from spacy.tokens import DocBin
-    from spacy_crf.convert import convert_chunks
+    from spacy_crf.converters import convert_chunks
 
     config = util.load_config(args.config, interpolate=False)
     model_cfg = config["components"][COMPONENT]["model"]

@@ -41,7 +41,7 @@ BATCH = 1000
 
 def read_task(data_dir: Path, task: str):
     """(train, test) sentences of ``task``: EWT r2.9 UPOS or UNER English."""
-    from spacy_crf.convert import read_conllu_upos
+    from spacy_crf.converters import read_conllu_upos
 
     if task == "upos":
         ewt = data_dir / "ud_english_ewt" / "r2.9"

@@ -60,7 +60,7 @@ from crfsuite_peer import phase_fit_and_decode
 from ewt_tree import EWT_SUBDIR, conllu_files, convert
 from spacy_peer import make_default_config, phase_decode, relabel_docbin, train_fixed_steps
 
-from spacy_crf.convert import read_conllu_upos
+from spacy_crf.converters import read_conllu_upos
 
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "ewt_upos.cfg"
 COMPONENT = "crf_tagger"

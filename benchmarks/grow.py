@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import SHARED_DATA, log, run_isolated, write_json  # noqa: E402
 from defaults import read_iob2, read_predictions, task_example, update_loop  # noqa: E402
 
-from spacy_crf.convert import read_conllu_upos  # noqa: E402
+from spacy_crf.converters import read_conllu_upos  # noqa: E402
 
 Sentences = List[Any]
 

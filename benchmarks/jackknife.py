@@ -98,7 +98,7 @@ def train_crf(config: Path, structure: str, train: Path, dev: Path, out: Path) -
 def no_parser_baseline(train: Path, dev: Path, test: Path, out: Path) -> Dict[str, Any]:
     """The chain with the same token features and no parser (configs/ewt_upos.cfg),
     scored on raw test text as the rows behind the parser are."""
-    from spacy_crf.evaluate import evaluate
+    from spacy_crf.evaluation import evaluate
 
     start = time.perf_counter()
     run(["-m", "spacy", "train", CONFIGS / "ewt_upos.cfg", "--output", out, "--paths.train", train,
@@ -158,7 +158,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     dev_uas = with_predicted_trees(args.parser, dev, parsed_dev)["uas"]
     log(f"full parser UAS: train {100 * train_uas:.2f}, dev {100 * dev_uas:.2f}; "
         f"jackknifed train {100 * sum(fold_uas) / len(fold_uas):.2f}")
-    from spacy_crf.evaluate import evaluate
+    from spacy_crf.evaluation import evaluate
 
     systems = {
         "tree over jackknifed parses": ("tree", jack_train),

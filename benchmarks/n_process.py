@@ -52,7 +52,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import minibatch
-from spacy_crf.convert import read_conllu_upos
+from spacy_crf.converters import read_conllu_upos
 source, out, system, epochs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 nlp = spacy.blank("en")
 nlp.add_pipe(system, config={"target": "pos"} if system == "crf_tagger" else {})

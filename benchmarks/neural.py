@@ -133,7 +133,7 @@ def train_and_score(name: str, config: Path, corpus: Path, task: str, workdir: P
     import spacy
     import srsly
 
-    from spacy_crf.evaluate import evaluate
+    from spacy_crf.evaluation import evaluate
     from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node
 
     spec = TASKS[task]

@@ -105,7 +105,7 @@ def phase_pipe(model: str, shards: str, n_process: int) -> Dict[str, Any]:
 
 def phase_annotate(model: str, shards: str, output: str, n_workers: int) -> Dict[str, Any]:
     """One annotate run on a fresh local cluster of ``n_workers`` (a fresh output)."""
-    from spacy_crf.annotate import annotate
+    from spacy_crf.annotation import annotate
 
     with open(os.devnull, "w") as quiet:
         report = annotate(Path(model), Path(shards), Path(output), n_workers=n_workers, log=quiet)

@@ -112,13 +112,13 @@ def read_iob2(path: Path) -> List[Tuple[List[str], List[str]]]:
 
 
 def convert(files: Dict[str, Path], workdir: Path) -> Dict[str, Any]:
-    """``spacy_crf.convert.convert_uner`` of each split into ``workdir/corpus/SPLIT.spacy``.
+    """``spacy_crf.converters.convert_uner`` of each split into ``workdir/corpus/SPLIT.spacy``.
 
     Checks that the entities of the converted docs read back to the file's own
     IOB2 tags (a test of the converter)."""
     from spacy.tokens import DocBin
     from spacy.vocab import Vocab
-    from spacy_crf.convert import convert_uner, iob_tags_from_ents
+    from spacy_crf.converters import convert_uner, iob_tags_from_ents
 
     out = workdir / "corpus"
     out.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,7 @@ from common import (SHARED_DATA, disk_bytes, markdown_table, read_columns,  # no
 from defaults import (read_iob2, read_predictions, run_systems, task_example,  # noqa: E402
                       update_loop)
 
-from spacy_crf.convert import read_conllu_upos  # noqa: E402
+from spacy_crf.converters import read_conllu_upos  # noqa: E402
 
 Sentences = List[Tuple[List[str], List[str]]]
 CLUSTER_TEMPLATES = None  # filled from the factory default in main()
@@ -202,25 +202,17 @@ def reliability(task: str, docs: List[Any], test: Sentences) -> Dict[str, Any]:
 
 
 def phase_crfsuite(train: Sentences, test: Sentences, templates: List[str]) -> Dict[str, Any]:
-    """sklearn-crfsuite over the same templates (cluster ones included)."""
-    import sklearn_crfsuite
-    from crfsuite_peer import CrfsuiteFeaturizer
+    """sklearn-crfsuite over the same templates (cluster ones included), by
+    ``crfsuite_peer``: train s is featurizing plus the fit, decode the best of 3."""
+    from crfsuite_peer import CrfsuiteFeaturizer, fit_and_decode
 
-    featurizer = CrfsuiteFeaturizer(templates)
-    start = time.perf_counter()
-    X = [featurizer.sentence(w) for w, _ in train]
-    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.01, max_iterations=100,
-                               model_filename=str(Path(tempfile.mkdtemp()) / "crf.model"))
-    crf.fit(X, [t for _, t in train])
-    train_s = time.perf_counter() - start
-    times, pred = [], None
-    for _ in range(3):
-        start = time.perf_counter()
-        pred = crf.predict([featurizer.sentence(w) for w, _ in test])
-        times.append(time.perf_counter() - start)
-    n_tokens = sum(len(w) for w, _ in test)
-    return {"train_s": train_s, "decode_tokens_per_s": n_tokens / min(times), "pred": pred,
-            "model_mb": Path(crf.modelfile.name).stat().st_size / 1e6}
+    run = fit_and_decode([w for w, _ in train], [t for _, t in train], [w for w, _ in test],
+                         CrfsuiteFeaturizer(templates).sentence,
+                         {"algorithm": "lbfgs", "c1": 0.1, "c2": 0.01, "max_iterations": 100},
+                         decode_runs=3)
+    return {"train_s": run["featurize_train_s"] + run["train_s"],
+            "decode_tokens_per_s": run["decode_tokens_per_s"], "pred": run["pred"],
+            "model_mb": run["model_bytes"] / 1e6}
 
 
 def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
@@ -228,7 +220,7 @@ def conll2000_rows(data_dir: Path, workdir: Path) -> Dict[str, Dict[str, Any]]:
     from conll2000 import COMPONENT, DEFAULT_CONFIG, phase_spacy_decode, phase_spacy_train
     from spacy.tokens import DocBin
 
-    from spacy_crf.convert import convert_chunks
+    from spacy_crf.converters import convert_chunks
 
     corpus = {}
     for split in ("train", "test"):

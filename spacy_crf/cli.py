@@ -1,39 +1,7 @@
-"""The package's command lines as ``spacy`` subcommands.
+"""Kept so that environments installed before the commands moved to
+:mod:`spacy_crf.commands` keep their ``spacy crf-*`` commands: the
+``spacy_cli`` entry point of such an install (an editable one is not
+rewritten by ``git pull``) still names this module, and importing it
+registers the commands as importing :mod:`spacy_crf.commands` does."""
 
-spaCy imports this module through the ``spacy_cli`` entry point when its CLI
-starts; importing the modules below registers their typer commands on spaCy's
-``app``, beside ``python -m spacy``'s own::
-
-    python -m spacy crf-fit CONFIG_PATH [--output DIR] [--code FILE] [--paths.train ...]
-    python -m spacy crf-annotate MODEL INPUT_DIR OUTPUT_DIR [--n-workers N] ...
-    python -m spacy crf-evaluate MODEL DATA_PATH [--output FILE] [--copy HEAD,DEP] ...
-    python -m spacy crf-convert chunks|uner|conll INPUT ... OUTPUT ...
-    python -m spacy crf-clusters import|induce|show ...
-    python -m spacy crf-plots MODEL DATA_PATH OUTPUT_DIR [--train-log LOG] ...
-    python -m spacy crf-shards CORPUS OUTPUT_DIR [--n-shards N] [--format F]
-    python -m spacy crf-package MODEL_DIR OUTPUT_DIR [--name NAME] [--version V]
-    python -m spacy crf-debug-data CONFIG_PATH [--component NAME] [--paths.train ...]
-
-``python -m spacy_crf.NAME`` runs the same command (each module's ``main``),
-so both spellings take the same options, print the same messages and exit
-with the same codes.
-"""
-
-import importlib
-from typing import Dict
-
-#: subcommand -> the module that defines it (and whose main() python -m runs)
-COMMANDS: Dict[str, str] = {
-    "crf-fit": "spacy_crf.fit",
-    "crf-annotate": "spacy_crf.annotate",
-    "crf-evaluate": "spacy_crf.evaluate",
-    "crf-convert": "spacy_crf.convert",
-    "crf-clusters": "spacy_crf.clusters",
-    "crf-plots": "spacy_crf.plots",
-    "crf-shards": "spacy_crf.shard_io",
-    "crf-debug-data": "spacy_crf.debug_data",
-    "crf-package": "spacy_crf.package",
-}
-
-for _module in COMMANDS.values():
-    importlib.import_module(_module)
+from .commands import COMMANDS  # noqa: F401  (registers every command on spaCy's app)

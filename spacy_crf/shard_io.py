@@ -1,4 +1,4 @@
-"""Reading and writing the document shards of ``spacy_crf.annotate``.
+"""Reading and writing the document shards of ``spacy_crf.annotate`` (:mod:`spacy_crf.annotation`).
 
 A shard is one file of documents, JSON lines (``.jsonl``) or Parquet
 (``.parquet``), one row per document. Rows are read with their 1-based line
@@ -15,11 +15,10 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 
-from .cli_util import Arg, Opt, command, msg, our_errors, run
 from .errors import Errors
 
 FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
@@ -219,34 +218,11 @@ def write_shards(corpus: Path, output: Path, n_shards: int = 4,
     return len(rows), stale
 
 
-@command("crf-shards")
-def shards_cli(
-    # fmt: off
-    corpus: Path = Arg(..., help="Corpus in spaCy's binary .spacy format", exists=True, dir_okay=False),
-    output_dir: Path = Arg(..., help="Directory for the shards (created if missing)", file_okay=False),
-    n_shards: int = Opt(4, "--n-shards", "-n", help="Number of shards", min=1),
-    file_format: Literal["jsonl", "parquet"] = Opt("jsonl", "--format", "-f", help="Shard format (parquet needs pyarrow)"),
-    # fmt: on
-):
-    """
-    Split a .spacy corpus into annotate's shards. The texts of the corpus,
-    one row per document with "id" (STEM-INDEX) and "text". Run again into the
-    same directory, it removes the shards of the earlier run that it does not
-    write again, so that every document is in exactly one shard, and refuses a
-    directory holding shards it would not write.
-    """
-    with our_errors(exits=1):
-        n_docs, stale = write_shards(corpus, output_dir, n_shards, file_format)
-    if stale:
-        msg.info(f"Removed {len(stale)} shard(s) of an earlier run not written again: "
-                 f"{', '.join(p.name for p in stale)}")
-    msg.good(f"{n_docs} documents in {n_shards} shard(s) in {output_dir}")
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m spacy_crf.shard_io``: :func:`shards_cli`; its exit code."""
-    return run(shards_cli, argv, "python -m spacy_crf.shard_io")
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    # ``python -m spacy_crf.shard_io``, the spelling from before the crf-shards
+    # command moved to spacy_crf.commands.shards, runs that command. Only this
+    # script entry reaches the command layer (which imports this module): the
+    # library module itself never does, so it is looked up by name here.
+    import importlib
+
+    sys.exit(importlib.import_module("spacy_crf.commands.shards").main())

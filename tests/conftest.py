@@ -77,7 +77,7 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
     from spacy.tokens import DocBin
     from spacy.training import Example
 
-    from spacy_crf.fit import fit
+    from spacy_crf.training.fit import fit
 
     paths = {}
     for split in ("train", "dev"):

@@ -12,7 +12,7 @@ import pytest
 import spacy
 from conftest import convert_ewt_sample, run_python
 
-from spacy_crf.evaluate import evaluate, training_copy
+from spacy_crf.evaluation import evaluate, training_copy
 
 #: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
 pytestmark = pytest.mark.slow

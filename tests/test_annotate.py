@@ -21,9 +21,10 @@ pytest.importorskip("distributed")
 pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
-from spacy_crf.annotate import ERRORS_FILE, annotate, main  # noqa: E402
-from spacy_crf.cluster import dask_client, worker_pids  # noqa: E402
-from spacy_crf.convert import convert_uner  # noqa: E402
+from spacy_crf.annotation import ERRORS_FILE, annotate  # noqa: E402
+from spacy_crf.commands.annotate import main  # noqa: E402
+from spacy_crf.dask_client import dask_client, worker_pids  # noqa: E402
+from spacy_crf.converters import convert_uner  # noqa: E402
 
 SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"
 
@@ -235,7 +236,8 @@ def test_output_of_another_pipeline_is_not_mixed_in(model, texts, client, tmp_pa
 def test_shards_from_a_spacy_corpus(tmp_path):
     from spacy.tokens import DocBin
 
-    from spacy_crf.shard_io import list_shards, main as make_shards, read_rows
+    from spacy_crf.commands.shards import main as make_shards
+    from spacy_crf.shard_io import list_shards, read_rows
 
     nlp = spacy.blank("en")
     docs = [nlp(f"Text number {i} .") for i in range(7)]

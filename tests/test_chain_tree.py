@@ -265,7 +265,7 @@ def test_models_chain_tree_cannot_split_get_clear_errors(tmp_path):
 
 
 def test_the_batch_trainer_names_spacy_train_for_chain_tree():
-    from spacy_crf.fit import _not_fittable
+    from spacy_crf.training.fit import _not_fittable
 
     nlp = spacy.blank("en")
     pipe = nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree"})

@@ -7,7 +7,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from spacy_crf.cli import COMMANDS
+from spacy_crf.commands import COMMANDS
 
 
 def spacy_cli(*args, cwd):
@@ -79,7 +79,7 @@ def spacy_commands():
     from spacy.cli._util import app
     from typer.main import get_command
 
-    import spacy_crf.cli  # noqa: F401  (registers the commands)
+    import spacy_crf.commands  # noqa: F401  (registers the commands)
 
     found = {}
     for name, cmd in get_command(app).commands.items():
@@ -122,7 +122,7 @@ def test_python_m_help_names_its_own_spelling(tmp_path):
 
 
 def test_fit_imports_code_and_refuses_stray_arguments(tmp_path):
-    from spacy_crf.fit import main
+    from spacy_crf.commands.fit import main
 
     config = tmp_path / "bad.cfg"
     config.write_text("[nlp]\nlang = \"en\"\npipeline = [\"nothing\"]\n")
@@ -159,7 +159,7 @@ def tiny_model(tmp_path_factory):
 def test_evaluate_takes_spacys_options(tiny_model, tmp_path, capsys):
     import srsly
 
-    from spacy_crf.evaluate import main
+    from spacy_crf.commands.evaluate import main
 
     model, data = tiny_model
     (tmp_path / "html").mkdir()

@@ -12,7 +12,7 @@ pytest.importorskip("distributed")
 
 from distributed.utils import LoopRunner, sync  # noqa: E402
 
-from spacy_crf.cluster import _DaskCancelNoise, _drop_dask_cancel_noise  # noqa: E402
+from spacy_crf.dask_client import _DaskCancelNoise, _drop_dask_cancel_noise  # noqa: E402
 
 
 class Records(logging.Handler):

@@ -9,7 +9,7 @@ import spacy
 from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 
-from spacy_crf.convert import JOINS, convert_conll, convert_uner, join_trees, read_conllu, repair_iob
+from spacy_crf.converters import JOINS, convert_conll, convert_uner, join_trees, read_conllu, repair_iob
 
 ROOT = Path(__file__).resolve().parents[1]
 EWT = ROOT / "assets" / "ewt_sample"

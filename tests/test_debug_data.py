@@ -16,8 +16,8 @@ import spacy
 from spacy.tokens import Doc, DocBin, Span
 
 from spacy_crf import set_doc_labels
-from spacy_crf.cli_util import not_overrides
-from spacy_crf.debug_data import main
+from spacy_crf.commands._util import not_overrides
+from spacy_crf.commands.debug_data import main
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -11,7 +11,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import minibatch
 
-from spacy_crf.convert import read_conllu_upos
+from spacy_crf.converters import read_conllu_upos
 
 SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"
 

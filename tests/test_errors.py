@@ -70,7 +70,7 @@ def test_add_label_errors(toy):
 
 
 def test_growing_errors(toy, tmp_path):
-    from spacy_crf.fit import _source
+    from spacy_crf.training.fit import _source
     from spacy_crf.training.add_labels import create_add_labels
 
     nlp = toy.make_nlp("tag")

@@ -27,7 +27,7 @@ from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
 from spacy_crf._kernels.tree import check_forest
-from spacy_crf.fit import fit
+from spacy_crf.training.fit import fit
 from spacy_crf.structures import ChainLayout, TreeLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.training.objective import FeaturizedShard, ParameterLayout, ShardedObjective
@@ -392,7 +392,7 @@ def test_fit_holds_a_training_gazetteer_out_as_updates_do(tmp_path):
     corpus (gazetteer_from_training) holds each document's own entities out, and
     the check that the shards give the model's own emissions compares like with
     like (it raised E035 before)."""
-    from spacy_crf.convert import convert_uner
+    from spacy_crf.converters import convert_uner
 
     sample = ROOT / "assets" / "ewt_sample"
     paths = {}

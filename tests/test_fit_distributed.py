@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from spacy_crf.cluster import dask_client, worker_pids  # noqa: E402
-from spacy_crf.fit import fit  # noqa: E402
+from spacy_crf.dask_client import dask_client, worker_pids  # noqa: E402
+from spacy_crf.training.fit import fit  # noqa: E402
 from spacy_crf.structures import ChainLayout  # noqa: E402
 from spacy_crf.training.distributed import DaskObjective  # noqa: E402
 from spacy_crf.training.objective import FeaturizedShard, ShardedObjective  # noqa: E402

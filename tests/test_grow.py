@@ -305,7 +305,7 @@ def first_loss(log):
 @pytest.mark.slow
 def test_fit_init_from_adds_a_label_and_starts_from_the_trained_weights(upos_corpora, tmp_path):
     from io import StringIO
-    from spacy_crf.fit import fit
+    from spacy_crf.training.fit import fit
 
     config = ROOT / "configs" / "ewt_upos.cfg"
     fit(config, tmp_path / "a", overrides=fit_overrides(upos_corpora, "train-nonum"),

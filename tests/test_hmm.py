@@ -12,7 +12,7 @@ import spacy
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from spacy_crf.convert import read_conllu_upos
+from spacy_crf.converters import read_conllu_upos
 from conftest import chain
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,10 +13,10 @@ import pytest
 import spacy
 
 from conftest import make_nlp, toy_examples, train
-from spacy_crf import package as pkg
-from spacy_crf.package import (INSTALL_FILE, Plan, check_build, check_model_dir, check_out_dir,
-                               check_requirement, find_source_tree, install_instructions,
-                               package_name, plan)
+from spacy_crf.commands import package as pkg
+from spacy_crf.commands.package import (INSTALL_FILE, Plan, check_build, check_model_dir,
+                                        check_out_dir, check_requirement, find_source_tree,
+                                        install_instructions, package_name, plan)
 
 ROOT = Path(__file__).resolve().parents[1]
 CRF_WHEEL = "spacy_crf-0.1.0-py3-none-any.whl"
@@ -98,7 +98,7 @@ def test_source_tree(tmp_path, monkeypatch):
     # a wheel install: pip records no directory, and the module sits in site-packages
     fake_dist = SimpleNamespace(read_text=lambda name: None)
     monkeypatch.setattr(pkg.importlib.metadata, "distribution", lambda name: fake_dist)
-    installed = tmp_path / "site-packages" / "spacy_crf" / "package.py"
+    installed = tmp_path / "site-packages" / "spacy_crf" / "commands" / "package.py"
     monkeypatch.setattr(pkg, "__file__", str(installed))
     with pytest.raises(ValueError, match=r"^\[CRF-E174\] .*installed from site-packages, with no "
                                          r"source tree.*pip install -e DIR\)\.$"):

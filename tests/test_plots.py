@@ -260,7 +260,7 @@ def test_without_matplotlib_the_error_names_the_extra(plots, tmp_path):
 
 
 def test_component_that_is_not_a_crf_tagger():
-    from spacy_crf.plots import find_component
+    from spacy_crf.commands.plots import find_component
 
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")

@@ -14,7 +14,8 @@ import srsly
 
 pytest.importorskip("distributed")
 
-from spacy_crf.annotate import ERRORS_FILE, main  # noqa: E402
+from spacy_crf.annotation import ERRORS_FILE  # noqa: E402
+from spacy_crf.commands.annotate import main  # noqa: E402
 from test_annotate import (client, model, output_ids, read_output, texts,  # noqa: E402,F401
                            write_shards)
 
@@ -47,7 +48,7 @@ def test_bad_rows_cost_their_row_not_the_shard(model, client, tmp_path):  # noqa
 def test_a_text_the_pipeline_fails_on_costs_its_row(model, client, tmp_path,  # noqa: F811
                                                     monkeypatch):
     """Any other failure of the pipeline on one text: that row is listed, the batch is redone."""
-    from spacy_crf import annotate as module
+    from spacy_crf import annotation as module
 
     real = module._pipeline
 

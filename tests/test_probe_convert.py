@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from spacy.vocab import Vocab
 
-from spacy_crf.convert import convert_uner
+from spacy_crf.converters import convert_uner
 from test_convert import conllu_sentence, iob2_sentence
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 from spacy.tokens import DocBin
 from spacy.training.converters import conllu_to_docs
 
-from spacy_crf.fit import fit
+from spacy_crf.training.fit import fit
 
 ROOT = Path(__file__).parent.parent
 SAMPLE = ROOT / "assets" / "ewt_sample"
@@ -118,7 +118,7 @@ def test_a_kill_while_saving_keeps_the_previous_models(small_corpus, tmp_path, m
 def test_a_model_renamed_aside_by_a_killed_save_is_put_back(tmp_path):
     """Killed between its two renames, a save leaves the previous model aside: the
     next save restores it (then replaces it), rather than deleting it as stale."""
-    from spacy_crf.fit import _remove_stale
+    from spacy_crf.training.fit import _remove_stale
 
     (tmp_path / ".tmp-model-last-old-123").mkdir()
     (tmp_path / ".tmp-model-last-old-123" / "meta.json").write_text("{}")

@@ -280,7 +280,7 @@ def test_order_two_trains_with_the_batch_trainer(tmp_path):
     from spacy.tokens import DocBin
     from spacy.training.converters import conllu_to_docs
 
-    from spacy_crf.fit import fit
+    from spacy_crf.training.fit import fit
 
     paths = {}
     for split in ("train", "dev"):

@@ -369,7 +369,7 @@ def test_perceptron_and_hinge_train_it():
 
 @pytest.mark.slow
 def test_spacy_train_and_the_batch_trainer(tmp_path):
-    from spacy_crf.convert import main as convert_main  # noqa: F401  (import check)
+    from spacy_crf.commands.convert import main as convert_main  # noqa: F401  (import check)
 
     config = ROOT / "configs" / "uner_ner_semi_markov.cfg"
     train = ROOT / "assets" / "ewt_sample" / "en_ewt-train.iob2"

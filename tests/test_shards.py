@@ -7,7 +7,8 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from spacy_crf.shard_io import list_shards, main, read_rows, write_shards
+from spacy_crf.commands.shards import main
+from spacy_crf.shard_io import list_shards, read_rows, write_shards
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 from spacy.training.iob_utils import doc_to_biluo_tags
 
-from spacy_crf.annotate import doc_record
+from spacy_crf.annotation import doc_record
 from spacy_crf.training.add_labels import create_add_labels
 from conftest import SMALL_MODEL, TOY_NER, run_python
 

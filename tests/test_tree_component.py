@@ -637,7 +637,8 @@ def test_ewt_tree_config_trains_and_round_trips(ewt_tree_runs, name, tmp_path):
 def test_spacy_crf_evaluate_copies_the_inputs_the_training_config_copied(ewt_tree_runs, capsys):
     """The DEPREL configs copy POS as well as the tree: by default evaluation copies what
     the model's training config copied, and a --copy that leaves an input out warns."""
-    from spacy_crf.evaluate import evaluate, main, training_copy
+    from spacy_crf.commands.evaluate import main
+    from spacy_crf.evaluation import evaluate, training_copy
 
     best = ewt_tree_runs["out"]["ewt_deprel_tree"] / "model-best"
     test = ewt_tree_runs["paths"]["test"]
@@ -663,7 +664,7 @@ def test_spacy_crf_evaluate_copies_the_inputs_the_training_config_copied(ewt_tre
 def test_spacy_crf_evaluate_copies_nothing_for_a_model_that_reads_only_text(ewt_tree_runs):
     import warnings
 
-    from spacy_crf.evaluate import evaluate, training_copy
+    from spacy_crf.evaluation import evaluate, training_copy
 
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "pos"})

@@ -216,3 +216,9 @@ def write_json_table(table_items: Iterator[Tuple[str, int]], path: Union[str, Pa
     else:
         srsly.write_json(path, data)
     return len(data)
+
+
+def import_paths(paths: Path, output: Path, min_count: int = 0) -> int:
+    """Write the JSON table of a Brown ``paths`` file; returns the number of words."""
+    return write_json_table(((word, value) for word, value, count in read_paths(paths)
+                             if count >= min_count), output)

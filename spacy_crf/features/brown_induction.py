@@ -4,15 +4,19 @@ Counts the words and bigrams of tokenized text (bigrams within a line or
 document, never across), keeps the words seen ``min_count`` times or more,
 runs the windowed Brown clustering of ``_kernels/brown.py`` and returns each
 word's bit path, ready for ``brown_clusters.write_json_table`` or a ``paths``
-file.
+file; :func:`induce_file` does all that for a text file (``python -m
+spacy_crf.clusters induce``).
 """
 
 from collections import Counter
-from typing import Dict, Iterable, List, Sequence, Tuple
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
+import srsly
 
 from .._kernels.brown import brown_clusters
+from .brown_clusters import path_value, write_json_table
 
 
 def count_text(sentences: Iterable[Sequence[str]]) -> Tuple[Counter, Counter]:
@@ -81,3 +85,43 @@ def merge_tree_paths(merges: np.ndarray, slots: np.ndarray) -> Dict[int, str]:
         paths[b] = paths[a] + "1"
         paths[a] = paths[a] + "0"
     return {s: p or "0" for s, p in paths.items()}
+
+
+def read_texts(path: Path) -> Iterator[str]:
+    """The documents of a text file: its lines, or the ``"text"`` of each JSON line.
+
+    Raises
+    ------
+    ValueError
+        For a JSON line without a string ``"text"``, naming the line.
+    """
+    with open(path, encoding="utf8", errors="strict") as file:
+        for number, line in enumerate(file, 1):
+            if not line.strip():
+                continue
+            if path.suffix.lower() != ".jsonl":
+                yield line.rstrip("\n")
+                continue
+            try:
+                row = srsly.json_loads(line)
+            except ValueError as err:
+                raise ValueError(f"{path}, line {number} is not JSON ({err})") from err
+            if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+                raise ValueError(f"{path}, line {number} has no string \"text\"")
+            yield row["text"]
+
+
+def induce_file(text: Path, output: Path, n_clusters: int, min_count: int, lang: str) -> int:
+    """Brown-cluster the words of a text file into ``output``; returns the word count."""
+    import spacy
+
+    nlp = spacy.blank(lang)
+    sentences = ([t.text for t in doc if not t.is_space]
+                 for doc in nlp.tokenizer.pipe(read_texts(text), batch_size=1000))
+    rows = induce(sentences, n_clusters=n_clusters, min_count=min_count)
+    name = output.name.lower()
+    if name.endswith(".json") or name.endswith(".json.gz"):
+        return write_json_table(((word, path_value(bits)) for bits, word, _ in rows), output)
+    with open(output, "w", encoding="utf8") as file:
+        file.writelines(f"{bits}\t{word}\t{count}\n" for bits, word, count in rows)
+    return len(rows)

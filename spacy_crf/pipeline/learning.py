@@ -1,7 +1,7 @@
 """What a crf_tagger learns from a batch: its gold labels, its loss, its new labels.
 
 The component's ``update``, ``get_loss`` and ``rehearse`` and the batch trainer
-(``spacy_crf.fit``, through ``CRFTagger.gold_label_ids``) share these steps,
+(``spacy_crf.training.fit``, through ``CRFTagger.gold_label_ids``) share these steps,
 each given the component's :class:`~.state.ComponentState`:
 
 * the gold label ids of a batch (-1 where unknown; span tags that break the

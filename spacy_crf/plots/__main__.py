@@ -1,7 +1,8 @@
-"""``python -m spacy_crf.plots``: see :mod:`spacy_crf.plots`."""
+"""``python -m spacy_crf.plots``: kept so that this spelling keeps working since the
+command moved to :mod:`spacy_crf.commands.plots`, which it runs."""
 
 import sys
 
-from . import main
+from ..commands.plots import main
 
 sys.exit(main())

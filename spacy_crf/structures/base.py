@@ -159,7 +159,7 @@ class CRFStructure:
     #: ``viterbi`` finds the labelling of highest score (so the perceptron and the
     #: hinge loss can train it); a structure that decodes from marginals sets False
     exact_map: bool = True
-    #: why the batch trainer (``spacy_crf.fit``) cannot train the structure's
+    #: why the batch trainer (``spacy_crf.training.fit``) cannot train the structure's
     #: model (the error it raises), or None where it can
     batch_trainer_error: Optional[str] = None
 
@@ -333,7 +333,7 @@ class CRFStructure:
 
         This generic version gathers the emissions from the compact table,
         calls :meth:`nll_and_gradient` and scatters its emission gradient
-        back, so every structure trains with ``spacy_crf.fit``; the chain and
+        back, so every structure trains with ``spacy_crf.training.fit``; the chain and
         the tree override it with one fused numba kernel each, the
         second-order chain with two fused passes over its label pairs.
         """

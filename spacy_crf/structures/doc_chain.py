@@ -28,7 +28,7 @@ forward-backward, max-product is Viterbi) with
 
 Token targets only (a span scheme's constraints act on the chain's own
 transitions, E018); no n-best lists (E019) or span confidences. The batch
-trainer (``spacy_crf.fit``) trains it through the base class's generic shard
+trainer (``spacy_crf.training.fit``) trains it through the base class's generic shard
 likelihood, the perceptron and hinge losses through :meth:`labelling_counts`.
 """
 

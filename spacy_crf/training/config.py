@@ -1,6 +1,6 @@
 """A training config read as ``spacy train`` reads it: the pipeline, the
 resolved ``[training]`` section and its corpus readers, with the corpora's
-paths checked. The batch trainer (``spacy_crf.fit``) and ``crf-debug-data``
+paths checked. The batch trainer (``spacy_crf.training.fit``) and ``crf-debug-data``
 both read their configs here.
 """
 

@@ -1,8 +1,10 @@
-"""Dask glue: a client on a local cluster or on a running scheduler.
+"""The Dask client: one on a local cluster or on a running scheduler.
 
 We run on Dask's distributed scheduler rather than a scheduler of our own.
-Both users of a cluster (``spacy_crf.annotate`` and the data-parallel
-``spacy_crf.fit``) get their client from :func:`dask_client`:
+Both users of a cluster (the annotation driver, :mod:`spacy_crf.annotation`,
+and the data-parallel batch trainer, :mod:`spacy_crf.training.fit`) get their
+client from :func:`dask_client` (Brown *clusters* are another thing:
+:mod:`spacy_crf.features.brown_clusters`):
 
 * without an address, a :class:`distributed.LocalCluster` of ``n_workers``
   processes with one thread each (the CRF kernels and spaCy run one thread per

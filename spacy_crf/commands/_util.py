@@ -20,7 +20,7 @@ from spacy.cli._util import Arg, Opt, app, import_code, parse_config_overrides, 
 from typer.main import get_command
 from wasabi import Printer
 
-from .errors import is_ours
+from ..errors import is_ours
 
 #: the start of a message of spaCy's own, with its code
 SPACY_CODE = re.compile(r"\[E\d+\]")

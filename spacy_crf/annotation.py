@@ -1,0 +1,624 @@
+"""Annotate a corpus of document shards with a trained pipeline, on a Dask cluster.
+
+:func:`annotate` is the driver behind ``python -m spacy_crf.annotate MODEL INPUT
+OUTPUT`` (``spacy crf-annotate``, :mod:`spacy_crf.commands.annotate`); each
+worker runs :func:`annotate_shard` on one shard at a time.
+
+INPUT is a directory of shards, ``.jsonl`` or ``.parquet`` files with one row
+per document holding ``id`` and ``text``. OUTPUT gets one file per input
+shard, with the same name (so the same stem and format), whose rows are::
+
+    {"id": ..., "tokens": [{"text", "label", "confidence"}, ...],
+     "spans": [{"start", "end", "label", "confidence"}, ...]}   # span targets
+
+``label`` is the crf_tagger's label of each token (``B-PER``, ``NOUN``...),
+``spans`` its entities or spans in token offsets (``end`` exclusive), and
+``confidence`` the CRF's marginal probability of the token's label or of the
+span. Both are null where the structure computes no span probabilities for
+a span target (a chain with input-dependent transitions, ``transition_templates``:
+E096); every other structure that labels spans gives them, ``order = 2`` and
+the semi-Markov CRF included.
+
+One shard is one task. Each worker process loads the pipeline once and keeps
+it. A shard's output is written to a temporary file and renamed, so OUTPUT
+never holds part of a shard: a killed run started again skips the finished
+shards and redoes the rest, a lost worker's shards are retried on the others,
+and a run over finished output does nothing and changes nothing.
+
+Bad rows (not valid UTF-8, not a JSON object, no ``id``, an ``id`` seen
+before in the shard, a missing or non-string ``text``, a ``text`` or ``id``
+with a lone surrogate such as the JSON escape ``\\ud800``, a ``text`` longer
+than the pipeline's ``nlp.max_length``, a text the pipeline fails on) are left
+out of the output and listed in ``OUTPUT/_errors.jsonl`` with their shard,
+1-based line and reason; the shard's good rows are written, the run goes on
+and exits with status 1. A shard that fails as a whole (unreadable) is listed
+there too, with no line, and has no output, so the next run retries it. An
+input shard may not be named ``_errors.jsonl`` (E140).
+
+Ctrl-C stops the run with "N of M shard(s) done; run the same command again
+to resume" and exit status 130; the workers ignore the interrupt and are shut
+down by the driver. The driver records the Ctrl-C and stops at its next safe
+point (it looks every 0.1 s while it waits for shards), because a
+KeyboardInterrupt raised wherever the signal lands can be lost: inside a
+callback whose exceptions Python only prints (distributed's garbage-collection
+callback, say), the run would go on. A second Ctrl-C raises at once.
+
+OUTPUT remembers the pipeline that wrote it: a run with another pipeline stops
+(E102) rather than mix the two, unless ``--overwrite`` is given, which
+annotates every shard again. Exit status: 0 all good, 1 bad rows or failed
+shards, 2 a usage, input, output or model error (nothing annotated), 130
+interrupted.
+"""
+
+import os
+import signal
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import srsly
+
+from . import token_values
+from .pipeline.extensions import CONFIDENCE, SPAN_CONFIDENCE, stem
+from .errors import Errors
+from .shard_io import (list_shards, not_unicode, output_schema, parquet_id_type, read_rows,
+                       remove_stale_temp_files, write_rows)
+
+ERRORS_FILE = "_errors.jsonl"
+#: which pipeline wrote the finished shards (a run with another one stops: E102)
+MODEL_FILE = ".model.json"
+#: per-shard lists of bad rows, kept beside the output until merged into ERRORS_FILE
+ERRORS_DIR = ".errors"
+
+# pipelines loaded in this process: each worker loads its pipeline once and keeps it
+_PIPELINES: Dict[Tuple[str, Optional[str]], Tuple[Any, Any]] = {}
+#: seconds between two looks at a recorded Ctrl-C while the driver waits for shards
+_TICK = 0.1
+
+
+@dataclass
+class AnnotateReport:
+    """What a run did: counts over the shards it annotated (not those it skipped).
+
+    Attributes
+    ----------
+    shards, skipped : int
+        Shards annotated in this run, and shards already finished before it.
+    documents, tokens : int
+        Documents and tokens written in this run.
+    bad_rows : int
+        Rows listed in ``_errors.jsonl`` (every finished shard's, this run's or not).
+    failed_shards : list of str
+        Shards that failed as a whole in this run (no output; retried next run).
+    seconds, startup_seconds : float
+        Wall time of the whole run, and of starting the cluster and loading the
+        pipeline on every worker.
+    worker_memory_mb : dict
+        Resident memory of each worker at the end.
+    worker_peak_memory_mb : dict
+        Peak resident memory of each worker process over its life (the run's
+        high-water mark, not what is left at the end).
+    """
+
+    shards: int = 0
+    skipped: int = 0
+    documents: int = 0
+    tokens: int = 0
+    bad_rows: int = 0
+    failed_shards: List[str] = field(default_factory=list)
+    seconds: float = 0.0
+    startup_seconds: float = 0.0
+    worker_memory_mb: Dict[str, float] = field(default_factory=dict)
+    worker_peak_memory_mb: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.bad_rows and not self.failed_shards
+
+
+def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int = 2,
+             address: Optional[str] = None, batch_size: int = 256,
+             component: Optional[str] = None, overwrite: bool = False,
+             log: Optional[IO] = None,
+             client: Any = None, on_shard_done: Optional[Callable[[str], None]] = None
+             ) -> AnnotateReport:
+    """Annotate every unfinished shard of ``input_dir`` into ``output_dir``.
+
+    Parameters
+    ----------
+    model : Path
+        A pipeline directory with a crf_tagger (``nlp.to_disk``, ``spacy train``).
+    input_dir, output_dir : Path
+        The shards to read, and where their annotated copies go.
+    n_workers : int
+        Processes of the local cluster (without ``address`` or ``client``).
+    address : str, optional
+        A running Dask scheduler to use instead of a local cluster.
+    batch_size : int
+        Documents per ``nlp.pipe`` batch on the workers.
+    component : str, optional
+        The crf_tagger whose labels are written (default: the last one).
+    overwrite : bool
+        Delete the shards of an earlier run first and annotate everything again
+        (needed when they were annotated with another pipeline).
+    log : file, optional
+        Where progress and the summary go (default ``sys.stderr``).
+    client : distributed.Client, optional
+        A client to use as it is (the caller closes it).
+    on_shard_done : callable, optional
+        Called with each shard's name as it finishes (tests lose a worker here).
+
+    Returns
+    -------
+    AnnotateReport
+
+    Raises
+    ------
+    ValueError
+        A usage error (E097-E099, E101, E102, E140, E141): nothing annotated.
+    KeyboardInterrupt
+        On Ctrl-C, after saying how many shards are done (finished shards are
+        kept): at the driver's next safe point (:func:`interrupts_recorded`), or
+        at once on a second Ctrl-C.
+    """
+    begin = time.perf_counter()
+    log = log or sys.stderr
+    model, input_dir, output_dir = Path(model), Path(input_dir), Path(output_dir)
+    shards = list_shards(input_dir)
+    _check_dirs(model, input_dir, output_dir)
+    _check_shard_names(input_dir, shards)
+    _prepare_output(output_dir, model, component, shards, overwrite)
+    todo = [s for s in shards if not (output_dir / s.name).exists()]
+    report = AnnotateReport(skipped=len(shards) - len(todo))
+    failures: List[Dict[str, Any]] = []
+    try:
+        with interrupts_recorded() as interrupts:
+            if todo and client is not None:
+                _run(client, model, component, todo, output_dir, batch_size, report, failures,
+                     log, on_shard_done, begin, interrupts)
+            elif todo:
+                from .dask_client import dask_client
+
+                with dask_client(n_workers=n_workers, address=address) as own:
+                    interrupts.check()  # (starting the cluster takes seconds)
+                    _run(own, model, component, todo, output_dir, batch_size, report,
+                         failures, log, on_shard_done, begin, interrupts)
+    except KeyboardInterrupt:
+        n_done = sum((output_dir / s.name).exists() for s in shards)
+        _say(log, f"Interrupted: {n_done} of {len(shards)} shard(s) done. Run the same "
+                  "command again to resume: finished shards are kept and skipped.")
+        raise
+    report.bad_rows = _merge_errors(output_dir, shards, failures)
+    report.seconds = time.perf_counter() - begin
+    _say(log, _summary(report, len(shards)))
+    return report
+
+
+def annotate_shard(model: str, component: Optional[str], shard: str, output: str,
+                   batch_size: int) -> Dict[str, Any]:
+    """Annotate one shard (runs on a worker): write its output and its bad rows.
+
+    Returns the shard's counts: ``documents``, ``tokens``, ``bad_rows``, ``seconds``.
+    """
+    begin = time.perf_counter()
+    nlp, pipe = _pipeline(model, component)
+    shard_path, output_path = Path(shard), Path(output)
+    rows, bad = _valid_rows(shard_path, nlp.max_length)
+    records, failed, n_tokens = _annotate_rows(nlp, pipe, rows, batch_size, shard_path.name)
+    if failed:
+        bad = sorted(bad + failed, key=lambda row: row["line"])
+    errors_path = output_path.parent / ERRORS_DIR / (output_path.name + ".jsonl")
+    if bad:
+        write_rows(errors_path, bad)
+    elif errors_path.exists():
+        errors_path.unlink()
+    schema = (output_schema(pipe.target.is_span_target, parquet_id_type(shard_path))
+              if shard_path.suffix == ".parquet" else None)
+    # the rename of the output is what marks the shard finished: its errors first
+    write_rows(output_path, records, schema)
+    return {"shard": shard_path.name, "documents": len(records), "tokens": n_tokens,
+            "bad_rows": len(bad), "seconds": time.perf_counter() - begin}
+
+
+def _annotate_rows(nlp: Any, pipe: Any, rows: List[Tuple[int, Any, str]], batch_size: int,
+                   shard: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], int]:
+    """The output records of ``rows`` (``(line, id, text)``), the error rows of the
+    texts the pipeline failed on, and the number of tokens written.
+
+    Each batch goes through ``nlp.pipe``; a batch that raises is redone one
+    text at a time, so one text the pipeline cannot handle costs that row
+    alone, not the shard.
+    """
+    records: List[Dict[str, Any]] = []
+    failed: List[Dict[str, Any]] = []
+    n_tokens = 0
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        try:
+            docs = list(nlp.pipe([text for _, _, text in batch], batch_size=batch_size))
+        except Exception:  # noqa: BLE001 -- find the row(s) at fault below
+            docs = [_doc_or_error(nlp, text) for _, _, text in batch]
+        for (line, doc_id, _), doc in zip(batch, docs):
+            if isinstance(doc, Exception):
+                failed.append({"shard": shard, "line": line, "id": doc_id,
+                               "error": f"the pipeline failed on this text: {_describe(doc)}"})
+                continue
+            records.append(doc_record(pipe, doc, doc_id))
+            n_tokens += len(doc)
+    return records, failed, n_tokens
+
+
+def _doc_or_error(nlp: Any, text: str) -> Any:
+    """``nlp(text)``, or the exception it raised."""
+    try:
+        return nlp(text)
+    except Exception as err:  # noqa: BLE001 -- reported as the row's error
+        return err
+
+
+def _describe(err: BaseException) -> str:
+    """``Type: message``, with the exception's repr where its message is empty."""
+    return f"{type(err).__name__}: {str(err) or repr(err)}"
+
+
+def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
+    """The output row of an annotated doc: its tokens with ``pipe``'s labels and
+    confidences, and for a span target its spans."""
+    target = pipe.target
+    ids = target.ids_of_keys(target.reference_keys(doc))
+    labels = pipe.tags  # label ids are the model's columns
+    confidence = (token_values.doc_values(doc, CONFIDENCE, stem(pipe.name))
+                  or [None] * len(doc))
+    tokens = [{"text": token.text, "label": labels[i] if i >= 0 else None,
+               "confidence": None if c is None else float(c)}
+              for token, i, c in zip(doc, ids.tolist(), confidence)]
+    record = {"id": doc_id, "tokens": tokens}
+    if target.is_span_target:
+        record["spans"] = [{"start": span.start, "end": span.end, "label": span.label_,
+                            "confidence": token_values.span_value(span, SPAN_CONFIDENCE, stem(pipe.name))}
+                           for span in target.spans_of(doc) or []]
+    return record
+
+
+def _valid_rows(path: Path, max_length: Optional[int] = None
+                ) -> Tuple[List[Tuple[int, Any, str]], List[Dict[str, Any]]]:
+    """``(line, id, text)`` of the good rows of a shard, and an error row for each bad one.
+
+    ``max_length`` is the pipeline's ``nlp.max_length``: a longer text is a bad
+    row (spaCy would raise E088 for the batch, and the shard would fail).
+    """
+    good: List[Tuple[int, Any, str]] = []
+    bad: List[Dict[str, Any]] = []
+    first_line: Dict[Any, int] = {}
+
+    def reject(line: int, doc_id: Any, why: str) -> None:
+        bad.append({"shard": path.name, "line": line, "id": doc_id, "error": why})
+
+    for line, row, problem in read_rows(path):
+        if row is None:
+            reject(line, None, problem)
+            continue
+        doc_id = row.get("id")
+        if doc_id is None or isinstance(doc_id, (bool, float, list, dict)):
+            reject(line, None, "no 'id' (a string or an integer)" if doc_id is None
+                   else f"'id' is a {type(doc_id).__name__}, not a string or an integer")
+            continue
+        if isinstance(doc_id, str) and not_unicode(doc_id) is not None:
+            reject(line, None, f"'id' is not valid Unicode ({not_unicode(doc_id)}): "
+                               "write ids as UTF-8 text, without \\ud800-\\udfff escapes")
+            continue
+        if doc_id in first_line:
+            reject(line, doc_id, f"duplicate id: line {first_line[doc_id]} has it too "
+                                 "(the first is kept)")
+            continue
+        first_line[doc_id] = line
+        text = row.get("text")
+        if not isinstance(text, str):
+            reject(line, doc_id, "no 'text'" if text is None
+                   else f"'text' is a {type(text).__name__}, not a string")
+            continue
+        where = not_unicode(text)
+        if where is not None:
+            reject(line, doc_id, f"'text' is not valid Unicode ({where}): write texts as "
+                                 "UTF-8, without lone \\ud800-\\udfff escapes")
+            continue
+        if max_length is not None and len(text) > max_length:
+            reject(line, doc_id, f"'text' has {len(text)} characters, more than the "
+                                 f"pipeline's nlp.max_length = {max_length}: split the "
+                                 "document into shorter ones")
+            continue
+        good.append((line, doc_id, text))
+    return good, bad
+
+
+def _pipeline(model: str, component: Optional[str]) -> Tuple[Any, Any]:
+    """This process's copy of the pipeline and its crf_tagger, loaded on first use.
+
+    Raises
+    ------
+    ValueError
+        E098 when the pipeline does not load, E099 when it has no such crf_tagger.
+    """
+    key = (str(model), component)
+    if key not in _PIPELINES:
+        import spacy
+
+        from .pipeline.crf_tagger import CRFTagger
+
+        try:
+            nlp = spacy.load(model)
+        except Exception as err:  # noqa: BLE001 -- any load failure is the model's
+            raise ValueError(Errors.E098.format(path=model, why=f"{type(err).__name__}: {err}"))
+        taggers = [(name, pipe) for name, pipe in nlp.pipeline if isinstance(pipe, CRFTagger)
+                   and (component is None or name == component)]
+        if not taggers:
+            raise ValueError(Errors.E099.format(path=model, pipes=nlp.pipe_names,
+                                                named=f" named '{component}'" if component else ""))
+        pipe = taggers[-1][1]
+        _enable_confidence(pipe)
+        _PIPELINES[key] = (nlp, pipe)
+    return _PIPELINES[key]
+
+
+def _enable_confidence(pipe: Any) -> None:
+    """Have the crf_tagger store marginals, where its structure computes them for its
+    target (a span target needs span probabilities)."""
+    if not pipe.target.is_span_target or pipe.crf_structure.supports_span_probabilities:
+        pipe.cfg["store_confidence"] = True
+
+
+def load_on_workers(client: Any, model: str, component: Optional[str]) -> None:
+    """Load the pipeline in every worker now and run it once: start-up cost paid
+    once, load errors reported before any shard is given out."""
+    client.run(_load_here, model, component)
+
+
+def _load_here(model: str, component: Optional[str]) -> None:
+    nlp, _ = _pipeline(model, component)  # returns nothing: the pipeline stays in the worker
+    # one short text through every component: the first call loads the numba
+    # kernels from their cache (about 2 s), part of start-up, not of the first shard
+    nlp("Warm up the pipeline .")
+
+
+def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
+         output_dir: Path, batch_size: int, report: AnnotateReport,
+         failures: List[Dict[str, Any]], log: IO, on_shard_done: Optional[Callable],
+         begin: float, interrupts: "Interrupts") -> None:
+    from .dask_client import worker_memory_mb, worker_peak_memory_mb
+
+    model_path = str(model.resolve())
+    load_on_workers(client, model_path, component)
+    interrupts.check()
+    report.startup_seconds = time.perf_counter() - begin
+    _say(log, f"{len(client.scheduler_info()['workers'])} worker(s) ready in "
+              f"{report.startup_seconds:.1f} s; {len(todo)} shard(s) to annotate")
+    futures = {client.submit(annotate_shard, model_path, component, str(shard.resolve()),
+                             str((output_dir / shard.name).resolve()), batch_size,
+                             key=f"annotate-{shard.name}-{time.time_ns()}", pure=False,
+                             retries=1): shard for shard in todo}
+    progress = _Progress(log, len(todo))
+    for future in _completed(futures, interrupts):
+        shard = futures[future]
+        try:
+            done = future.result()
+        except Exception as err:  # noqa: BLE001 -- one shard's failure must not stop the rest
+            failures.append({"shard": shard.name, "line": None, "id": None,
+                             "error": f"the shard failed: {_describe(err)}"})
+            report.failed_shards.append(shard.name)
+            progress.update(shard.name, None)
+            continue
+        report.shards += 1
+        report.documents += done["documents"]
+        report.tokens += done["tokens"]
+        progress.update(shard.name, done)
+        if on_shard_done is not None:
+            on_shard_done(shard.name)
+    progress.close()
+    report.worker_memory_mb = worker_memory_mb(client)
+    report.worker_peak_memory_mb = worker_peak_memory_mb(client)
+
+
+def _completed(futures: Dict[Any, Path], interrupts: "Interrupts") -> Iterator[Any]:
+    """The futures as they finish; a recorded Ctrl-C stops the run before each one
+    and every :data:`_TICK` seconds while none has (as_completed would wait for
+    the next shard, however long it takes, before the driver could look)."""
+    from distributed import as_completed
+
+    pending = as_completed(futures)
+    while not pending.is_empty():
+        interrupts.check()
+        batch = pending.next_batch(block=False)
+        if not batch:
+            time.sleep(_TICK)
+        for future in batch:
+            interrupts.check()
+            yield future
+
+
+class Interrupts:
+    """Ctrl-C during a run, recorded by :meth:`handle` and acted on by :meth:`check`.
+
+    The first Ctrl-C only sets :attr:`requested`: a KeyboardInterrupt raised
+    where the signal lands is lost when that is a callback whose exceptions
+    Python prints and drops (``Exception ignored in ...``), as distributed's
+    garbage-collection callback is, and the run went on annotating. The driver
+    calls :meth:`check` at its safe points instead. A second Ctrl-C raises at
+    once (the driver may be stuck; the flag stays set should that be lost too).
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def handle(self, signum: int, frame: Optional[FrameType]) -> None:
+        """The SIGINT handler."""
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def check(self) -> None:
+        """At a safe point: KeyboardInterrupt if Ctrl-C was pressed."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_recorded() -> Iterator[Interrupts]:
+    """:class:`Interrupts` as the SIGINT handler for the block; the previous handler
+    is restored after it, whether it ends, fails or is interrupted.
+
+    Only the main thread may set a handler, and a SIGINT that is ignored (a job
+    started in the background) stays ignored: there the block gets an
+    :class:`Interrupts` that nothing sets, and Ctrl-C acts as it did before.
+    """
+    interrupts = Interrupts()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) == signal.SIG_IGN):
+        yield interrupts
+        return
+    before = signal.signal(signal.SIGINT, interrupts.handle)
+    try:
+        yield interrupts
+    finally:
+        # None: a handler not set from Python, which cannot be put back; the default is
+        signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
+
+
+def _merge_errors(output_dir: Path, shards: List[Path], failures: List[Dict[str, Any]]) -> int:
+    """Write ``_errors.jsonl``: the bad rows of every finished shard, then this run's
+    failed shards; rewritten only when it changes. Returns the number of bad rows."""
+    rows: List[Dict[str, Any]] = []
+    for shard in shards:
+        listed = output_dir / ERRORS_DIR / (shard.name + ".jsonl")
+        if (output_dir / shard.name).exists() and listed.exists():
+            rows.extend(srsly.read_jsonl(listed))
+    n_bad = len(rows)
+    rows.extend(failures)
+    path = output_dir / ERRORS_FILE
+    if not rows:
+        if path.exists():
+            path.unlink()
+        return 0
+    text = "".join(srsly.json_dumps(row) + "\n" for row in rows)
+    if not path.exists() or path.read_text(encoding="utf8") != text:
+        write_rows(path, rows)
+    return n_bad
+
+
+def _fingerprint(model: Path, component: Optional[str]) -> Dict[str, Any]:
+    """What identifies a pipeline directory: its path, the component, and the
+    size and modification time of each of its files."""
+    files = sorted(p for p in model.rglob("*") if p.is_file())
+    return {"model": str(model.resolve()), "component": component,
+            "files": {str(p.relative_to(model)): [p.stat().st_size, p.stat().st_mtime_ns]
+                      for p in files}}
+
+
+def _claim_output(output_dir: Path, model: Path, component: Optional[str],
+                  shards: List[Path], overwrite: bool) -> None:
+    """Record which pipeline annotates into ``output_dir``; E102 if finished shards
+    came from another one (``overwrite`` deletes them instead)."""
+    path = output_dir / MODEL_FILE
+    mine = _fingerprint(model, component)
+    then = srsly.read_json(path) if path.exists() else None
+    if overwrite:
+        for shard in shards:
+            for old in (output_dir / shard.name, output_dir / ERRORS_DIR / (shard.name + ".jsonl")):
+                if old.exists():
+                    old.unlink()
+    elif then is not None and then != mine and any((output_dir / s.name).exists() for s in shards):
+        raise ValueError(Errors.E102.format(output=output_dir, model=model,
+                                            then=then.get("model")))
+    if then != mine:
+        srsly.write_json(path, mine)
+
+
+def _check_shard_names(input_dir: Path, shards: List[Path]) -> None:
+    """E140 for an input shard that has the name of annotate's error list: its
+    output would be overwritten by the list (or deleted with it)."""
+    if any(shard.name == ERRORS_FILE for shard in shards):
+        raise ValueError(Errors.E140.format(path=input_dir / ERRORS_FILE, name=ERRORS_FILE))
+
+
+def _prepare_output(output_dir: Path, model: Path, component: Optional[str],
+                    shards: List[Path], overwrite: bool) -> None:
+    """Create OUTPUT, claim it for the pipeline and clear a killed run's temporary
+    files; E141 when OUTPUT cannot be created or written."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        (output_dir / ERRORS_DIR).mkdir(exist_ok=True)
+        # a file written and removed: a directory that exists but refuses writes
+        # fails here, not on every worker
+        probe = output_dir / f".tmp-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        _claim_output(output_dir, model, component, shards, overwrite)
+        remove_stale_temp_files(output_dir)
+        remove_stale_temp_files(output_dir / ERRORS_DIR)
+    except OSError as err:
+        raise ValueError(Errors.E141.format(output=output_dir, why=_describe(err))) from err
+
+
+def _check_dirs(model: Path, input_dir: Path, output_dir: Path) -> None:
+    if not (model / "config.cfg").exists():
+        raise ValueError(Errors.E098.format(
+            path=model, why="it is not a pipeline directory (no config.cfg)"))
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(Errors.E101.format(output=output_dir, why="a file, not a directory"))
+    if output_dir.resolve() == input_dir.resolve():
+        raise ValueError(Errors.E101.format(output=output_dir, why="the INPUT directory"))
+
+
+class _Progress:
+    """A tqdm bar on a terminal; otherwise one log line per shard."""
+
+    def __init__(self, log: IO, total: int) -> None:
+        self.log, self.total, self.n = log, total, 0
+        self.bar = None
+        if getattr(log, "isatty", lambda: False)():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="shard", file=log)
+
+    def update(self, name: str, done: Optional[Dict[str, Any]]) -> None:
+        self.n += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            return
+        what = ("FAILED (listed in _errors.jsonl)" if done is None else
+                f"{done['documents']} docs, {done['tokens']} tokens, {done['bad_rows']} bad rows, "
+                f"{done['seconds']:.1f} s")
+        _say(self.log, f"[{self.n}/{self.total}] {name}: {what}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _summary(report: AnnotateReport, n_shards: int) -> str:
+    if not report.shards and not report.failed_shards:
+        head = f"Nothing to do: all {n_shards} shard(s) are annotated already."
+    else:
+        head = (f"Annotated {report.shards} shard(s) ({report.skipped} already done): "
+                f"{report.documents} documents, {report.tokens} tokens in "
+                f"{report.seconds:.1f} s, {report.tokens_per_second:,.0f} tokens/s "
+                f"(start-up {report.startup_seconds:.1f} s).")
+        if report.worker_peak_memory_mb:
+            peaks = ", ".join(f"{mb:,.0f}" for mb in sorted(report.worker_peak_memory_mb.values()))
+            head += f" Worker peak memory: {peaks} MB."
+    failures = (f" Failures: {report.bad_rows} bad row(s), {len(report.failed_shards)} failed "
+                f"shard(s), listed in {ERRORS_FILE}." if not report.ok else " Failures: none.")
+    return head + failures
+
+
+def _say(log: IO, line: str) -> None:
+    log.write(line + "\n")
+    log.flush()
