@@ -44,7 +44,7 @@ from wasabi import Printer
 from ._util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, run
 from ..pipeline.inputs import INPUT_ANNOTATIONS
 from ..targets import Target, make_target
-from ..training.config import check_corpora, load_pipeline, training_corpora
+from ..training.train_config import check_corpora, load_pipeline, training_corpora
 from ..util import same_tokens
 
 #: labels with fewer training examples than this get a warning (as spaCy's "low data labels")

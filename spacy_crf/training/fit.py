@@ -41,7 +41,7 @@ from spacy.util import load_config
 from ..errors import Errors
 from ..losses import get_loss, registered_losses
 from ..pipeline.crf_tagger import CRFTagger
-from .config import check_corpora, load_pipeline, training_corpora
+from .train_config import check_corpora, load_pipeline, training_corpora
 from .corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus, read_corpus,
                      read_weights, release_memory, write_weights)
 from .distributed import DaskObjective
