@@ -82,7 +82,7 @@ def span_log_probabilities(scores: CRFScores, layout: BatchLayout, labels: np.nd
     """Log probability of each span ``[starts[k], ends[k])`` of ``labels``.
 
     One forward-backward per sequence serves all its spans (see
-    ``_kernels/span_marginals.py``). ``blocked_after`` is (L, L) bool: tag
+    ``_kernels/span_probabilities.py``). ``blocked_after`` is (L, L) bool: tag
     ``j`` may not follow a span ending in tag ``i`` (it would continue it).
 
     Returns

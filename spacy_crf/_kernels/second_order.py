@@ -31,7 +31,7 @@ from numba import njit
 # the first-order chain's shift, underflow guard and semiring modes: one rule for both kernels
 from .primitives import (FALSE, MAX, NEG_INF, SCALED, ZERO, all_known, allowed, finite_max,
                          logaddexp, within_guard)
-from .span_marginals import blocked_rows
+from .span_probabilities import blocked_rows
 
 
 @njit(cache=True)

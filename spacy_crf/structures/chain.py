@@ -2,7 +2,7 @@
 
 Parameters: ``transitions[i, j]`` (label ``i`` then ``j``), ``start[j]``,
 ``end[j]``. Kernels: ``_kernels/chain.py`` (forward-backward, Viterbi, the
-likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_marginals.py``
+likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_probabilities.py``
 (span probabilities) and ``_kernels/shard_nll.py`` (the batch trainer).
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.util import registry
 
-from .._kernels import chain, kbest, span_marginals
+from .._kernels import chain, kbest, span_probabilities
 from .._kernels import shard_nll as shard_kernels
 from ..errors import Errors
 from ..models.potentials import CRFScores, register_scores
@@ -183,9 +183,10 @@ class ChainStructure(CRFStructure):
         check_spans(labels, starts, ends, blocked_after, layout.lengths, emissions.shape[0], L)
         log_p = np.zeros(starts.shape[0])
         log_z = np.zeros(layout.n_sequences)
-        span_marginals.span_marginals(emissions, layout.lengths, *self._interactions(scores),
-                                      labels_or_free(emissions.shape[0], fixed), labels, starts,
-                                      ends, blocked_after, log_z, log_p, force_log)
+        span_probabilities.span_log_probabilities(
+            emissions, layout.lengths, *self._interactions(scores),
+            labels_or_free(emissions.shape[0], fixed), labels, starts, ends, blocked_after,
+            log_z, log_p, force_log)
         return log_p, log_z
 
     def labelling_counts(self, layout, labels, weights, out):

@@ -85,8 +85,8 @@ def _span_log(em, fx, n, a, b, labels, transitions, blocked_after, has_blocked, 
 
 
 @njit(cache=True)
-def span_marginals(emissions, lengths, transitions, start, end, fixed, labels, starts, ends,
-                   blocked_after, log_z, log_p, force_log):
+def span_log_probabilities(emissions, lengths, transitions, start, end, fixed, labels, starts,
+                           ends, blocked_after, log_z, log_p, force_log):
     """Log probability of every span ``[starts[k], ends[k])`` of ``labels``.
 
     ``starts`` and ``ends`` are absolute rows, sorted by start, each span
