@@ -28,7 +28,7 @@ word that takes the same edit. The table stores ids of those strings (from 1,
 """
 
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 import numpy as np
 from spacy.pipeline._edit_tree_internals.edit_trees import EditTrees
