@@ -261,11 +261,12 @@ class Errors(metaclass=_Codes):
     E127 = ("boost_updates must be an integer of at least 0 (the updates that get a head "
             "start; 0 turns it off), got {value!r}.")
     E126 = ("The feature templates read {attrs}, but the component has no table for "
-            "them. Word clusters, vector clusters and gazetteers are read when the "
-            "component is initialized: call nlp.initialize() (spacy train does), with a "
-            "cluster table (spacy-lookups-data, nlp.vocab.lookups 'lexeme_cluster', or "
-            "[initialize.components.NAME] clusters = PATH), vectors, or [initialize."
-            "components.NAME] gazetteer = PATH; or leave those templates out.")
+            "them. Word clusters, vector clusters, gazetteers and spaCy's lemma tables are "
+            "read when the component is initialized: call nlp.initialize() (spacy train "
+            "does), with a cluster table (spacy-lookups-data, nlp.vocab.lookups "
+            "'lexeme_cluster', or [initialize.components.NAME] clusters = PATH), vectors, "
+            "[initialize.components.NAME] gazetteer = PATH, or spacy-lookups-data's lemma "
+            "tables for the language; or leave those templates out.")
     # E140-E159: issue 29 (fit, annotate, convert, order 2, divergence)
     E140 = ("The input shard '{path}' has the name annotate keeps for its list of bad rows "
             "in OUTPUT ({name}): its annotated copy would be overwritten by that list. "
@@ -452,6 +453,11 @@ class Errors(metaclass=_Codes):
     E244 = ("Feature source '{source}' takes the initialize setting(s) {settings}, which "
             "feature source '{other}' takes too: give the settings of a new source names "
             "of its own (e.g. prefixed with the source's name).")
+    # E250: spaCy's lemma tables as features (issue 52)
+    E250 = ("The feature templates of '{name}' read {attrs}, but {why}. LOOKUP_LEMMA and "
+            "RULE_LEMMA_POS read spaCy's lemma tables for the pipeline's language from "
+            "spacy-lookups-data (pip install spacy-lookups-data): give the component a "
+            "language that has them, or leave those templates out of its model.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
@@ -514,6 +520,12 @@ class Warnings(metaclass=_Codes):
     W036 = ("{n} gold lemma(s) of a doc have an edit tree that does not apply to the "
             "predicted token's form (e.g. '{form}' with {tree}; the tokenisations may "
             "differ): those tokens are treated as unannotated. Said once per component.")
+    # W041: spaCy's lemma tables as features (issue 52)
+    W041 = ("'{name}' has optional templates that read {attrs} (the lemma target's "
+            "defaults, or cluster_templates), but {why}: they are left out, and it reads "
+            "the words without what spaCy's lemma tables say of them. For the tables: pip "
+            "install spacy-lookups-data, for a language that has them (English: "
+            "lemma_lookup and the rule lemmatizer's tables).")
     # W039: a wide table's rows under n_buckets = null (issue 51)
     W039 = ("A weight table of {columns} columns (labels, or label parts) gets {rows} rows "
             "under n_buckets = null ({size:.0f} MiB), fewer than the 2**18 of other wide "

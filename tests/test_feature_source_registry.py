@@ -83,11 +83,12 @@ def lengths_nlp(**settings):
 
 def test_the_new_source_is_registered_and_its_attribute_parses():
     assert list(registered_feature_sources()) == ["clusters", "vector_clusters", "gazetteer",
-                                                  "lengths"]
+                                                  "lemma_lookups", "lengths"]
     assert source_of("LONG") is Lengths and source_of("GAZETTEER").name == "gazetteer"
     assert FeatureTemplates(["LONG[-1..1]", "NORM|LONG"]).lexicon_attrs == ["LONG"]
     with pytest.raises(ValueError, match=r"\[CRF-E001\].*CLUSTER, CLUSTERk, VECTOR_CLUSTERk, "
-                                         r"GAZETTEER, LONG, head:ATTR"):
+                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, LONG, "
+                                         r"head:ATTR"):
         FeatureTemplates(["SHORT"])
 
 

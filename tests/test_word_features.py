@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from spacy.training import Example
 from spacy.vectors import Vectors
 
 from spacy_crf._kernels.features import SEED, mix64
-from spacy_crf.features import brown_clusters
+from spacy_crf.features import brown_clusters, lookups_data
 from spacy_crf.features.brown_clusters import path_value, read_cluster_file
 from spacy_crf.features.extract import extract_features
 from spacy_crf.features.gazetteer import (CODE_B, CODE_I, CODE_L, CODE_U, EVERY_FOLD,
@@ -691,9 +692,9 @@ def test_a_damaged_cached_lookups_table_is_read_again_and_replaced(tmp_path, mon
     # the package's 1M-word file takes seconds: a small table stands in for it
     monkeypatch.setattr(spacy.lookups, "load_language_data", lambda source: {"cat": 3, "dog": 5})
     source = registry.lookups.get("en").get(brown_clusters.TABLE_NAME)
-    cached = brown_clusters._cache_file(source, "en")
-    brown_clusters._write_cache(cached, WordTable(np.arange(1000, dtype=np.uint64),
-                                                  np.ones(1000, dtype=np.int64)))
+    cached = lookups_data.cache_file([Path(source)], f"en_{brown_clusters.TABLE_NAME}")
+    lookups_data.write_cache(cached, {"keys": np.arange(1000, dtype=np.uint64),
+                                      "values": np.ones((1000, 1), dtype=np.uint64)})
     whole = cached.read_bytes()
     cached.write_bytes({"truncated": whole[:len(whole) // 2], "empty": b"",
                         "garbage": b"PK\x03\x04" + bytes(200)}[damage])

@@ -23,9 +23,7 @@ Sources, in the order the component tries them at ``initialize``:
 """
 
 import gzip
-import os
 import threading
-import zipfile
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Tuple, Union
 
@@ -33,6 +31,7 @@ import numpy as np
 import srsly
 
 from ..errors import Errors
+from .lookups_data import cache_file, read_cache, table_source, write_cache
 from .word_table import WordTable, table_from_items, word_keys
 
 TABLE_NAME = "lexeme_cluster"
@@ -122,63 +121,24 @@ def lookups_data_table(lang: str) -> Optional[WordTable]:
 
 def _read_lookups_data(lang: str) -> Optional[WordTable]:
     from spacy.lookups import load_language_data
-    from spacy.util import registry
 
-    try:
-        source = registry.lookups.get(lang).get(TABLE_NAME) if lang in registry.lookups else None
-    except Exception:  # a broken entry point of the package: as if it were not installed
-        source = None
+    source = table_source(lang, TABLE_NAME)
     if source is None:
         return None
-    cached = _cache_file(Path(source), lang)
-    if cached is not None and cached.exists():
+    cached = cache_file([source], f"{lang}_{TABLE_NAME}")
+    arrays = read_cache(cached)
+    if arrays is not None:
         try:
-            with np.load(cached) as arrays:
-                return WordTable(arrays["keys"], arrays["values"])
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-            # a damaged cache (cut short by a full disk or a killed process,
-            # empty, or not an archive): read the package's file again, and
-            # write the cache anew below
+            return WordTable(arrays["keys"], arrays["values"])
+        except (KeyError, ValueError):  # a cache of another layout: made anew below
             pass
     data = load_language_data(source)  # ~3 s for English: 1M words of gzipped JSON
     values = np.fromiter(data.values(), dtype=np.int64, count=len(data))
     table = table_from_items(word_keys(data.keys()), values)
     if not len(table):
         return None
-    if cached is not None:
-        _write_cache(cached, table)
+    write_cache(cached, {"keys": table.keys, "values": table.values})
     return table
-
-
-def cache_dir() -> Path:
-    """Where tables read from spacy-lookups-data are kept as numpy arrays:
-    ``$SPACY_CRF_CACHE``, else ``~/.cache/spacy-crf``."""
-    return Path(os.environ.get("SPACY_CRF_CACHE") or Path.home() / ".cache" / "spacy-crf")
-
-
-def _cache_file(source: Path, lang: str) -> Optional[Path]:
-    # the package names foo.json and ships foo.json.gz (spaCy's loader tries both)
-    for candidate in (source, source.with_name(source.name + ".gz")):
-        try:
-            stat = candidate.stat()
-            break
-        except OSError:
-            continue
-    else:
-        return None
-    return cache_dir() / f"{lang}_{TABLE_NAME}_{stat.st_size}_{int(stat.st_mtime)}.npz"
-
-
-def _write_cache(path: Path, table: WordTable) -> None:
-    """Keep the table for the next process (written whole, then renamed; a cache
-    that cannot be written is no error: the table is read from the package)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
-        np.savez(partial, keys=table.keys, values=table.values)
-        partial.replace(path)
-    except OSError:
-        pass
 
 
 def find_cluster_table(vocab, lang: str, path: Optional[Union[str, Path]] = None

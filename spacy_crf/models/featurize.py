@@ -19,7 +19,8 @@ OutT = np.ndarray  # (N, n_templates) uint64
 TREE_TEMPLATES = "tree_templates"
 #: attrs key of what a CRF sequence is ("sentence" or "doc"), set by the component
 SEQUENCE = "crf_sequence"
-#: attrs key of the templates added where the component has a Brown cluster table
+#: attrs key of the optional templates, each added where the component's word
+#: tables hold what it reads: the model's ``cluster_templates``, then its target's
 CLUSTER_TEMPLATES = "cluster_templates"
 #: attrs key of those added so far (a re-initialize without a table takes them out)
 CLUSTER_TEMPLATES_ADDED = "cluster_templates_added"
@@ -51,6 +52,23 @@ def featurize(templates: Sequence[str], cluster_templates: Sequence[str] = ()) -
                                                   CLUSTER_TEMPLATES: optional,
                                                   CLUSTER_TEMPLATES_ADDED: [],
                                                   SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None})
+
+
+def add_optional_templates(model: Model, templates: Sequence[str]) -> None:
+    """Add ``templates`` to the optional templates of ``model``'s emission
+    features (the featurize layers a tree structure's templates would go to,
+    not those of input-dependent transitions): :func:`set_lexicon` reads each
+    where the component's word tables hold what it reads, as the model's own
+    ``cluster_templates``. A target's defaults (``Target.optional_templates``)."""
+    templates = list(templates)
+    if not templates or model is None:
+        return
+    FeatureTemplates(templates)
+    for node in model.walk():
+        if CLUSTER_TEMPLATES in node.attrs and TREE_TEMPLATES in node.attrs:
+            have = list(node.attrs[CLUSTER_TEMPLATES] or [])
+            node.attrs[CLUSTER_TEMPLATES] = have + [text for text in templates
+                                                    if text not in have]
 
 
 def set_owner(model: Model, name: str) -> None:
@@ -170,8 +188,9 @@ def _cluster_position(node: Model, own: List[str]) -> int:
 
 def set_lexicon(model: Model, lexicon: Optional[Lexicon]) -> None:
     """Give every featurize layer of ``model`` the component's word tables, and
-    add its ``cluster_templates`` where the tables hold what they read, Brown
-    clusters (take them out where an earlier call added them and these tables
+    add each of its optional templates (``cluster_templates``, and those of its
+    component's target: :func:`add_optional_templates`) where the tables hold
+    what it reads (take it out where an earlier call added it and these tables
     have none).
 
     The templates go after the layer's own and before the tree templates its
@@ -185,9 +204,10 @@ def set_lexicon(model: Model, lexicon: Optional[Lexicon]) -> None:
         current: FeatureTemplates = node.attrs["templates"]
         source = _own_templates(node)
         optional = node.attrs.get(CLUSTER_TEMPLATES) or []
-        readable = optional and lexicon is not None and not lexicon.missing(
-            FeatureTemplates(optional).lexicon_attrs)
-        added = _not_in(optional, source) if readable else []
+        # each template where its tables are there: the clusters' and the
+        # target's (the lemma tables) come from sources a pipeline may have apart
+        added = [text for text in _not_in(optional, source) if lexicon is not None
+                 and not lexicon.missing(FeatureTemplates([text]).lexicon_attrs)]
         k = _cluster_position(node, source)
         templates = source[:k] + added + source[k:]
         if templates != list(current.source):

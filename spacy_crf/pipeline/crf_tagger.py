@@ -25,7 +25,7 @@ from thinc.api import Model, Optimizer
 
 from ..errors import Errors
 from ..features.doc_arrays import SEQUENCE_DOC, DocBatch, doc_lengths
-from ..models.featurize import set_owner, set_sequence
+from ..models.featurize import add_optional_templates, set_owner, set_sequence
 from ..models.potentials import CRFScores, relation_groups
 from ..models.sparse_table import sync_averages
 from ..scoring import score_crf
@@ -66,6 +66,7 @@ class CRFTagger(TrainablePipe):
         self._inputs_checked = False
         register_extensions(name)
         model = crf_structure.prepare_model(model, target, spec.settings) or model
+        add_optional_templates(model, target.optional_templates)
         set_sequence(model, sequence)
         set_owner(model, name)
         self._state = ComponentState(name, vocab, initial_cfg(spec, **settings), model, target,

@@ -74,6 +74,10 @@ class Target:
     #: its labels come by the hundred (morphology): a chain whose order the
     #: config leaves null prunes each token's labels (``spacy-crf.PrunedChain.v1``)
     many_labels = False
+    #: templates its component adds to the model's optional ones
+    #: (``cluster_templates``), each read where the pipeline has the tables it
+    #: reads and left out (with its source's warning) where it has not
+    optional_templates: Tuple[str, ...] = ()
     #: its sequences are whole docs whatever the ``sequence`` setting (E212):
     #: it predicts the sentence boundaries that would cut them
     whole_docs = False

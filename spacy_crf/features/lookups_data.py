@@ -1,0 +1,79 @@
+"""Tables of spacy-lookups-data, and the cache of what is computed from them.
+
+spaCy's own components find a language's tables through the ``spacy_lookups``
+entry points that spacy-lookups-data registers (``registry.lookups``): a JSON
+file per table (``en_lexeme_cluster.json.gz``, ``en_lemma_lookup.json.gz``).
+Reading one takes seconds; what a feature source makes of it is kept as numpy
+arrays in :func:`cache_dir`, under a name that changes with the files it was
+made from, and read from there by the next process.
+"""
+
+import os
+import zipfile
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+
+def table_source(lang: str, table: str) -> Optional[Path]:
+    """The file spacy-lookups-data ships for ``lang``'s table ``table``; None
+    where the package is not installed or has no such table."""
+    from spacy.util import registry
+
+    try:
+        source = registry.lookups.get(lang).get(table) if lang in registry.lookups else None
+    except Exception:  # a broken entry point of the package: as if it were not installed
+        source = None
+    return None if source is None else Path(source)
+
+
+def cache_dir() -> Path:
+    """Where tables read from spacy-lookups-data are kept as numpy arrays:
+    ``$SPACY_CRF_CACHE``, else ``~/.cache/spacy-crf``."""
+    return Path(os.environ.get("SPACY_CRF_CACHE") or Path.home() / ".cache" / "spacy-crf")
+
+
+def cache_file(sources: Sequence[Path], stem: str) -> Optional[Path]:
+    """Where what is made of the files ``sources`` is cached: ``stem`` and each
+    file's size and time (None where one cannot be read)."""
+    stamps = []
+    for source in sources:
+        # the package names foo.json and ships foo.json.gz (spaCy's loader tries both)
+        for candidate in (source, source.with_name(source.name + ".gz")):
+            try:
+                stat = candidate.stat()
+                break
+            except OSError:
+                continue
+        else:
+            return None
+        stamps.append(f"{stat.st_size}_{int(stat.st_mtime)}")
+    return cache_dir() / f"{stem}_{'_'.join(stamps)}.npz"
+
+
+def read_cache(path: Optional[Path]) -> Optional[Dict[str, np.ndarray]]:
+    """The arrays cached at ``path``; None where there are none, or they are damaged."""
+    if path is None or not path.exists():
+        return None
+    try:
+        with np.load(path) as arrays:
+            return {name: arrays[name] for name in arrays.files}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        # a damaged cache (cut short by a full disk or a killed process, empty,
+        # or not an archive): the caller reads the package's files again
+        return None
+
+
+def write_cache(path: Optional[Path], arrays: Dict[str, np.ndarray]) -> None:
+    """Keep ``arrays`` for the next process (written whole, then renamed; a cache
+    that cannot be written is no error: the tables are read from the package)."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
+        np.savez(partial, **arrays)
+        partial.replace(path)
+    except OSError:
+        pass
