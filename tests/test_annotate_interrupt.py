@@ -16,6 +16,16 @@ from spacy_crf.annotation import annotate, interrupts_recorded  # noqa: E402
 from test_annotate import client, model, texts, write_shards  # noqa: E402,F401
 
 
+@pytest.fixture(autouse=True)
+def default_sigint():
+    """Python's own SIGINT handler during each test, whatever the runner was
+    started with (a background job of a shell starts with SIGINT ignored,
+    where the driver installs nothing, as it should)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def sigint_inside_a_gc_callback() -> None:
     """Run the SIGINT handler as a signal that arrives during a garbage collection
     would: inside a gc callback, whose exceptions Python prints and drops."""
