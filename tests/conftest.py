@@ -36,7 +36,11 @@ UPOS = {"DT": "DET", "JJ": "ADJ", "NN": "NOUN", "VBD": "VERB", "RB": "ADV", "IN"
 CHUNK_OF = {"VBD": "VP", "RB": "ADVP", "IN": "PP"}
 NP_TAGS = {"DT", "JJ", "NN"}
 
-EWT_SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "ewt_sample"
+#: the repository, the package's source and the tests' own files, wherever a test sits
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "spacy_crf"
+TEST_ASSETS = ROOT / "tests" / "assets"
+EWT_SAMPLE = ROOT / "assets" / "ewt_sample"
 
 
 def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -83,7 +87,7 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
     for split in ("train", "dev"):
         paths[split] = tmp_path / f"{split}.spacy"
         DocBin(docs=ewt_sample_docs(split)[:n_docs]).to_disk(paths[split])
-    config = Path(__file__).parents[1] / "configs" / "ewt_upos.cfg"
+    config = ROOT / "configs" / "ewt_upos.cfg"
     with open(tmp_path / "log", "w") as stream:
         nlp = fit(config, None, overrides={
             "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
@@ -97,8 +101,8 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
 
 #: what a test model that trains at a high rate (Adam 0.1) leaves out of the
 #: factory's defaults: the word clusters and the head start, whose 10x early
-#: steps would make it certain at once (tests/test_word_features.py and
-#: tests/test_boost.py test them)
+#: steps would make it certain at once (tests/features/test_word_features.py and
+#: tests/models/test_boost.py test them)
 SPELLING_ONLY = {"cluster_templates": None, "boost_updates": 0}
 
 SMALL_MODEL = {

@@ -4,14 +4,13 @@ on the shipped sample (three trainings, ~45 s on 2 cores)."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 #: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 SAMPLE_TEST = ROOT / "assets" / "ewt_sample" / "en_ewt-test.conllu"
 
 

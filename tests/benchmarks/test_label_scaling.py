@@ -4,11 +4,10 @@ growing sublinearly, the same words for every K), and its verdicts follow
 from the slopes."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import label_scaling  # noqa: E402

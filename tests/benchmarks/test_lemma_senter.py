@@ -3,11 +3,10 @@ the doc-aware conversion (one doc per ``# newdoc`` document), spaCy's scores of
 predictions read back onto Docs of the gold words, and the goals' verdicts."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import common  # noqa: E402

@@ -3,11 +3,10 @@
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import common  # noqa: E402

@@ -6,14 +6,13 @@ summary the README renders has them all.
 """
 
 import sys
-from pathlib import Path
 
 import pytest
 
 #: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).parent.parent
+from conftest import ROOT
 SAMPLE = ROOT / "assets" / "ewt_sample"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

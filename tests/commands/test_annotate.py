@@ -25,7 +25,7 @@ from spacy_crf.annotate import ERRORS_FILE, annotate, main  # noqa: E402
 from spacy_crf.cluster import dask_client, worker_pids  # noqa: E402
 from spacy_crf.convert import convert_uner  # noqa: E402
 
-SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"
+from conftest import EWT_SAMPLE as SAMPLE
 
 
 @pytest.fixture(scope="module")

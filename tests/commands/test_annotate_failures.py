@@ -15,10 +15,10 @@ import srsly
 pytest.importorskip("distributed")
 
 from spacy_crf.annotate import ERRORS_FILE, main  # noqa: E402
-from test_annotate import (client, model, output_ids, read_output, texts,  # noqa: E402,F401
+from commands.test_annotate import (client, model, output_ids, read_output, texts,  # noqa: E402,F401
                            write_shards)
 
-ROOT = Path(__file__).parent.parent
+from conftest import ROOT
 
 
 def test_bad_rows_cost_their_row_not_the_shard(model, client, tmp_path):  # noqa: F811

@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import spacy
@@ -11,7 +10,7 @@ from spacy.vocab import Vocab
 
 from spacy_crf.convert import JOINS, convert_conll, convert_uner, join_trees, read_conllu, repair_iob
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 EWT = ROOT / "assets" / "ewt_sample"
 
 

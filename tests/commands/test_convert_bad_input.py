@@ -4,15 +4,14 @@ the line or sentence, where they were mangled or converted silently."""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from spacy.vocab import Vocab
 
 from spacy_crf.convert import convert_uner
-from test_convert import conllu_sentence, iob2_sentence
+from commands.test_convert import conllu_sentence, iob2_sentence
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 
 
 def test_a_tag_that_is_not_iob2_is_named_with_its_line():

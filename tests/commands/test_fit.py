@@ -15,7 +15,6 @@ import itertools
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,7 +33,7 @@ from spacy_crf.training.objective import FeaturizedShard, ParameterLayout, Shard
 from spacy_crf.training.optimize import StoppingRule, minimize
 from spacy_crf.training.owlqn import Iteration
 
-ROOT = Path(__file__).parent.parent
+from conftest import ROOT
 
 
 

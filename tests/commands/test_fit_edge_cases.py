@@ -5,7 +5,6 @@ import io
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from spacy.tokens import DocBin
@@ -13,7 +12,7 @@ from spacy.training.converters import conllu_to_docs
 
 from spacy_crf.fit import fit
 
-ROOT = Path(__file__).parent.parent
+from conftest import ROOT
 SAMPLE = ROOT / "assets" / "ewt_sample"
 CONFIG = ROOT / "configs" / "ewt_upos.cfg"
 

@@ -18,7 +18,7 @@ from spacy_crf.package import (INSTALL_FILE, Plan, check_build, check_model_dir,
                                check_requirement, find_source_tree, install_instructions,
                                package_name, plan)
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 CRF_WHEEL = "spacy_crf-0.1.0-py3-none-any.whl"
 
 

@@ -6,7 +6,6 @@ trees; the result reads raw text, saves and loads. The parser here is trained
 for a few steps on the shipped sample: weak, but a parser.
 """
 
-from pathlib import Path
 
 import pytest
 import spacy
@@ -17,7 +16,7 @@ from spacy_crf.evaluate import evaluate, training_copy
 #: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 CONFIG = ROOT / "configs" / "ewt_upos_tree_after_parser.cfg"
 TEXT = "The old man walked slowly to the station. He bought a ticket and waited."
 

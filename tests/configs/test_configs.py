@@ -9,7 +9,7 @@ from spacy.cli.init_config import fill_config
 from spacy.util import load_config
 from spacy_crf.structures.config import FLAT_SETTINGS
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
 EWT = ROOT / "assets" / "ewt_sample"
 

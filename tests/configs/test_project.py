@@ -3,11 +3,10 @@ command's inputs exist or are made by an earlier step, and the commands the
 docs and the benchmarks name exist."""
 
 import re
-from pathlib import Path
 
 import srsly
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 PROJECT = srsly.read_yaml(ROOT / "project.yml")
 COMMANDS = {c["name"]: c for c in PROJECT["commands"]}
 

@@ -1,6 +1,5 @@
 """End to end: corpus conversion and ``python -m spacy train`` with the shipped configs."""
 
-from pathlib import Path
 
 import pytest
 import spacy
@@ -9,7 +8,7 @@ from spacy.tokens import DocBin
 from spacy.training import Corpus
 from conftest import convert_ewt_sample, run_python
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 CONFIGS = ROOT / "configs"
 
 

@@ -17,7 +17,7 @@ from spacy_crf.models.potentials import CRFScores
 from spacy_crf.models.potentials import potentials_of
 from spacy_crf.structures import ChainLayout, TreeLayout
 
-PACKAGE = Path(__file__).resolve().parents[1] / "spacy_crf"
+from conftest import PACKAGE
 NUMBERED = ["pipeline/crf_tagger.py", "inference.py", "schemes.py"]
 
 

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Set
 
-PACKAGE = Path(__file__).resolve().parents[1] / "spacy_crf"
+from conftest import PACKAGE
 
 
 def module_names() -> Dict[str, Path]:

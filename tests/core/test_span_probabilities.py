@@ -15,7 +15,7 @@ from spacy.tokens import Doc
 
 from spacy_crf import inference, schemes
 from spacy_crf.structures import ChainLayout
-from test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
+from targets.test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
                         ner_examples, path_scores, random_scores, read_spans, train, universe)
 
 

@@ -3,7 +3,6 @@ method and property of CRFTagger and every entry point appears on the page."""
 
 import inspect
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +14,7 @@ except ImportError:  # Python < 3.11
 import spacy_crf
 from spacy_crf.pipeline.crf_tagger import CRFTagger
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 API = (ROOT / "docs" / "api.md").read_text(encoding="utf8")
 
 

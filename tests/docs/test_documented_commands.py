@@ -23,7 +23,7 @@ import pytest
 #: end to end (minutes of training): out of the fast subset, pytest -m "not slow"
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 EWT = ROOT / "assets" / "ewt_sample"
 USAGE = ROOT / "docs" / "usage.md"
 

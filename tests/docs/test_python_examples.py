@@ -4,7 +4,7 @@ The README's quick start, then the usage page's examples in order as one
 script (the second builds on the first's imports), each in a fresh process in
 a clean folder. The usage page's last example (growing a trained model) is a
 sketch over a model and data of one's own (``my_ner``,
-``old_and_new_examples``); tests/test_grow.py runs what it does.
+``old_and_new_examples``); tests/models/test_grow.py runs what it does.
 """
 
 import re
@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # fresh processes
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 
 
 def python_blocks(path: Path):

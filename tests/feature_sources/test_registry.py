@@ -11,7 +11,6 @@ templates, the word tables or the component names a particular source.
 
 import ast
 import re
-from pathlib import Path
 from typing import List
 
 import catalogue
@@ -28,7 +27,7 @@ from spacy_crf.feature_sources import (FeatureSource, register_feature_source,
 from spacy_crf.features.lexicon import Lexicon
 from spacy_crf.features.templates import FeatureTemplates
 
-PACKAGE = Path(__file__).resolve().parents[1] / "spacy_crf"
+from conftest import PACKAGE
 
 
 @register_feature_source

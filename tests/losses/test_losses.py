@@ -25,12 +25,11 @@ from spacy_crf.structures import ChainLayout, TreeLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.pipeline.crf_tagger import CRFTagger
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "kernels"))
-from oracle import all_labellings, labelling_score, path_score  # noqa: E402
-from test_tree_kernels import random_problem as random_forest_problem  # noqa: E402
+from kernels.oracle import all_labellings, labelling_score, path_score  # noqa: E402
+from kernels.test_tree_kernels import random_problem as random_forest_problem  # noqa: E402
 from conftest import convert_ewt_sample, run_python  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 CONFIGS = ROOT / "configs"
 NEG_INF = -np.inf
 PARAMS = ("emissions", "transitions", "start", "end", "pair", "root")
@@ -376,7 +375,7 @@ def test_perceptron_separates_the_toy_corpus(toy):
 
 @pytest.mark.parametrize("loss", ["perceptron", "hinge"])
 def test_tree_structure_trains_with_margin_losses(loss):
-    from test_tree_component import TREE_TEXT, labels_of, parsed_doc, pos_examples, tree_model
+    from structures.test_tree_component import TREE_TEXT, labels_of, parsed_doc, pos_examples, tree_model
 
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "pos", "loss": loss, "model": tree_model(),
@@ -398,7 +397,7 @@ def test_tree_structure_trains_with_margin_losses(loss):
 
 @pytest.mark.parametrize("scheme", ["BIO", "BILUO"])
 def test_hinge_on_span_targets_gives_well_formed_spans(scheme):
-    from test_spans import TEXTS, TOY_NER, make_nlp, ner_examples, well_formed
+    from targets.test_spans import TEXTS, TOY_NER, make_nlp, ner_examples, well_formed
 
     nlp = make_nlp(scheme=scheme, loss="hinge")
     examples = ner_examples(nlp)

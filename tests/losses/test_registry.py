@@ -9,7 +9,6 @@ trainer refuses it as the loss itself says.
 
 import importlib
 import tomllib
-from pathlib import Path
 
 import catalogue
 import pytest
@@ -20,7 +19,7 @@ from spacy.util import registry
 from spacy_crf import inference
 from spacy_crf.losses import Loss, get_loss, register_loss, registered_losses
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 
 
 @register_loss("half_nll")

@@ -9,7 +9,6 @@ span confidences, n-best lists: ``array_equal``, not ``allclose``).
 
 import copy
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from spacy.training import Example
 from conftest import SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, run_python, tiny_tok2vec
 from spacy_crf.models.grow import grow_array
 
-ROOT = Path(__file__).parent.parent
+from conftest import ROOT
 
 # the toy sentences with a parse: each token's head is the next token, the last is the root
 TAGGED = [

@@ -4,7 +4,6 @@ enumeration, save/load, spacy train and nlp.update, and the config errors."""
 import itertools
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from spacy.training import Example
 from spacy_crf.convert import read_conllu_upos
 from conftest import chain
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 SAMPLE = ROOT / "assets" / "ewt_sample"
 HMM = {"@architectures": "spacy-crf.HMM.v1", "n_buckets": 4096, "smoothing": 0.5}
 

@@ -13,7 +13,7 @@ from spacy_crf._kernels import sparse_update as kernels
 from spacy_crf.models.hashed_linear import NAME as HASHED_NAME
 from spacy_crf.models.sparse_table import (ATTR, BOOST_UPDATES, L1_PENALTY, UPDATES_DONE, boost,
                                            settle_tables, step_model)
-from test_sparse_update import N_BUCKETS, batches, dense_grad, make_layer, run_sparse
+from models.test_sparse_update import N_BUCKETS, batches, dense_grad, make_layer, run_sparse
 
 
 def soft_threshold(w, amount):

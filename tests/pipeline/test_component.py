@@ -464,7 +464,7 @@ def test_bad_n_buckets_is_a_clear_error(toy, n_buckets):
 
 
 def test_add_label_after_initialize_grows_the_model(toy):
-    # (tests/test_grow.py tests growth in every structure and architecture)
+    # (tests/models/test_grow.py tests growth in every structure and architecture)
     nlp, _ = toy.trained_nlp("tag", n_iter=2)
     tagger = nlp.get_pipe("crf_tagger")
     before = [t.tag_ for t in nlp("the cat sat")]

@@ -3,7 +3,6 @@
 ``nlp.update`` loop, on the shipped EWT sample."""
 
 import random
-from pathlib import Path
 
 import pytest
 import spacy
@@ -13,7 +12,7 @@ from spacy.util import minibatch
 
 from spacy_crf.convert import read_conllu_upos
 
-SAMPLE = Path(__file__).parent.parent / "assets" / "ewt_sample"
+from conftest import EWT_SAMPLE as SAMPLE
 
 
 def train_plain_loop(model_overrides: dict, epochs: int = 5) -> float:

@@ -7,7 +7,6 @@
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
 import spacy
@@ -16,7 +15,7 @@ from spacy.training import Example
 import spacy_crf  # noqa: F401  (registrations)
 from spacy_crf.errors import Warnings
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 TAGGED = [("the cat sat", ["DT", "NN", "VBD"]), ("a dog ran fast", ["DT", "NN", "VBD", "RB"])]
 
 

@@ -6,7 +6,6 @@ import json
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import spacy
@@ -14,9 +13,9 @@ from spacy.util import registry
 
 from spacy_crf.structures.tree import DEFAULT_TREE_TEMPLATES
 
-from conftest import chain, semi_markov
+from conftest import ROOT, TEST_ASSETS, chain, semi_markov
 
-SAVED_BEFORE = Path(__file__).parent / "assets" / "saved_before_structure_blocks"
+SAVED_BEFORE = TEST_ASSETS / "saved_before_structure_blocks"
 
 
 def component(**config):
@@ -104,7 +103,7 @@ def test_flat_settings_of_an_old_config_mean_their_block():
 def test_cli_overrides_reach_the_block(tmp_path):
     from spacy.util import load_config, load_model_from_config
 
-    base = Path(__file__).parents[1] / "configs" / "ewt_upos.cfg"
+    base = ROOT / "configs" / "ewt_upos.cfg"
     for overrides, strategy in (({"components.crf_tagger.structure.order": 2}, "chain_order2"),
                                 ({"components.crf_tagger.structure": "tree"}, "tree")):
         config = load_config(base, overrides=overrides, interpolate=False)
@@ -153,7 +152,7 @@ def test_a_block_config_loads_in_a_fresh_process_without_an_import(tmp_path):
 
 
 # ------------------------------------------------- saved before structures declared parameters
-SAVED_BEFORE_DECLARED = Path(__file__).parent / "assets" / "saved_before_declared_params"
+SAVED_BEFORE_DECLARED = TEST_ASSETS / "saved_before_declared_params"
 
 
 @pytest.mark.parametrize("name", ["chain_pos", "chain_ents", "tree_pos", "chain_tree_pos",

@@ -5,7 +5,6 @@ gradients against finite differences, and the component end to end."""
 import itertools
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +20,7 @@ from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
 from confection import ConfigValidationError
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 SEEDS = list(range(8))
 TRANSITION_TEMPLATES = ["NORM[-1]|NORM[0]", "SHAPE[-1]|SHAPE[0]"]
 

@@ -5,7 +5,6 @@ component through ``nlp.update``, ``to_disk`` and ``spacy train``."""
 import itertools
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +21,7 @@ from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
 from conftest import chain
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 SEEDS = range(6)
 
 

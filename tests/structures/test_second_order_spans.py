@@ -14,7 +14,7 @@ from kernels.oracle import logsumexp
 from spacy_crf.errors import Errors
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.second_order import MAX_LABEL_TRIPLES, max_order2_labels
-from test_second_order import labellings, path_score, problem
+from structures.test_second_order import labellings, path_score, problem
 from conftest import chain
 
 

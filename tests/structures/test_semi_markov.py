@@ -7,7 +7,6 @@ import itertools
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +21,7 @@ from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
 from conftest import semi_markov
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 SEEDS = range(5)
 SCHEMES = ["BIO", "BILUO"]
 

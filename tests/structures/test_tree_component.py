@@ -8,7 +8,6 @@ indices (a root is its own head).
 
 import itertools
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from spacy_crf._kernels.tree import check_forest
 from spacy_crf.augmenters import create_copy_attrs
 from spacy_crf.features.doc_arrays import batch_heads
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 CONFIGS = ROOT / "configs"
 
 # det is the most frequent relation (9), amod second (8), then nsubj / ROOT / punct (6 each)

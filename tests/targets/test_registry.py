@@ -8,7 +8,6 @@ no module outside ``spacy_crf/targets/`` asks a target's name any more.
 """
 
 import ast
-from pathlib import Path
 from typing import Callable, List
 
 import catalogue
@@ -23,7 +22,7 @@ from spacy.vocab import Vocab
 from spacy_crf import targets
 from spacy_crf.targets import Target, make_target, register_target, registered_targets
 
-PACKAGE = Path(__file__).resolve().parents[1] / "spacy_crf"
+from conftest import PACKAGE
 #: the extension the new target writes its predictions to
 GUESS = "stop_guess"
 STOP, WORD = "STOP", "WORD"

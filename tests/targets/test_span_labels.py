@@ -12,7 +12,6 @@ loads and predicts as it did.
 import json
 import logging
 import shutil
-from pathlib import Path
 
 import pytest
 import spacy
@@ -23,9 +22,9 @@ from spacy.training.iob_utils import doc_to_biluo_tags
 
 from spacy_crf.annotate import doc_record
 from spacy_crf.training.add_labels import create_add_labels
-from conftest import SMALL_MODEL, TOY_NER, run_python
+from conftest import SMALL_MODEL, TEST_ASSETS, TOY_NER, run_python
 
-SAVED_BEFORE = Path(__file__).parent / "assets" / "saved_before_span_types"
+SAVED_BEFORE = TEST_ASSETS / "saved_before_span_types"
 BILUO_PER = ("B-PER", "I-PER", "L-PER", "U-PER")
 
 

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import warnings
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,7 +32,7 @@ from spacy_crf.models.potentials import CRFScores
 from spacy_crf.targets import SpanTarget, make_target
 from conftest import TOY_NER
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
 SCHEMES = ("BIO", "BILUO")

@@ -3,7 +3,6 @@ threaded one, survives a lost worker, and fit trains the same weights."""
 
 import os
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ from spacy_crf.structures import ChainLayout  # noqa: E402
 from spacy_crf.training.distributed import DaskObjective  # noqa: E402
 from spacy_crf.training.objective import FeaturizedShard, ShardedObjective  # noqa: E402
 
-from test_fit import ROOT, overrides, random_chain_shard, sample_corpus  # noqa: E402,F401
+from commands.test_fit import ROOT, overrides, random_chain_shard, sample_corpus  # noqa: E402,F401
 
 
 def split(whole: FeaturizedShard, lengths, cut: int):

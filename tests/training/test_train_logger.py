@@ -4,7 +4,6 @@ the shipped configs' logger (spacy-crf.ConsoleLogger.v1) now says so (W010)."""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from spacy.tokens import DocBin
@@ -12,7 +11,7 @@ from spacy.training.converters import conllu_to_docs
 
 from spacy_crf.training.train_logger import untrained_best
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import ROOT
 SAMPLE = ROOT / "assets" / "ewt_sample"
 
 
