@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 import spacy
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 from thinc.api import Adam
 
@@ -187,6 +187,23 @@ def make_example(nlp, words: List[str], labels: List[Optional[str]], target: str
     return Example(predicted, reference)
 
 
+def ner_examples(nlp, data=TOY_NER, key: Optional[str] = None, drop=()) -> List[Example]:
+    """Examples of an entity corpus (``TOY_NER``'s form): the spans as the
+    reference's ``ents`` (every other token outside), or as its ``spans[key]``;
+    spans with a label in ``drop`` left out."""
+    examples = []
+    for text, ents in data:
+        words = text.split()
+        ref = Doc(nlp.vocab, words=words)
+        spans = [Span(ref, a, b, label=k) for a, b, k in ents if k not in drop]
+        if key is None:
+            ref.set_ents(spans, default="outside")
+        else:
+            ref.spans[key] = spans
+        examples.append(Example(Doc(nlp.vocab, words=words), ref))
+    return examples
+
+
 def toy_examples(nlp, target: str = "tag") -> List[Example]:
     examples = []
     for line in TOY_TEXT:
@@ -206,6 +223,8 @@ def semi_markov(max_segment_length: int = 0) -> Dict[str, Any]:
 
 
 def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "spacy.Language":
+    """A blank English pipeline with one ``crf_tagger`` of ``target`` whose
+    model is ``model`` (``SMALL_MODEL`` by default) and settings ``config``."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": dict(model or SMALL_MODEL), "target": target, **config})
     return nlp
@@ -215,11 +234,17 @@ def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "sp
 FROM_INITIALIZE = object()
 
 
-def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None) -> List[float]:
-    """Initialize and train with full-batch updates (``Adam(learn_rate)``, or
-    ``optimizer``); returns the loss of every step."""
-    initialized = nlp.initialize(lambda: examples)
-    optimizer = initialized if optimizer is FROM_INITIALIZE else optimizer or Adam(learn_rate)
+def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None,
+          initialize: bool = True) -> List[float]:
+    """Initialize (unless ``initialize=False``: training goes on) and train with
+    ``n_iter`` full-batch updates (``Adam(learn_rate)``, or ``optimizer``);
+    returns the crf_tagger's loss of every step."""
+    initialized = nlp.initialize(lambda: examples) if initialize else None
+    if optimizer is FROM_INITIALIZE:
+        assert initialize, "FROM_INITIALIZE needs initialize=True"
+        optimizer = initialized
+    elif optimizer is None:
+        optimizer = Adam(learn_rate)
     history = []
     for _ in range(n_iter):
         losses: Dict[str, float] = {}
@@ -267,7 +292,8 @@ def toy():
     """The helpers above, as one namespace."""
     return SimpleNamespace(
         TOY_TEXT=TOY_TEXT, SMALL_MODEL=SMALL_MODEL, parse=parse, labels_for=labels_for,
-        make_example=make_example, toy_examples=toy_examples, make_nlp=make_nlp, train=train,
+        make_example=make_example, toy_examples=toy_examples, ner_examples=ner_examples,
+        make_nlp=make_nlp, train=train,
         trained_nlp=trained_nlp, predictions=predictions, doc_labels=doc_labels,
         tiny_tok2vec=tiny_tok2vec,
     )

@@ -16,7 +16,8 @@ from spacy.tokens import Doc
 from spacy_crf import inference, schemes
 from spacy_crf.structures import ChainLayout
 from targets.test_spans import (MODEL, SCHEMES, TYPE_SETS, constrain, span_target, logsumexp,
-                        ner_examples, path_scores, random_scores, read_spans, train, universe)
+                                path_scores, random_scores, read_spans, universe)
+from conftest import ner_examples, train
 
 
 def brute_span_probability(scheme, types, emissions, raw, fixed, span):
@@ -156,7 +157,7 @@ def toy_ner():
         nlp = spacy.blank("en")
         nlp.add_pipe("crf_tagger", config={"model": dict(MODEL), "target": "ents", "scheme": scheme,
                                            "store_confidence": True})
-        train(nlp, ner_examples(nlp))
+        train(nlp, ner_examples(nlp), n_iter=30)
         out[scheme] = nlp
     return out
 

@@ -32,6 +32,7 @@ from spacy_crf.features.templates import FeatureTemplates
 from spacy_crf.features.vector_clusters import kmeans, unit_rows
 from spacy_crf.features.word_table import WordTable
 from spacy_crf.pipeline.factory import DEFAULT_MODEL
+from conftest import FROM_INITIALIZE, train
 
 #: Brown paths of a tiny table (bit strings, first bit first)
 PATHS = {"the": "0010", "a": "0011", "cat": "110", "dog": "1101", "Paris": "10",
@@ -161,13 +162,6 @@ def tag_examples(nlp):
     return [Example.from_dict(nlp.make_doc(w), {"tags": t.split()}) for w, t in words]
 
 
-def train(nlp, examples, n=15, **initialize):
-    optimizer = nlp.initialize(lambda: examples, **initialize)
-    for _ in range(n):
-        nlp.update(examples, sgd=optimizer)
-    return nlp
-
-
 def feature_layer_templates(pipe):
     return [node.attrs["templates"].source for node in pipe.model.walk()
             if node.name == "crf_featurize"][0]
@@ -176,7 +170,7 @@ def feature_layer_templates(pipe):
 def test_table_from_the_vocab_lookups_adds_the_cluster_templates():
     nlp = blank_with_clusters()
     pipe = tagger(nlp)
-    train(nlp, tag_examples(nlp))
+    train(nlp, tag_examples(nlp), 15, optimizer=FROM_INITIALIZE)
     source = feature_layer_templates(pipe)
     assert source[-len(DEFAULT_MODEL["cluster_templates"]):] == list(DEFAULT_MODEL["cluster_templates"])
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
@@ -188,7 +182,7 @@ def test_a_file_of_ones_own_comes_before_the_vocab(tmp_path):
     paths = tmp_path / "paths"
     paths.write_text("1\tcat\t1\n", encoding="utf8")
     pipe = tagger(nlp)
-    train(nlp, tag_examples(nlp), n=1)
+    train(nlp, tag_examples(nlp), 1, optimizer=FROM_INITIALIZE)
     nlp.get_pipe("crf_tagger").initialize(lambda: tag_examples(nlp), nlp=nlp, clusters=str(paths))
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
     assert len(lexicon["clusters"].table) == 1
@@ -212,14 +206,14 @@ def test_without_a_table_the_model_reads_spelling_only_and_says_how_once(monkeyp
     pipe = tagger(nlp)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        train(nlp, tag_examples(nlp), n=3)
+        train(nlp, tag_examples(nlp), 3, optimizer=FROM_INITIALIZE)
     said = [w for w in caught if "[CRF-W007]" in str(w.message)]
     assert len(said) == 1 and "spacy-lookups-data" in str(said[0].message)
     assert feature_layer_templates(pipe) == list(DEFAULT_MODEL["templates"])
     # the same as a model that never had cluster templates
     other = spacy.blank("en")
     tagger(other, cluster_templates=[])
-    train(other, tag_examples(other), n=3)
+    train(other, tag_examples(other), 3, optimizer=FROM_INITIALIZE)
     doc_a, doc_b = nlp("a cat sat in Rome"), other("a cat sat in Rome")
     assert [t.tag_ for t in doc_a] == [t.tag_ for t in doc_b]
 
@@ -227,12 +221,12 @@ def test_without_a_table_the_model_reads_spelling_only_and_says_how_once(monkeyp
 def test_reinitializing_without_a_table_takes_the_cluster_templates_out(monkeypatch):
     nlp = blank_with_clusters()
     pipe = tagger(nlp)
-    train(nlp, tag_examples(nlp), n=1)
+    train(nlp, tag_examples(nlp), 1, optimizer=FROM_INITIALIZE)
     assert any("CLUSTER" in t for t in feature_layer_templates(pipe))
     nlp.vocab.lookups.remove_table("lexeme_cluster")
     monkeypatch.setattr(brown_clusters, "lookups_data_table", lambda lang: None)
     with pytest.warns(UserWarning, match="W007"):
-        train(nlp, tag_examples(nlp), n=1)
+        train(nlp, tag_examples(nlp), 1, optimizer=FROM_INITIALIZE)
     assert feature_layer_templates(pipe) == list(DEFAULT_MODEL["templates"])
 
 
@@ -241,7 +235,7 @@ def test_templates_that_must_read_clusters_fail_clearly_without_a_table(monkeypa
     nlp = spacy.blank("en")
     tagger(nlp, templates=["NORM", "CLUSTER4"], cluster_templates=[])
     with pytest.raises(ValueError, match=r"\[CRF-E126\].*CLUSTER4"):
-        train(nlp, tag_examples(nlp), n=1)
+        train(nlp, tag_examples(nlp), 1, optimizer=FROM_INITIALIZE)
 
 
 def test_predicting_before_initialize_names_the_missing_table():
@@ -284,7 +278,7 @@ def test_vector_clusters_group_words_with_similar_vectors():
     groups = three_groups(nlp)
     tagger(nlp, templates=["NORM", "VECTOR_CLUSTER3", "VECTOR_CLUSTER2"], cluster_templates=[])
     examples = [Example.from_dict(nlp.make_doc("cat sat in Paris"), {"tags": ["N", "V", "P", "N"]})]
-    train(nlp, examples, n=1)
+    train(nlp, examples, 1, optimizer=FROM_INITIALIZE)
     doc = nlp.make_doc(" ".join(w for names in groups.values() for w in names) + " unknownword")
     lexicon = next(n.attrs["crf_lexicon"] for n in nlp.get_pipe("crf_tagger").model.walk()
                    if n.name == "crf_featurize")
@@ -298,7 +292,8 @@ def test_vector_clusters_need_vectors():
     nlp = spacy.blank("en")
     tagger(nlp, templates=["NORM", "VECTOR_CLUSTER8"], cluster_templates=[])
     with pytest.raises(ValueError, match=r"\[CRF-E124\]"):
-        train(nlp, [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})], n=1)
+        train(nlp, [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})], 1,
+              optimizer=FROM_INITIALIZE)
 
 
 # -- gazetteers ----------------------------------------------------------------
@@ -570,7 +565,7 @@ def test_trained_model_round_trips_without_its_sources(tmp_path):
 def test_to_bytes_round_trip_keeps_the_word_tables():
     nlp = blank_with_clusters()
     pipe = tagger(nlp)
-    train(nlp, tag_examples(nlp), n=5)
+    train(nlp, tag_examples(nlp), 5, optimizer=FROM_INITIALIZE)
     data = pipe.to_bytes()
     other = spacy.blank("en")
     loaded = tagger(other).from_bytes(data)
@@ -609,7 +604,7 @@ def test_clusters_command_imports_a_paths_file_for_initialize(tmp_path):
     nlp = spacy.blank("en")
     tagger(nlp)
     nlp.config["initialize"]["components"]["crf_tagger"] = {"clusters": str(tmp_path / "c.json.gz")}
-    train(nlp, tag_examples(nlp), n=1)
+    train(nlp, tag_examples(nlp), 1, optimizer=FROM_INITIALIZE)
     lexicon = next(n.attrs["crf_lexicon"] for n in nlp.get_pipe("crf_tagger").model.walk()
                    if n.name == "crf_featurize")
     assert len(lexicon["clusters"].table) == len(PATHS) - 1
@@ -634,7 +629,7 @@ def test_chain_tree_experts_share_one_lexicon_after_a_load(tmp_path):
                 for w, t, h in words]
     for eg in examples:  # the gold trees as the predicted docs' parse
         eg.predicted.from_array(["HEAD", "DEP"], eg.reference.to_array(["HEAD", "DEP"]))
-    train(nlp, examples, n=5)
+    train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
     pipe = nlp.get_pipe("crf_tagger")
     docs = [eg.predicted for eg in examples]
     pipe.use_prediction_weights()  # the (averaged) weights it predicts with and saves
@@ -673,7 +668,7 @@ def test_a_gazetteer_model_runs_in_worker_processes(tmp_path):
     nlp.add_pipe("crf_tagger", config={"target": "ents", "model": {
         **DEFAULT_MODEL, "templates": ["NORM", "GAZETTEER[-1..1]"], "cluster_templates": None}})
     nlp.config["initialize"]["components"]["crf_tagger"] = {"gazetteer": str(path)}
-    train(nlp, ner_examples(nlp), n=20)
+    train(nlp, ner_examples(nlp), 20, optimizer=FROM_INITIALIZE)
     texts = ["Alice flew to Paris", "Bob lives in New York", "Carol met Dave"]
     want = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]
     got = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts, n_process=2)]

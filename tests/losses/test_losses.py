@@ -27,7 +27,7 @@ from spacy_crf.pipeline.crf_tagger import CRFTagger
 
 from kernels.oracle import all_labellings, labelling_score, path_score  # noqa: E402
 from kernels.test_tree_kernels import random_problem as random_forest_problem  # noqa: E402
-from conftest import convert_ewt_sample, run_python  # noqa: E402
+from conftest import TOY_NER, convert_ewt_sample, ner_examples, run_python, train  # noqa: E402
 
 from conftest import ROOT
 CONFIGS = ROOT / "configs"
@@ -382,13 +382,8 @@ def test_tree_structure_trains_with_margin_losses(loss):
                                        "structure": {"@structures": "spacy-crf.Tree.v1",
                                                      "n_relations": 2}})
     examples = pos_examples(nlp)
-    nlp.initialize(lambda: examples)
     optimizer = SGD(0.1, L2=0.0, grad_clip=0.0, use_averages=False)
-    history = []
-    for _ in range(15):
-        losses = {}
-        nlp.update(examples, sgd=optimizer, losses=losses)
-        history.append(losses["crf_tagger"])
+    history = train(nlp, examples, 15, optimizer=optimizer)
     # (the perceptron's first loss is 0: all scores tie at zero weights, yet it updates)
     assert history[-1] == 0 and (history[0] > 0 or loss == "perceptron")
     docs = [nlp(parsed_doc(nlp.vocab, line)) for line in TREE_TEXT]
@@ -397,7 +392,7 @@ def test_tree_structure_trains_with_margin_losses(loss):
 
 @pytest.mark.parametrize("scheme", ["BIO", "BILUO"])
 def test_hinge_on_span_targets_gives_well_formed_spans(scheme):
-    from targets.test_spans import TEXTS, TOY_NER, make_nlp, ner_examples, well_formed
+    from targets.test_spans import TEXTS, make_nlp, well_formed
 
     nlp = make_nlp(scheme=scheme, loss="hinge")
     examples = ner_examples(nlp)

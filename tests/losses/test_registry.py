@@ -19,7 +19,7 @@ from spacy.util import registry
 from spacy_crf import inference
 from spacy_crf.losses import Loss, get_loss, register_loss, registered_losses
 
-from conftest import ROOT
+from conftest import FROM_INITIALIZE, ROOT, train
 
 
 @register_loss("half_nll")
@@ -48,8 +48,7 @@ def trained(loss, n=10):
     nlp.add_pipe("crf_tagger", config={"target": "tag", "loss": loss})
     data = [("the cat sat", "DT NN VBD"), ("a dog ran", "DT NN VBD")]
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": g.split()}) for t, g in data]
-    optimizer = nlp.initialize(lambda: examples)
-    return nlp, [nlp.update(examples, sgd=optimizer)["crf_tagger"] for _ in range(n)]
+    return nlp, train(nlp, examples, n, optimizer=FROM_INITIALIZE)
 
 
 def test_a_component_with_the_new_loss_trains_saves_and_loads(tmp_path):

@@ -16,7 +16,8 @@ import spacy
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
 
-from conftest import SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, run_python, tiny_tok2vec
+from conftest import (SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, ner_examples, run_python,
+                      tiny_tok2vec, train)
 from spacy_crf.models.grow import grow_array
 
 from conftest import ROOT
@@ -48,16 +49,6 @@ def tag_examples(nlp, drop=()):
         for tok, tag in zip(ref, tags):
             tok.tag_ = "" if tag in drop else tag
         out.append(Example(parsed_doc(nlp.vocab, words), ref))
-    return out
-
-
-def ner_examples(nlp, drop=()):
-    out = []
-    for text, spans in TOY_NER:
-        words = text.split()
-        ref = Doc(nlp.vocab, words=words)
-        ref.ents = [Span(ref, a, b, label=label) for a, b, label in spans if label not in drop]
-        out.append(Example(Doc(nlp.vocab, words=words), ref))
     return out
 
 
@@ -97,11 +88,10 @@ def build(target, settings, model, drop, case):
     if case in NBEST:
         config["n_best"] = 3
     nlp.add_pipe("crf_tagger", config=config)
-    examples = (tag_examples(nlp, drop) if target == "tag" else ner_examples(nlp, drop))
+    examples = (tag_examples(nlp, drop) if target == "tag" else ner_examples(nlp, drop=drop))
     optimizer = nlp.initialize(lambda: examples)
     optimizer.learn_rate = 0.05
-    for _ in range(8):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 8, optimizer=optimizer, initialize=False)
     return nlp, examples, optimizer
 
 
@@ -203,8 +193,7 @@ def test_a_new_tag_is_learned_and_the_old_ones_kept():
     assert tag_accuracy(nlp, full, only={"JJ"}) == 0.0  # not predicted until learned
     optimizer = nlp.resume_training()
     optimizer.learn_rate = 0.05
-    for _ in range(10):
-        nlp.update(full, sgd=optimizer)
+    train(nlp, full, 10, optimizer=optimizer, initialize=False)
     assert pipe.cfg["unseen_labels"] == []
     assert tag_accuracy(nlp, full, only={"JJ"}) == 1.0
     assert tag_accuracy(nlp, full, exclude={"JJ"}) >= old_accuracy - 1e-9
@@ -224,8 +213,8 @@ def test_a_new_entity_type_is_learned_with_an_optimizer_kept_across_add_label():
     assert {"B-LOC", "I-LOC", "L-LOC", "U-LOC"} <= set(pipe.tags) and "LOC" in pipe.labels
     assert pipe.add_label("B-LOC") == 0
     full = ner_examples(nlp)
-    for _ in range(15):  # the optimizer's moments (dense and row-sparse) grow with the weights
-        nlp.update(full, sgd=optimizer)
+    # the optimizer's moments (dense and row-sparse) grow with the weights
+    train(nlp, full, 15, optimizer=optimizer, initialize=False)
     assert pipe.cfg["unseen_labels"] == []
     got = entities(nlp, texts)
     gold = [[(" ".join(text.split()[a:b]), label) for a, b, label in spans]
@@ -264,8 +253,7 @@ def test_a_second_order_model_grows_its_label_pairs():
     optimizer = nlp.resume_training()
     optimizer.learn_rate = 0.05
     full = tag_examples(nlp)
-    for _ in range(10):
-        nlp.update(full, sgd=optimizer)
+    train(nlp, full, 10, optimizer=optimizer, initialize=False)
     assert tag_accuracy(nlp, full, only={"JJ"}) == 1.0
 
 

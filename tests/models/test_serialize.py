@@ -11,6 +11,7 @@ from spacy.training import Example
 from spacy_crf.models import serialize
 from spacy_crf.models.serialize import (KEY, compact_table, expand_table, model_from_bytes,
                                         model_to_bytes)
+from conftest import FROM_INITIALIZE, train
 
 N_BUCKETS = 2**16
 
@@ -32,9 +33,7 @@ def trained():
     data = [("the cat sat on the mat", ["DT", "NN", "VBD", "IN", "DT", "NN"]),
             ("a dog ran home", ["DT", "NN", "VBD", "NN"])]
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in data]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(5):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
     return nlp
 
 

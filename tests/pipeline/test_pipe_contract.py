@@ -22,7 +22,8 @@ from thinc.api import Adam
 
 from spacy_crf.models import hashed_linear
 from spacy_crf.models.serialize import KEY, model_from_bytes, model_to_bytes
-from conftest import SPELLING_ONLY, TOY_NER, semi_markov
+import conftest
+from conftest import SPELLING_ONLY, ner_examples, semi_markov, train
 
 MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v2",
@@ -33,20 +34,8 @@ MODEL = {
 TOY_TAGS = [("the cat sat", ["DT", "NN", "VBD"]), ("a dog ran home", ["DT", "NN", "VBD", "RB"])]
 
 
-def make_nlp(target: str = "ents", **config) -> spacy.Language:
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": dict(MODEL), "target": target, **config})
-    return nlp
-
-
-def ner_examples(nlp: spacy.Language, data=TOY_NER) -> List[Example]:
-    examples = []
-    for text, ents in data:
-        words = text.split()
-        ref = Doc(nlp.vocab, words=words)
-        ref.set_ents([Span(ref, a, b, label=k) for a, b, k in ents], default="outside")
-        examples.append(Example(Doc(nlp.vocab, words=words), ref))
-    return examples
+def make_nlp(target: str = "ents", model=MODEL, **config) -> spacy.Language:
+    return conftest.make_nlp(target, model, **config)
 
 
 def tag_examples(nlp: spacy.Language) -> List[Example]:
@@ -55,11 +44,7 @@ def tag_examples(nlp: spacy.Language) -> List[Example]:
 
 def trained(target: str = "ents", n_iter: int = 30, **config) -> spacy.Language:
     nlp = make_nlp(target, **config)
-    examples = ner_examples(nlp) if target == "ents" else tag_examples(nlp)
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    for _ in range(n_iter):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, ner_examples(nlp) if target == "ents" else tag_examples(nlp), n_iter)
     return nlp
 
 
@@ -200,10 +185,7 @@ def test_an_entity_type_first_seen_in_an_update_is_added_and_learned_as_spacys_n
 def test_an_entity_model_initialized_without_examples_learns_its_types_from_updates():
     nlp = make_nlp()
     caught(nlp.initialize)  # (W016: no types yet)
-    examples = ner_examples(nlp)
-    optimizer = Adam(0.1)
-    for _ in range(20):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, ner_examples(nlp), 20, initialize=False)
     assert {"U-PER", "B-LOC"} <= set(nlp.get_pipe("crf_tagger").tags)
     assert ("Paris", "LOC") in ents_of(nlp("Alice met Bob in Paris ."))
 

@@ -35,7 +35,7 @@ from spacy.training import Example
 from thinc.api import Adam
 
 from spacy_crf import inference
-from conftest import SPELLING_ONLY
+from conftest import SPELLING_ONLY, TOY_NER, ner_examples, train
 from structures.test_second_order import moves_through_kept_pairs
 
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,
@@ -49,14 +49,6 @@ TAG_MODEL = {
     "n_buckets": 4096,
     **SPELLING_ONLY,
 }
-
-TOY_NER = [
-    ("Alice met Bob in Paris .", [(0, 1, "PER"), (2, 3, "PER"), (4, 5, "LOC")]),
-    ("New York is big .", [(0, 2, "LOC")]),
-    ("Carol Smith visited New York City yesterday .", [(0, 2, "PER"), (3, 6, "LOC")]),
-    ("the cat sat on the mat .", []),
-    ("Bob Jones lives in Berlin .", [(0, 2, "PER"), (4, 5, "LOC")]),
-]
 
 KINDS = ["tag", "ents-BIO", "ents-BILUO"]
 
@@ -81,22 +73,12 @@ def build_nlp(kind: str, **config) -> "spacy.Language":
 def toy_examples(nlp, kind: str, toy) -> List[Example]:
     if kind == "tag":
         return toy.toy_examples(nlp, "tag")
-    examples = []
-    for text, ents in TOY_NER:
-        words = text.split()
-        ref = Doc(nlp.vocab, words=words)
-        ref.set_ents([Span(ref, a, b, label=k) for a, b, k in ents], default="outside")
-        examples.append(Example(Doc(nlp.vocab, words=words), ref))
-    return examples
+    return ner_examples(nlp, TOY_NER[:5])
 
 
 def trained(kind: str, toy, n_iter: int = 15, **config):
     nlp = build_nlp(kind, store_confidence=True, **config)
-    examples = toy_examples(nlp, kind, toy)
-    nlp.initialize(lambda: examples)
-    opt = Adam(0.1)
-    for _ in range(n_iter):
-        nlp.update(examples, sgd=opt)
+    train(nlp, toy_examples(nlp, kind, toy), n_iter)
     return nlp
 
 

@@ -12,8 +12,7 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
-from thinc.api import Adam
-from conftest import chain
+from conftest import chain, train
 
 WORDS = ["I", "flew", "to", "New", "York", "and", "Los", "Angeles", "."]
 ENTS = ["O", "O", "O", "B-GPE", "L-GPE", "O", "B-GPE", "L-GPE", "O"]
@@ -31,10 +30,7 @@ def trained(sequence, **config):
     nlp = make_nlp(sequence, **config)
     gold = Doc(nlp.vocab, words=WORDS, ents=[e.replace("L-", "I-") for e in ENTS])
     examples = [Example(Doc(nlp.vocab, words=WORDS), gold)]
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30)
     return nlp
 
 

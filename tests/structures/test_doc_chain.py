@@ -14,9 +14,8 @@ import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
-from thinc.api import Adam
 
-from conftest import fit_ewt_sample
+from conftest import fit_ewt_sample, train
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
 from kernels.oracle import all_labellings, logsumexp
 from spacy_crf import inference
@@ -158,10 +157,7 @@ def trained(structure, loss="nll"):
                   "n_buckets": 1024, "cluster_templates": None, "boost_updates": 0}})
     examples = [Example(p, g) for p, g in zip(two_sentence_docs(nlp.vocab),
                                               two_sentence_docs(nlp.vocab, gold=True))]
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    for _ in range(40):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 40)
     return nlp
 
 

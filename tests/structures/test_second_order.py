@@ -19,7 +19,7 @@ from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
-from conftest import chain
+from conftest import chain, train
 
 from conftest import ROOT
 SEEDS = range(6)
@@ -190,12 +190,7 @@ def trained(order):
     nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": chain(order), "model": {
         "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM"], "n_buckets": 64,
         "learn_rate_scale": 1.0}})
-    examples = period_examples(nlp)
-    from thinc.api import Adam
-
-    optimizer = nlp.initialize(lambda: examples, sgd=Adam(0.1))
-    for _ in range(150):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, period_examples(nlp), 150)  # Adam(0.1)
     return nlp
 
 

@@ -19,7 +19,7 @@ from spacy_crf import inference, schemes
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
-from conftest import semi_markov
+from conftest import FROM_INITIALIZE, semi_markov, train
 
 from conftest import ROOT
 SEEDS = range(5)
@@ -269,10 +269,7 @@ def trained(scheme="BILUO", **config):
     nlp = spacy.blank("en")
     crf = nlp.add_pipe("crf_tagger", config={"target": "ents", "structure": "semi_markov",
                                              "scheme": scheme, **config})
-    egs = examples(nlp)
-    optimizer = nlp.initialize(lambda: egs)
-    for _ in range(15):
-        nlp.update(egs, sgd=optimizer)
+    train(nlp, examples(nlp), 15, optimizer=FROM_INITIALIZE)
     return nlp, crf
 
 

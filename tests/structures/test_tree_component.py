@@ -16,7 +16,7 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 from thinc.api import Adam
-from conftest import convert_ewt_sample, run_python
+from conftest import convert_ewt_sample, run_python, train
 
 from spacy_crf._kernels.tree import check_forest
 from spacy_crf.augmenters import create_copy_attrs
@@ -89,17 +89,6 @@ def pos_examples(nlp, lines=TREE_TEXT):
             for line in lines]
 
 
-def train(nlp, examples, n_iter=30, learn_rate=0.1):
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(learn_rate)
-    history = []
-    for _ in range(n_iter):
-        losses = {}
-        nlp.update(examples, sgd=optimizer, losses=losses)
-        history.append(losses["crf_tagger"])
-    return history
-
-
 def labels_of(docs, attr="pos_"):
     return [[getattr(t, attr) for t in doc] for doc in docs]
 
@@ -118,7 +107,7 @@ def pos_tree():
     """A tree-structured UPOS tagger with three relation groups, trained on TREE_TEXT."""
     nlp = make_nlp(n_relations=3)
     examples = pos_examples(nlp)
-    losses = train(nlp, examples)
+    losses = train(nlp, examples, n_iter=30)
     return nlp, examples, losses
 
 
@@ -361,7 +350,7 @@ def dep_examples(nlp, lines=TREE_TEXT):
 def test_dep_target_writes_relations_and_keeps_heads():
     nlp = make_nlp(target="dep", templates=DEP_TEMPLATES)
     examples = dep_examples(nlp)
-    train(nlp, examples)
+    train(nlp, examples, n_iter=30)
     tagger = nlp.get_pipe("crf_tagger")
     assert set(tagger.labels) == {"det", "amod", "nsubj", "ROOT", "obj", "case", "obl",
                                   "advmod", "punct"}
@@ -541,7 +530,7 @@ def test_several_roots_per_doc_train_and_decode():
         joined.append(a + " " + b_shifted)
     examples = pos_examples(nlp, joined)
     assert all(sum(t.head.i == t.i for t in eg.predicted) == 2 for eg in examples)
-    train(nlp, examples)
+    train(nlp, examples, n_iter=30)
     assert nlp.evaluate(examples)["pos_acc"] == 1.0
     tagger = nlp.get_pipe("crf_tagger")
     whole = tagger.predict([parsed_doc(nlp.vocab, line) for line in joined]).label_ids

@@ -22,33 +22,16 @@ from spacy.training.iob_utils import doc_to_biluo_tags
 
 from spacy_crf.annotate import doc_record
 from spacy_crf.training.add_labels import create_add_labels
-from conftest import SMALL_MODEL, TEST_ASSETS, TOY_NER, run_python
+from conftest import (FROM_INITIALIZE, TEST_ASSETS, TOY_NER, make_nlp, ner_examples, run_python,
+                      train)
 
 SAVED_BEFORE = TEST_ASSETS / "saved_before_span_types"
 BILUO_PER = ("B-PER", "I-PER", "L-PER", "U-PER")
 
 
-def make_nlp(target: str = "ents", **config) -> spacy.Language:
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": dict(SMALL_MODEL), "target": target, **config})
-    return nlp
-
-
-def ner_examples(nlp: spacy.Language, data=TOY_NER):
-    examples = []
-    for text, ents in data:
-        ref = Doc(nlp.vocab, words=text.split())
-        ref.set_ents([Span(ref, a, b, label=k) for a, b, k in ents], default="outside")
-        examples.append(Example(Doc(nlp.vocab, words=text.split()), ref))
-    return examples
-
-
 def trained(n_iter: int = 10) -> spacy.Language:
-    nlp = make_nlp()
-    examples = ner_examples(nlp)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(n_iter):
-        nlp.update(examples, sgd=optimizer)
+    nlp = make_nlp("ents")
+    train(nlp, ner_examples(nlp), n_iter, optimizer=FROM_INITIALIZE)
     return nlp
 
 
@@ -62,7 +45,7 @@ def ents(nlp, texts):
 @pytest.mark.parametrize("labels", [["PER", "LOC"], ["LOC", "B-PER", "I-PER", "L-PER", "U-PER"],
                                     ["O", "PER", "LOC"]])
 def test_initialize_takes_types_tags_or_both(labels):
-    nlp = make_nlp()
+    nlp = make_nlp("ents")
     pipe = nlp.get_pipe("crf_tagger")
     pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, labels=labels)  # was E061 for a type
     assert pipe.tags == ("O", "B-LOC", "B-PER", "I-LOC", "I-PER", "L-LOC", "L-PER", "U-LOC",
@@ -88,7 +71,7 @@ def test_a_token_target_keeps_its_labels_as_they_are():
 
 def test_a_span_target_given_no_type_starts_with_o_alone():
     """``label_data`` of a span target without types is ``[]``, which reads back."""
-    nlp = make_nlp()
+    nlp = make_nlp("ents")
     pipe = nlp.get_pipe("crf_tagger")
     with pytest.warns(UserWarning, match="W016"):
         pipe.initialize(lambda: ner_examples(nlp), nlp=nlp, labels=[])
@@ -105,14 +88,14 @@ def test_label_data_reads_back_into_the_same_tags():
     pipe.add_label("ORG")
     assert pipe.labels == ("LOC", "MISC", "ORG", "PER")
     assert pipe.label_data == ["LOC", "B-MISC", "ORG", "PER"]
-    fresh = make_nlp()
+    fresh = make_nlp("ents")
     other = fresh.get_pipe("crf_tagger")
     other.initialize(lambda: ner_examples(fresh), nlp=fresh, labels=pipe.label_data)
     assert set(other.tags) == set(pipe.tags) and other.tags[0] == "O"
 
 
 def test_spacy_init_labels_writes_types_that_initialize_reads(tmp_path):
-    nlp = make_nlp()
+    nlp = make_nlp("ents")
     DocBin(docs=[eg.reference for eg in ner_examples(nlp)]).to_disk(tmp_path / "train.spacy")
     config = nlp.config.copy()
     config["paths"]["train"] = config["paths"]["dev"] = str(tmp_path / "train.spacy")
@@ -181,7 +164,7 @@ def test_annotate_writes_the_tags_of_the_tokens():
 
 
 def test_n_best_lists_hold_tags():
-    nlp = make_nlp(n_best=2)
+    nlp = make_nlp("ents", n_best=2)
     examples = ner_examples(nlp)
     optimizer = nlp.initialize(lambda: examples)
     for _ in range(10):

@@ -23,16 +23,15 @@ import spacy
 import srsly
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Example
-from thinc.api import Adam
 
 from kernels.oracle import logsumexp
 from spacy_crf import inference, schemes
 from spacy_crf.structures import ChainLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.targets import SpanTarget, make_target
-from conftest import TOY_NER
+import conftest
+from conftest import ROOT, TOY_NER, ner_examples, train
 
-from conftest import ROOT
 EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
 SCHEMES = ("BIO", "BILUO")
@@ -629,34 +628,8 @@ TEXTS = ["Alice visited New York City .", "Bob met Alice in Paris with Carol Smi
          "the cat visited Berlin .", "New York is far ."]
 
 
-def ner_examples(nlp, data=TOY_NER, key=None):
-    examples = []
-    for text, ents in data:
-        words = text.split()
-        ref = Doc(nlp.vocab, words=words)
-        spans = [Span(ref, a, b, label=k) for a, b, k in ents]
-        if key is None:
-            ref.set_ents(spans, default="outside")
-        else:
-            ref.spans[key] = spans
-        examples.append(Example(Doc(nlp.vocab, words=words), ref))
-    return examples
-
-
-def make_nlp(target="ents", **config):
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"model": dict(MODEL), "target": target, **config})
-    return nlp
-
-
-def train(nlp, examples, n_iter=30):
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    losses = {}
-    for _ in range(n_iter):
-        losses = {}
-        nlp.update(examples, sgd=optimizer, losses=losses)
-    return losses["crf_tagger"]
+def make_nlp(target="ents", model=MODEL, **config):
+    return conftest.make_nlp(target, model, **config)
 
 
 def ents_of(doc):
@@ -667,7 +640,7 @@ def ents_of(doc):
 def test_ents_target_learns_toy_ner(scheme):
     nlp = make_nlp(scheme=scheme)
     examples = ner_examples(nlp)
-    loss = train(nlp, examples)
+    loss = train(nlp, examples, n_iter=30)[-1]
     assert np.isfinite(loss) and loss < 1.0
     pipe = nlp.get_pipe("crf_tagger")
     assert set(pipe.tags) == set(schemes.tag_set(["PER", "LOC"], scheme))
@@ -706,7 +679,7 @@ def test_span_confidence_is_a_probability_when_stored(scheme):
 
 def test_no_span_confidence_when_not_stored():
     nlp = make_nlp(store_confidence=False)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     docs = list(nlp.pipe(TEXTS))
     assert sum(len(doc.ents) for doc in docs) >= 4
     for doc in docs:
@@ -718,7 +691,7 @@ def test_no_span_confidence_when_not_stored():
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keep_existing_keeps_ruler_entities_and_decodes_the_rest(scheme):
     nlp = make_nlp(scheme=scheme, keep_existing=True)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     ruler = nlp.add_pipe("entity_ruler", before="crf_tagger")
     # "Alice" is a PER in training: the ruler says LOC
     ruler.add_patterns([{"label": "LOC", "pattern": "Alice"}])
@@ -732,7 +705,7 @@ def test_keep_existing_keeps_ruler_entities_and_decodes_the_rest(scheme):
 def test_keep_existing_stops_a_span_at_a_kept_entity(scheme):
     """A kept one-token LOC entity is not continued by the CRF's I-LOC (the BIO mask)."""
     nlp = make_nlp(scheme=scheme, keep_existing=True)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     assert ents_of(nlp("Carol Smith visited New York City yesterday ."))[1] == (3, 6, "LOC")
     ruler = nlp.add_pipe("entity_ruler", before="crf_tagger")
     ruler.add_patterns([{"label": "LOC", "pattern": "New"}])
@@ -744,7 +717,7 @@ def test_keep_existing_stops_a_span_at_a_kept_entity(scheme):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keep_existing_keeps_entities_with_labels_the_crf_does_not_know(scheme):
     nlp = make_nlp(scheme=scheme, keep_existing=True)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     ruler = nlp.add_pipe("entity_ruler", before="crf_tagger")
     ruler.add_patterns([{"label": "ORG", "pattern": "Alice"}])
     assert ents_of(nlp("Alice visited New York City ."))[0] == (0, 1, "ORG")
@@ -755,7 +728,7 @@ def test_keep_existing_asks_each_doc_once_and_a_fresh_batch_skips_the_kept_path(
     it has entities (it was asked three times), no fixed labels are read, and a
     batch mixing docs with and without entities writes what each doc alone gets."""
     nlp = make_nlp(keep_existing=True)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     target = nlp.get_pipe("crf_tagger").target
     texts = ["Alice visited New York City .", "Bob met Carol Smith in Paris .", "", "Hi ."]
     alone = [ents_of(nlp(t)) for t in texts]
@@ -782,7 +755,7 @@ def test_keep_existing_asks_each_doc_once_and_a_fresh_batch_skips_the_kept_path(
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keep_existing_false_overwrites_preset_entities(scheme):
     nlp = make_nlp(scheme=scheme, keep_existing=False)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     ruler = nlp.add_pipe("entity_ruler", before="crf_tagger")
     ruler.add_patterns([{"label": "LOC", "pattern": "Alice"}])
     assert nlp.get_pipe("entity_ruler")(nlp.make_doc("Alice visited Paris .")).ents[0].label_ == "LOC"
@@ -793,7 +766,7 @@ def test_keep_existing_false_overwrites_preset_entities(scheme):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_span_confidence_with_keep_existing_is_a_probability(scheme):
     nlp = make_nlp(scheme=scheme, keep_existing=True, store_confidence=True)
-    train(nlp, ner_examples(nlp))
+    train(nlp, ner_examples(nlp), n_iter=30)
     ruler = nlp.add_pipe("entity_ruler", before="crf_tagger")
     ruler.add_patterns([{"label": "LOC", "pattern": "Alice"}])
     doc = nlp("Alice visited New York City .")
@@ -806,7 +779,7 @@ def test_span_confidence_with_keep_existing_is_a_probability(scheme):
 def test_span_group_target(scheme):
     nlp = make_nlp("spans:sc", scheme=scheme)
     examples = ner_examples(nlp, key="sc")
-    train(nlp, examples)
+    train(nlp, examples, n_iter=30)
     scores = nlp.evaluate(examples)
     assert scores["spans_sc_f"] == 1.0
     assert scores["spans_sc_p"] == 1.0 and scores["spans_sc_r"] == 1.0
@@ -821,7 +794,7 @@ def test_overlapping_gold_spans_warn_and_keep_the_longest():
     data = TOY_NER + [("the New York City office closed .", [(1, 4, "LOC"), (1, 3, "LOC"), (2, 3, "ORG")])]
     examples = ner_examples(nlp, data, key="sc")
     with pytest.warns(UserWarning, match=r"\[CRF-W002\].*'sc'"):
-        loss = train(nlp, examples)
+        loss = train(nlp, examples, n_iter=30)[-1]
     assert np.isfinite(loss)
     pipe = nlp.get_pipe("crf_tagger")
     gold = pipe.target.gold_ids(examples[-1])
@@ -833,14 +806,9 @@ def test_overlapping_gold_spans_warn_and_keep_the_longest():
 
 
 def update_with_warnings(nlp, examples, n_iter=5):
-    optimizer = Adam(0.1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        history = []
-        for _ in range(n_iter):
-            losses = {}
-            nlp.update(examples, sgd=optimizer, losses=losses)
-            history.append(losses["crf_tagger"])
+        history = train(nlp, examples, n_iter, initialize=False)
     return history, [str(w.message) for w in caught]
 
 
@@ -1074,7 +1042,7 @@ def test_a_sentence_boundary_inside_a_name_keeps_predictions_well_formed(scheme)
     and has a confidence, and the tokens around the split are still labelled."""
     nlp = make_nlp(scheme=scheme, store_confidence=True, sequence="sentence")
     examples = ner_examples(nlp)
-    train(nlp, examples)
+    train(nlp, examples, n_iter=30)
     text = TOY_NER[2][0].split()  # "Carol Smith visited New York City yesterday ."
     a = 3
     starts = [False] * len(text)

@@ -22,6 +22,7 @@ from spacy_crf.structures.chain import ChainLayout
 from spacy_crf.training.pool_weights import (BOUNDS, _held_out_scores, _pooled_nll,
                                              create_fit_pool_weights, fit_pool_weights,
                                              golden_section)
+from conftest import FROM_INITIALIZE, train
 
 TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "width": 16, "depth": 1,
            "embed_size": 100, "window_size": 1, "maxout_pieces": 2,
@@ -44,9 +45,7 @@ def trained_pool(steps=20):
         "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": TOK2VEC,
         "templates": ["NORM[-1..1]", "SUFFIX2"], "n_buckets": 256, "neural_weight": 0.2}})
     examples = examples_of(nlp, TRAIN)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(steps):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, steps, optimizer=FROM_INITIALIZE)
     return nlp
 
 
