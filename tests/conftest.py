@@ -43,11 +43,14 @@ TEST_ASSETS = ROOT / "tests" / "assets"
 EWT_SAMPLE = ROOT / "assets" / "ewt_sample"
 
 
-def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    """``python ARGS`` in ``cwd`` (this interpreter); fails the test with its output."""
+def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300,
+               check: bool = True) -> subprocess.CompletedProcess:
+    """``python ARGS`` in ``cwd`` (this interpreter); fails the test with its
+    output where it fails, unless ``check=False``."""
     proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
                           text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    if check:
+        assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
     return proc
 
 
@@ -74,6 +77,19 @@ def ewt_sample_docs(split: str) -> List[Doc]:
     return list(conllu_to_docs(text, n_sents=1, no_print=True))
 
 
+def ewt_sample_corpus(folder: Path, train: Optional[int] = None,
+                      dev: Optional[int] = None) -> Dict[str, Path]:
+    """The first ``train`` and ``dev`` docs (None: all) of the EWT sample's
+    splits as ``folder/train.spacy`` and ``folder/dev.spacy``, by split."""
+    from spacy.tokens import DocBin
+
+    paths = {}
+    for split, n in (("train", train), ("dev", dev)):
+        paths[split] = folder / f"{split}.spacy"
+        DocBin(docs=ewt_sample_docs(split)[:n]).to_disk(paths[split])
+    return paths
+
+
 def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
     """``python -m spacy_crf.fit`` of ``configs/ewt_upos.cfg`` with ``structure``
     as its block, on the first ``n_docs`` of the EWT sample (30 iterations):
@@ -83,10 +99,7 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
 
     from spacy_crf.fit import fit
 
-    paths = {}
-    for split in ("train", "dev"):
-        paths[split] = tmp_path / f"{split}.spacy"
-        DocBin(docs=ewt_sample_docs(split)[:n_docs]).to_disk(paths[split])
+    paths = ewt_sample_corpus(tmp_path, n_docs, n_docs)
     config = ROOT / "configs" / "ewt_upos.cfg"
     with open(tmp_path / "log", "w") as stream:
         nlp = fit(config, None, overrides={
@@ -228,6 +241,21 @@ def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "sp
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": dict(model or SMALL_MODEL), "target": target, **config})
     return nlp
+
+
+def filled_config(folder: Path, name: str, target: str):
+    """``spacy init fill-config`` of a pipeline of one ``crf_tagger`` named
+    ``name`` whose config gives its ``target`` alone: the filled config."""
+    from spacy.cli.init_config import fill_config
+    from spacy.util import load_config
+
+    base = folder / "base.cfg"
+    base.write_text(f'[nlp]\nlang = "en"\npipeline = ["{name}"]\n\n'
+                    f'[components]\n\n[components.{name}]\nfactory = "crf_tagger"\n'
+                    f'target = "{target}"\n', encoding="utf8")
+    filled = folder / "filled.cfg"
+    fill_config(filled, base, silent=True)
+    return load_config(filled)
 
 
 #: ``train(..., optimizer=FROM_INITIALIZE)``: the optimizer ``nlp.initialize`` returns

@@ -11,8 +11,6 @@ from spacy.vocab import Vocab
 from spacy_crf.convert import convert_uner
 from commands.test_convert import conllu_sentence, iob2_sentence
 
-from conftest import ROOT
-
 
 def test_a_tag_that_is_not_iob2_is_named_with_its_line():
     """PERSON became entity type RSON."""

@@ -21,7 +21,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from conftest import ewt_sample_docs
+from conftest import ewt_sample_corpus
 from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
@@ -272,12 +272,7 @@ def test_stopping_rule_is_crfsuites():
 
 @pytest.fixture(scope="module")
 def sample_corpus(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fit_corpus")
-    paths = {}
-    for split in ("train", "dev"):
-        paths[split] = out / f"{split}.spacy"
-        DocBin(docs=ewt_sample_docs(split)).to_disk(paths[split])
-    return paths
+    return ewt_sample_corpus(tmp_path_factory.mktemp("fit_corpus"))
 
 
 def overrides(paths, **extra):

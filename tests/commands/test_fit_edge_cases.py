@@ -8,11 +8,10 @@ import sys
 
 import pytest
 from spacy.tokens import DocBin
-from spacy.training.converters import conllu_to_docs
 
 from spacy_crf.fit import fit
 
-from conftest import ROOT
+from conftest import ROOT, ewt_sample_corpus
 SAMPLE = ROOT / "assets" / "ewt_sample"
 CONFIG = ROOT / "configs" / "ewt_upos.cfg"
 
@@ -21,12 +20,7 @@ CONFIG = ROOT / "configs" / "ewt_upos.cfg"
 def small_corpus(tmp_path_factory):
     """30 training docs (fewer than the self-check's 20 per shard on 2 threads) and 40 dev docs."""
     out = tmp_path_factory.mktemp("probe_fit_corpus")
-    paths = {}
-    for split, n in (("train", 30), ("dev", 40)):
-        text = (SAMPLE / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))[:n]
-        paths[split] = out / f"{split}.spacy"
-        DocBin(docs=docs).to_disk(paths[split])
+    paths = ewt_sample_corpus(out, train=30, dev=40)
     paths["empty"] = out / "empty.spacy"
     DocBin(docs=[]).to_disk(paths["empty"])
     return paths

@@ -9,9 +9,8 @@ from spacy.cli.init_config import fill_config
 from spacy.util import load_config
 from spacy_crf.structures.config import FLAT_SETTINGS
 
-from conftest import ROOT
+from conftest import ROOT, ewt_sample_corpus, ewt_sample_docs
 CONFIGS = sorted((ROOT / "configs").glob("*.cfg"))
-EWT = ROOT / "assets" / "ewt_sample"
 
 
 def test_there_are_configs():
@@ -26,12 +25,10 @@ def sample_parser(tmp_path_factory):
     import spacy
     from spacy.tokens import Doc
     from spacy.training import Example
-    from spacy.training.converters import conllu_to_docs
 
     nlp = spacy.util.load_model_from_config(load_config(ROOT / "configs" / "ewt_parser.cfg"),
                                             auto_fill=True)
-    text = (EWT / "en_ewt-train.conllu").read_text(encoding="utf8")
-    gold = list(conllu_to_docs(text, n_sents=1, no_print=True))[:20]
+    gold = ewt_sample_docs("train")[:20]
     examples = [Example(Doc(nlp.vocab, words=[t.text for t in doc]), doc) for doc in gold]
     nlp.initialize(lambda: examples)
     out = tmp_path_factory.mktemp("parser") / "model"
@@ -86,14 +83,8 @@ def missing_settings(original, completed, prefix=""):
 
 @pytest.fixture(scope="module")
 def sample_corpus(tmp_path_factory):
-    from spacy.tokens import DocBin
-    from spacy.training.converters import conllu_to_docs
-
     out = tmp_path_factory.mktemp("debug_data")
-    for split in ("train", "dev"):
-        text = (EWT / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        DocBin(docs=list(conllu_to_docs(text, n_sents=1, no_print=True))).to_disk(
-            out / f"{split}.spacy")
+    ewt_sample_corpus(out)
     return out
 
 

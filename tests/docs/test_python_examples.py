@@ -9,14 +9,13 @@ sketch over a model and data of one's own (``my_ner``,
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.slow  # fresh processes
 
-from conftest import ROOT
+from conftest import ROOT, run_python
 
 
 def python_blocks(path: Path):
@@ -24,10 +23,7 @@ def python_blocks(path: Path):
 
 
 def run(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-c", code], cwd=str(cwd), capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, f"{code}\nSTDOUT:\n{out.stdout}\nSTDERR:\n{out.stderr[-3000:]}"
-    return out
+    return run_python(["-c", code], cwd, timeout=600)
 
 
 def test_readme_quick_start_runs(tmp_path):

@@ -10,8 +10,6 @@
 """
 
 import pickle
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest

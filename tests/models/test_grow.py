@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 import spacy
-from spacy.tokens import Doc, DocBin, Span
+from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from conftest import (SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, ner_examples, run_python,

@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 import spacy
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_crf.convert import read_conllu_upos
-from conftest import chain
+from conftest import chain, ewt_sample_corpus
 
 from conftest import ROOT
 SAMPLE = ROOT / "assets" / "ewt_sample"
@@ -186,12 +186,7 @@ def test_smoothing_must_be_positive(value):
 
 
 def test_spacy_train_trains_the_hmm_config(tmp_path):
-    from spacy.training.converters import conllu_to_docs
-
-    for split in ("train", "dev"):
-        text = (SAMPLE / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        DocBin(docs=list(conllu_to_docs(text, n_sents=1, no_print=True))).to_disk(
-            tmp_path / f"{split}.spacy")
+    ewt_sample_corpus(tmp_path)
     run = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "ewt_upos_hmm.cfg"),
          "--output", str(tmp_path / "out"), "--paths.train", str(tmp_path / "train.spacy"),

@@ -522,12 +522,7 @@ def test_partially_annotated_examples_train(toy):
     loss, grad = _loss_of(tagger, empty_gold)
     assert loss == pytest.approx(0.0, abs=1e-6)
     assert np.allclose(grad.emissions, 0.0, atol=1e-6)
-    opt = Adam(0.1)
-    history = []
-    for _ in range(15):
-        losses = {}
-        nlp.update(partial, sgd=opt, losses=losses)
-        history.append(losses["crf_tagger"])
+    history = toy.train(nlp, partial, 15, initialize=False)  # Adam(0.1)
     assert all(math.isfinite(x) for x in history)
     assert history[-1] < history[0]
 
@@ -545,13 +540,7 @@ def test_neural_crf_trains_and_round_trips(toy, tmp_path):
     model = {"@architectures": "spacy-crf.NeuralCRF.v1", "tok2vec": toy.tiny_tok2vec()}
     nlp = toy.make_nlp("tag", model=model)
     examples = toy.toy_examples(nlp, "tag")
-    nlp.initialize(lambda: examples)
-    opt = Adam(0.01)
-    history = []
-    for _ in range(40):
-        losses = {}
-        nlp.update(examples, sgd=opt, losses=losses)
-        history.append(losses["crf_tagger"])
+    history = toy.train(nlp, examples, 40, learn_rate=0.01)
     assert history[-1] < history[0] / 4
     assert nlp.evaluate(examples)["tag_acc"] > 0.9
     before = _pipeline_outputs(nlp)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 import spacy
-from spacy.tokens import Doc, DocBin
+from spacy.tokens import Doc
 from spacy.training import Example
 
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
@@ -20,7 +20,7 @@ from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
 from confection import ConfigValidationError
 
-from conftest import ROOT
+from conftest import ROOT, ewt_sample_corpus
 SEEDS = list(range(8))
 TRANSITION_TEMPLATES = ["NORM[-1]|NORM[0]", "SHAPE[-1]|SHAPE[0]"]
 
@@ -237,12 +237,7 @@ def test_they_need_a_feature_crf():
 
 @pytest.mark.slow
 def test_spacy_train_and_the_batch_trainer(tmp_path):
-    from spacy.training.converters import conllu_to_docs
-
-    for split in ("train", "dev"):
-        text = (ROOT / "assets" / "ewt_sample" / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))[:150]
-        DocBin(docs=docs).to_disk(tmp_path / f"{split}.spacy")
+    ewt_sample_corpus(tmp_path, train=150, dev=150)
     config = ROOT / "configs" / "conll2000_chunking_transitions.cfg"
     paths = ["--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy")]
     run = subprocess.run([sys.executable, "-m", "spacy", "train", str(config), "--output",

@@ -19,7 +19,7 @@ from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
-from conftest import chain, train
+from conftest import chain, ewt_sample_corpus, train
 
 from conftest import ROOT
 SEEDS = range(6)
@@ -228,13 +228,7 @@ def test_order_two_keeps_span_schemes_and_refuses_what_it_lacks():
 
 
 def test_order_two_trains_with_spacy_train(tmp_path):
-    from spacy.tokens import DocBin
-    from spacy.training.converters import conllu_to_docs
-
-    for split in ("train", "dev"):
-        text = (ROOT / "assets" / "ewt_sample" / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))[:150]
-        DocBin(docs=docs).to_disk(tmp_path / f"{split}.spacy")
+    ewt_sample_corpus(tmp_path, train=150, dev=150)
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "ewt_upos_order2.cfg"),
@@ -271,16 +265,9 @@ def test_order_two_trains_with_the_batch_trainer(tmp_path):
     """spacy_crf.fit: the generic shard likelihood over the second-order structure."""
     import io
 
-    from spacy.tokens import DocBin
-    from spacy.training.converters import conllu_to_docs
-
     from spacy_crf.fit import fit
 
-    paths = {}
-    for split in ("train", "dev"):
-        text = (ROOT / "assets" / "ewt_sample" / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        paths[split] = tmp_path / f"{split}.spacy"
-        DocBin(docs=list(conllu_to_docs(text, n_sents=1, no_print=True))[:200]).to_disk(paths[split])
+    paths = ewt_sample_corpus(tmp_path, train=200, dev=200)
     out = tmp_path / "fit"
     log = io.StringIO()
     fit(ROOT / "configs" / "ewt_upos_order2.cfg", out, max_iterations=15, eval_frequency=5,

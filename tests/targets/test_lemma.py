@@ -9,15 +9,14 @@ import warnings
 import numpy as np
 import pytest
 import spacy
-from spacy.cli.init_config import fill_config
 from spacy.pipeline._edit_tree_internals.edit_trees import EditTrees
 from spacy.scorer import Scorer
 from spacy.strings import StringStore
 from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import load_config, load_model_from_config
+from spacy.util import load_model_from_config
 
-from conftest import FROM_INITIALIZE, ewt_sample_docs, make_nlp, train, train_epochs
+from conftest import FROM_INITIALIZE, ewt_sample_docs, filled_config, make_nlp, train, train_epochs
 from spacy_crf import inference
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import LemmaTarget, make_target, parse_edit_tree
@@ -280,13 +279,7 @@ def test_initialize_without_any_lemma_is_e008():
 
 
 def test_fill_config_works_from_the_factory_and_target_alone(tmp_path):
-    base = tmp_path / "base.cfg"
-    base.write_text('[nlp]\nlang = "en"\npipeline = ["lemmatizer"]\n\n'
-                    '[components]\n\n[components.lemmatizer]\nfactory = "crf_tagger"\n'
-                    'target = "lemma"\n', encoding="utf8")
-    filled = tmp_path / "filled.cfg"
-    fill_config(filled, base, silent=True)
-    config = load_config(filled)
+    config = filled_config(tmp_path, "lemmatizer", "lemma")
     assert config["components"]["lemmatizer"]["target"] == "lemma"
     assert config["training"]["score_weights"]["lemma_acc"] == 1.0
     nlp = load_model_from_config(config, auto_fill=True)

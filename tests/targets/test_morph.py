@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 import spacy
 from spacy.attrs import MORPH, POS
-from spacy.cli.init_config import fill_config
 from spacy.pipeline.morphologizer import morphologizer_score
 from spacy.tokens import Doc
 from spacy.training import Example
-from spacy.util import load_config, load_model_from_config
+from spacy.util import load_model_from_config
 
-from conftest import FROM_INITIALIZE, ewt_sample_docs, make_nlp, train, train_epochs
+from conftest import FROM_INITIALIZE, ewt_sample_docs, filled_config, make_nlp, train, train_epochs
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import MorphTarget, make_target
 
@@ -262,13 +261,7 @@ def test_a_doc_with_no_morph_annotation_trains_and_predicts():
 
 
 def test_fill_config_works_from_the_factory_and_target_alone(tmp_path):
-    base = tmp_path / "base.cfg"
-    base.write_text('[nlp]\nlang = "en"\npipeline = ["morph"]\n\n'
-                    '[components]\n\n[components.morph]\nfactory = "crf_tagger"\n'
-                    'target = "morph"\n', encoding="utf8")
-    filled = tmp_path / "filled.cfg"
-    fill_config(filled, base, silent=True)
-    config = load_config(filled)
+    config = filled_config(tmp_path, "morph", "morph")
     assert config["components"]["morph"]["target"] == "morph"
     assert config["training"]["score_weights"]["morph_acc"] == 1.0
     nlp = load_model_from_config(config, auto_fill=True)

@@ -7,14 +7,13 @@ import numpy as np
 import pytest
 import spacy
 from spacy.attrs import SENT_START
-from spacy.cli.init_config import fill_config
 from spacy.language import Language
 from spacy.pipeline.senter import senter_score
 from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import load_config, load_model_from_config
 
-from conftest import EWT_SAMPLE, FROM_INITIALIZE, make_nlp, train
+from conftest import EWT_SAMPLE, FROM_INITIALIZE, filled_config, make_nlp, train
 from spacy_crf.features.doc_arrays import DocBatch
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import SentStartsTarget, make_target
@@ -205,13 +204,7 @@ def test_saved_and_loaded_pipelines_predict_the_same(tmp_path):
 
 
 def test_fill_config_works_from_the_factory_and_target_alone(tmp_path):
-    base = tmp_path / "base.cfg"
-    base.write_text('[nlp]\nlang = "en"\npipeline = ["senter"]\n\n'
-                    '[components]\n\n[components.senter]\nfactory = "crf_tagger"\n'
-                    'target = "sent_starts"\n', encoding="utf8")
-    filled = tmp_path / "filled.cfg"
-    fill_config(filled, base, silent=True)
-    config = load_config(filled)
+    config = filled_config(tmp_path, "senter", "sent_starts")
     assert config["components"]["senter"]["sequence"] == "doc"
     assert config["training"]["score_weights"] == {"sents_f": 1.0, "sents_p": 0.0,
                                                    "sents_r": 0.0}

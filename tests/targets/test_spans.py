@@ -12,8 +12,6 @@ tag strings, without ``spacy_crf.schemes``.
 """
 
 import itertools
-import subprocess
-import sys
 import warnings
 from functools import lru_cache
 
@@ -30,7 +28,7 @@ from spacy_crf.structures import ChainLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.targets import SpanTarget, make_target
 import conftest
-from conftest import ROOT, TOY_NER, ner_examples, train
+from conftest import ROOT, TOY_NER, ner_examples, run_python, train
 
 EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
@@ -937,14 +935,6 @@ def test_save_and_load_gives_identical_entities_and_confidences(scheme, tmp_path
 # ---------------------------------------------------------------- 4. CLI
 
 
-def run(args, cwd, timeout=300, check=True):
-    proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
-                          text=True, timeout=timeout)
-    if check:
-        assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
-    return proc
-
-
 def read_iob2(path):
     """(words, tags) of every sentence of a UNER file."""
     sents = []
@@ -961,7 +951,7 @@ def uner_corpus(tmp_path_factory):
     out = {}
     for split in ("train", "dev"):
         path = work / "corpus" / f"{split}.spacy"
-        proc = run(["-m", "spacy_crf.convert", "uner", EWT / f"en_ewt-{split}.iob2", path,
+        proc = run_python(["-m", "spacy_crf.convert", "uner", EWT / f"en_ewt-{split}.iob2", path,
                     "--conllu", EWT / f"en_ewt-{split}.conllu"], cwd=work)
         assert "Wrote" in proc.stdout
         out[split] = path
@@ -993,7 +983,7 @@ def test_uner_conversion_has_entities_and_trees(uner_corpus, split):
 
 def test_uner_converter_rejects_mismatched_conllu(tmp_path):
     out = tmp_path / "bad.spacy"
-    proc = run(["-m", "spacy_crf.convert", "uner", EWT / "en_ewt-train.iob2", out,
+    proc = run_python(["-m", "spacy_crf.convert", "uner", EWT / "en_ewt-train.iob2", out,
                 "--conllu", EWT / "en_ewt-dev.conllu"], cwd=tmp_path, check=False)
     assert proc.returncode != 0
     stderr = " ".join(proc.stderr.split())  # wasabi wraps its lines at 80 columns
@@ -1009,7 +999,7 @@ def test_uner_converter_rejects_mismatched_conllu(tmp_path):
 def uner_trained(uner_corpus):
     work = uner_corpus["work"]
     out = work / "output"
-    run(["-m", "spacy", "train", CONFIGS / "uner_ner.cfg", "--output", out,
+    run_python(["-m", "spacy", "train", CONFIGS / "uner_ner.cfg", "--output", out,
          "--paths.train", uner_corpus["train"], "--paths.dev", uner_corpus["dev"],
          "--training.max_epochs", "2", "--training.eval_frequency", "20",
          "--training.batcher.size", "300", "--components.crf_tagger.model.n_buckets", "65536"],

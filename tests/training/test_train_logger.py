@@ -6,25 +6,15 @@ import subprocess
 import sys
 
 import pytest
-from spacy.tokens import DocBin
-from spacy.training.converters import conllu_to_docs
 
 from spacy_crf.training.train_logger import untrained_best
 
-from conftest import ROOT
-SAMPLE = ROOT / "assets" / "ewt_sample"
+from conftest import ROOT, ewt_sample_corpus
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    out = tmp_path_factory.mktemp("probe_train")
-    paths = {}
-    for split, n in (("train", 120), ("dev", 40)):
-        text = (SAMPLE / f"en_ewt-{split}.conllu").read_text(encoding="utf8")
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))[:n]
-        paths[split] = out / f"{split}.spacy"
-        DocBin(docs=docs).to_disk(paths[split])
-    return paths
+    return ewt_sample_corpus(tmp_path_factory.mktemp("probe_train"), train=120, dev=40)
 
 
 def train(corpus, tmp_path, *extra):
