@@ -263,10 +263,11 @@ FROM_INITIALIZE = object()
 
 
 def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None,
-          initialize: bool = True) -> List[float]:
+          initialize: bool = True, component: Optional[str] = "crf_tagger") -> List:
     """Initialize (unless ``initialize=False``: training goes on) and train with
     ``n_iter`` full-batch updates (``Adam(learn_rate)``, or ``optimizer``);
-    returns the crf_tagger's loss of every step."""
+    returns ``component``'s loss of every step (``component=None``: every
+    component's losses, as ``nlp.update`` gives them)."""
     initialized = nlp.initialize(lambda: examples) if initialize else None
     if optimizer is FROM_INITIALIZE:
         assert initialize, "FROM_INITIALIZE needs initialize=True"
@@ -277,7 +278,7 @@ def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=No
     for _ in range(n_iter):
         losses: Dict[str, float] = {}
         nlp.update(examples, sgd=optimizer, losses=losses)
-        history.append(losses["crf_tagger"])
+        history.append(losses[component] if component else losses)
     return history
 
 

@@ -11,7 +11,7 @@ import spacy
 import srsly
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Corpus, Example
-from conftest import run_python
+from conftest import FROM_INITIALIZE, run_python, train
 
 from spacy_crf import set_doc_labels
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
@@ -119,9 +119,7 @@ def test_two_components_keep_their_own_main_scores():
     assert weights["pos_acc"] == weights["ents_f"] == 0.5
     reference = Doc(nlp.vocab, words=words, pos=pos, ents=ents)
     examples = [Example(Doc(nlp.vocab, words=words), reference)]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30, optimizer=FROM_INITIALIZE, component=None)  # tagger and ner
     scores = nlp.evaluate(examples)
     assert scores["pos_acc"] == 1.0 and scores["ents_f"] == 1.0
 

@@ -27,7 +27,7 @@ from spacy_crf.feature_sources import (FeatureSource, register_feature_source,
 from spacy_crf.features.lexicon import Lexicon
 from spacy_crf.features.templates import FeatureTemplates
 
-from conftest import PACKAGE
+from conftest import FROM_INITIALIZE, PACKAGE, train
 
 
 @register_feature_source
@@ -92,9 +92,7 @@ def test_the_new_source_is_registered_and_its_attribute_parses():
 
 def test_a_component_reading_the_new_source_trains_saves_and_loads(tmp_path):
     nlp, examples = lengths_nlp(long_from=5)  # the setting, as a config gives it
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(10):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 10, optimizer=FROM_INITIALIZE)
     pipe = nlp.get_pipe("crf_tagger")
     lexicon = next(n.attrs["crf_lexicon"] for n in pipe.model.walk() if n.name == "crf_featurize")
     assert lexicon["lengths"].long_from == 5

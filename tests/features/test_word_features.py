@@ -531,9 +531,7 @@ def test_trained_model_round_trips_without_its_sources(tmp_path):
     examples = tag_examples(nlp)
     # the config route: [initialize.components.crf_tagger] gazetteer = PATH
     nlp.config["initialize"]["components"]["crf_tagger"] = {"gazetteer": str(gaz)}
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(10):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 10, optimizer=FROM_INITIALIZE)
     texts = ["the dog sat in new york", "a cat ran to Oslo", "London sat in Rome"]
     want = [[t.tag_ for t in doc] for doc in nlp.pipe(texts)]
     scores = nlp.get_pipe("crf_tagger").model.predict([nlp.make_doc(t) for t in texts]).emissions

@@ -9,6 +9,7 @@ from spacy.training import Example
 
 from spacy_crf.models.sparse_table import BOOST_UPDATES, UPDATES_DONE, boost
 from spacy_crf.pipeline.factory import DEFAULT_MODEL
+from conftest import FROM_INITIALIZE, train
 
 
 def test_boost_decays_as_one_over_sqrt_t_to_one():
@@ -55,9 +56,7 @@ def counters(pipe):
 
 def test_the_count_is_saved_and_initialize_starts_it_again():
     nlp, examples = pipeline(100)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(3):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 3, optimizer=FROM_INITIALIZE)
     pipe = nlp.get_pipe("crf_tagger")
     assert counters(pipe) == [3, 3]  # the hashed table and the label interactions
     other, _ = pipeline(100)

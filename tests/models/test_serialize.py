@@ -172,9 +172,7 @@ def test_a_factored_morph_table_is_saved_by_entries_and_loads_identically(tmp_pa
                             morphs=["Definite=Def|PronType=Art", "Number=Plur",
                                     "Mood=Ind|Tense=Past|VerbForm=Fin", "_", "_"])
     examples = [Example(spacy.tokens.Doc(nlp.vocab, words=words), gold)] * 2
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(3):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 3, optimizer=FROM_INITIALIZE)
     pipe = nlp.get_pipe("crf_tagger")
     pipe.use_prediction_weights()
     msg = srsly.msgpack_loads(model_to_bytes(pipe.model))

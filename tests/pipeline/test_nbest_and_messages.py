@@ -15,7 +15,7 @@ from spacy.training import Example
 import spacy_crf  # noqa: F401  (registrations)
 from spacy_crf.errors import Warnings
 
-from conftest import ROOT
+from conftest import FROM_INITIALIZE, ROOT, train
 TAGGED = [("the cat sat", ["DT", "NN", "VBD"]), ("a dog ran fast", ["DT", "NN", "VBD", "RB"])]
 
 
@@ -24,9 +24,7 @@ def nlp():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"target": "tag", "n_best": 2})
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in TAGGED]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(5):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
     return nlp
 
 

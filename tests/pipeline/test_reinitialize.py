@@ -7,7 +7,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from conftest import SMALL_MODEL
+from conftest import FROM_INITIALIZE, SMALL_MODEL, train
 
 WORDS = [["the", "cat", "sat"], ["a", "dog", "ran", "home"], ["big", "birds", "sang"]]
 FIRST = [["DT", "NN", "VBD"], ["DT", "NN", "VBD", "RB"], ["JJ", "NN", "VBD"]]
@@ -20,9 +20,7 @@ def examples(nlp, tags):
 
 
 def fit(nlp, egs, n_iter=15):
-    optimizer = nlp.initialize(lambda: egs)
-    for _ in range(n_iter):
-        nlp.update(egs, sgd=optimizer)
+    train(nlp, egs, n_iter, optimizer=FROM_INITIALIZE)
 
 
 def shapes(pipe):

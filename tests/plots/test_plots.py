@@ -9,6 +9,8 @@ import spacy
 from spacy.tokens import DocBin
 from spacy.training import Example
 
+from conftest import FROM_INITIALIZE, train
+
 pytest.importorskip("matplotlib")
 
 PLOTS = ["-m", "spacy_crf.plots"]
@@ -20,9 +22,7 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
     nlp.add_pipe("crf_tagger", config={"model": {"templates": ["NORM[-1..1]"], "n_buckets": 1024}})
     texts = [("the cat sat", ["DT", "NN", "VBD"]), ("a dog ran home", ["DT", "NN", "VBD", "NN"])]
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in texts]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(10):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 10, optimizer=FROM_INITIALIZE)
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     out = tmp_path / "plots"
@@ -47,7 +47,6 @@ import html  # noqa: E402
 import numpy as np  # noqa: E402
 
 from spacy.tokens import Doc  # noqa: E402
-from thinc.api import Adam  # noqa: E402
 
 from spacy_crf.plots import figures, train_log  # noqa: E402
 
@@ -80,10 +79,7 @@ def _example(nlp, text, tags):
 
 def _train_and_save(nlp, examples, folder):
     """15 updates on ``examples``, then ``folder/model`` and ``folder/data.spacy``."""
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    for _ in range(15):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 15)  # Adam(0.1)
     nlp.to_disk(folder / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(folder / "data.spacy")
 
@@ -191,10 +187,7 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
         predicted = Doc(nlp.vocab, words=words, heads=heads, deps=deps)
         reference = Doc(nlp.vocab, words=words, tags=tags, heads=heads, deps=deps)
         examples.append(Example(predicted, reference))
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.1)
-    for _ in range(10):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 10)  # Adam(0.1)
     component = nlp.get_pipe("crf_tagger")
     assert figures.relation_group_names(component) == ["other relations", "det", "nsubj"]
     nlp.to_disk(tmp_path / "model")
@@ -223,9 +216,7 @@ def test_a_pool_of_experts_plots_the_pools_transitions(tmp_path):
     examples = [Example.from_dict(Doc(nlp.vocab, words=w), {"tags": t})
                 for w, t in ((["the", "cat", "sat"], ["DT", "NN", "VBD"]),
                              (["dogs", "run"], ["NNS", "VBP"]))]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(5):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
     component = nlp.get_pipe("crf_tagger")
     docs = [nlp.make_doc("the cat sat")]
     decoded = component.model.predict(docs)

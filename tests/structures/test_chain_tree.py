@@ -22,6 +22,7 @@ from spacy_crf._kernels.tree import check_forest
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, TreeLayout
 from spacy_crf.structures.chain_tree import ChainTreeLayout, product_of_marginals
+from conftest import FROM_INITIALIZE, train
 
 SEEDS = range(8)
 
@@ -205,9 +206,7 @@ def test_component_trains_saves_and_loads(tmp_path):
     nlp.add_pipe("crf_tagger", config={"target": "pos", "structure": "chain_tree",
                                        "store_confidence": True})
     examples = parsed_examples(nlp.vocab)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(15):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 15, optimizer=FROM_INITIALIZE)
     docs = [eg.predicted.copy() for eg in examples[:10]]
     docs = list(nlp.get_pipe("crf_tagger").pipe(docs))
     assert [t.pos_ for d in docs for t in d] == [t.pos_ for eg in examples[:10] for t in eg.reference]

@@ -5,9 +5,8 @@ enumeration and finite differences, and the component end to end."""
 import numpy as np
 import pytest
 import spacy
-from thinc.api import Adam
 
-from conftest import fit_ewt_sample, toy_examples
+from conftest import fit_ewt_sample, toy_examples, train
 from finite_differences import central_difference
 from kernels.oracle import all_labellings, assert_sequence_matches_enumeration
 from spacy_crf import inference
@@ -91,10 +90,7 @@ def test_the_component_trains_saves_and_loads_with_it(loss, tmp_path):
     nlp.add_pipe("crf_tagger", config={"structure": BLOCK, "store_confidence": True,
                                        "loss": loss})
     examples = toy_examples(nlp, "tag")
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.05)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30, learn_rate=0.05)
     predicted = nlp.evaluate(examples)["tag_acc"]
     assert predicted == 1.0
     doc = nlp("the big dog sat on a box .")

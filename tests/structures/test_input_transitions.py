@@ -20,7 +20,7 @@ from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
 from confection import ConfigValidationError
 
-from conftest import ROOT, ewt_sample_corpus
+from conftest import FROM_INITIALIZE, ROOT, ewt_sample_corpus, train
 SEEDS = list(range(8))
 TRANSITION_TEMPLATES = ["NORM[-1]|NORM[0]", "SHAPE[-1]|SHAPE[0]"]
 
@@ -152,9 +152,7 @@ def test_transition_templates_learn_what_token_features_cannot(tmp_path):
         nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(),
                                            "structure": structure})
         examples = alternation_examples(nlp)
-        optimizer = nlp.initialize(lambda: examples)
-        for _ in range(60):
-            nlp.update(examples, sgd=optimizer)
+        train(nlp, examples, 60, optimizer=FROM_INITIALIZE)
         doc = nlp(Doc(nlp.vocab, words="of x to x of x".split()))
         results[name] = [t.tag_ for t in doc]
         if name == "input":
@@ -191,9 +189,7 @@ def test_margin_losses_train_with_transition_templates(loss):
     nlp.add_pipe("crf_tagger", config={"target": "tag", "model": model(), "loss": loss,
                                        "structure": transitions()})
     examples = alternation_examples(nlp)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30, optimizer=FROM_INITIALIZE)
     assert [t.tag_ for t in nlp(Doc(nlp.vocab, words="to x of x".split()))] == ["P", "A", "P", "B"]
 
 
@@ -355,9 +351,7 @@ def test_order2_with_transition_templates_trains_and_gives_confidences(tmp_path)
     nlp.add_pipe("crf_tagger", config={"target": "tag", "structure": transitions(order=2), "model": model(),
                                        "store_confidence": True, "n_best": 2})
     examples = alternation_examples(nlp)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(60):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 60, optimizer=FROM_INITIALIZE)
     crf = nlp.get_pipe("crf_tagger")
     assert crf.crf_structure.name == "chain_order2"
     doc = nlp(Doc(nlp.vocab, words="of x to x of x".split()))
@@ -469,9 +463,7 @@ def test_tree_with_transition_templates_trains_saves_and_loads(tmp_path):
         ref, _ = doc(words)
         examples.append(Example.from_dict(d, {"tags": tags, "heads": [1, 1, 3, 3],
                                               "deps": ["dep", "ROOT", "dep", "ROOT"]}))
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(60):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 60, optimizer=FROM_INITIALIZE)
     crf = nlp.get_pipe("crf_tagger")
     assert crf.crf_structure.name == "tree_input"
     # the tree's templates go to the emissions, the transitions read their own alone

@@ -6,9 +6,8 @@ differences, and the component end to end."""
 import numpy as np
 import pytest
 import spacy
-from thinc.api import Adam
 
-from conftest import toy_examples
+from conftest import toy_examples, train
 from finite_differences import central_difference
 from kernels.oracle import all_labellings, assert_sequence_matches_enumeration, logsumexp
 from spacy_crf import inference
@@ -153,10 +152,7 @@ def test_the_component_trains_saves_and_loads_with_it(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"structure": BLOCK, "store_confidence": True})
     examples = toy_examples(nlp, "tag")
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.05)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30, learn_rate=0.05)
     assert nlp.evaluate(examples)["tag_acc"] == 1.0
     doc = nlp("the big dog sat on a box .")
     confidences = [t._.crf_confidence for t in doc]
@@ -243,10 +239,7 @@ def test_the_component_gives_n_best_lists_over_its_lattice():
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"structure": BLOCK, "n_best": 3})
     examples = toy_examples(nlp, "tag")
-    nlp.initialize(lambda: examples)
-    optimizer = Adam(0.05)
-    for _ in range(20):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 20, learn_rate=0.05)
     doc = nlp("the big dog sat on a box .")
     nbest = doc._.crf_nbest[0]  # the sentence's (probability, tags), most probable first
     assert 1 <= len(nbest) <= 3

@@ -19,7 +19,7 @@ from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
-from conftest import chain, ewt_sample_corpus, train
+from conftest import FROM_INITIALIZE, chain, ewt_sample_corpus, train
 
 from conftest import ROOT
 SEEDS = range(6)
@@ -216,9 +216,7 @@ def test_order_two_keeps_span_schemes_and_refuses_what_it_lacks():
     words = "Ana met Bo in Rome today".split()
     examples = [Example.from_dict(nlp.make_doc(" ".join(words)),
                                   {"entities": [(0, 3, "PER"), (8, 10, "PER"), (14, 18, "LOC")]})]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30, optimizer=FROM_INITIALIZE)
     doc = nlp("Ana met Bo in Rome today")
     assert [(e.text, e.label_) for e in doc.ents] == [("Ana", "PER"), ("Bo", "PER"), ("Rome", "LOC")]
     for config, code in (({"structure": chain(3)}, "E094"), ({"structure": chain(0)}, "E094"),
@@ -355,9 +353,7 @@ def test_entity_confidences_with_order_two():
     nlp.add_pipe("crf_tagger", config={"target": "ents", "structure": chain(2), "store_confidence": True})
     examples = [Example.from_dict(nlp.make_doc("Ana met Bo in Rome today"),
                                   {"entities": [(0, 3, "PER"), (8, 10, "PER"), (14, 18, "LOC")]})]
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(30):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 30, optimizer=FROM_INITIALIZE)
     doc = nlp("Ana met Bo in Rome today")
     assert [e.label_ for e in doc.ents] == ["PER", "PER", "LOC"]
     for ent in doc.ents:

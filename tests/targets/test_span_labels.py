@@ -166,9 +166,7 @@ def test_annotate_writes_the_tags_of_the_tokens():
 def test_n_best_lists_hold_tags():
     nlp = make_nlp("ents", n_best=2)
     examples = ner_examples(nlp)
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(10):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 10, optimizer=FROM_INITIALIZE)
     doc = nlp("Alice met Bob .")
     (probability, tags), _ = doc._.crf_nbest[0]
     assert tags[0] == "U-PER" and set(tags) <= set(nlp.get_pipe("crf_tagger").tags)
