@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import spacy
 import srsly
+from spacy.cli.init_config import fill_config
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Corpus, Example
 from conftest import FROM_INITIALIZE, run_python, train
@@ -201,7 +202,7 @@ def filled_run(request, tmp_path_factory):
         docs = _make_docs(nlp, n, seed, key, unseen=split == "dev")
         DocBin(docs=docs).to_disk(work / f"{split}.spacy")
     (work / "base.cfg").write_text(BASE_CONFIG.replace("{target}", target), encoding="utf8")
-    run_python(["-m", "spacy", "init", "fill-config", work / "base.cfg", work / "filled.cfg"], work)
+    fill_config(work / "filled.cfg", work / "base.cfg", silent=True)  # spacy init fill-config
     out = work / "output"
     # a small table and a learning rate that gets somewhere in 60 steps; the score
     # weights are the filled ones
