@@ -36,7 +36,7 @@ from thinc.api import Adam
 
 from spacy_crf import inference
 from conftest import SPELLING_ONLY, TOY_NER, ner_examples, train
-from structures.test_second_order import moves_through_kept_pairs
+from kernels.oracle import moves_through_kept_pairs
 
 SETTINGS = dict(deadline=None, derandomize=True, print_blob=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

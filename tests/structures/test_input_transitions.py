@@ -2,7 +2,6 @@
 log Z, marginals, Viterbi, fixed labels and the likelihood against enumeration,
 gradients against finite differences, and the component end to end."""
 
-import itertools
 import subprocess
 import sys
 
@@ -13,7 +12,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
-from kernels.oracle import logsumexp
+from kernels.oracle import enumerate_sequences, labellings
 from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
@@ -48,19 +47,8 @@ def path_score(scores, o, ys):
 
 
 def brute(scores, layout, fixed=None):
-    L = scores.emissions.shape[1]
-    out, o = [], 0
-    for n in layout.lengths:
-        seqs = [ys for ys in itertools.product(range(L), repeat=int(n))
-                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
-        sc = np.asarray([path_score(scores, o, ys) for ys in seqs])
-        marg = np.zeros((n, L))
-        p = np.exp(sc - logsumexp(sc))
-        for ys, w in zip(seqs, p):
-            marg[np.arange(n), ys] += w
-        out.append((logsumexp(sc), marg, sc.max(), seqs[int(np.argmax(sc))]))
-        o += n
-    return out
+    return enumerate_sequences(layout.lengths, scores.emissions.shape[1],
+                               lambda o, ys: path_score(scores, o, ys), fixed)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -282,21 +270,8 @@ def order2_score(scores, o, ys):
 
 def order2_brute(scores, layout, fixed=None):
     L = scores.emissions.shape[1]
-    kept = {tuple(p) for p in layout.pairs.tolist()}
-    out, o = [], 0
-    for n in layout.lengths:
-        seqs = [ys for ys in itertools.product(range(L), repeat=int(n))
-                if all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(n))
-                and (fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys)))]
-        sc = np.asarray([order2_score(scores, o, ys) for ys in seqs])
-        marg = np.zeros((n, L))
-        if len(seqs):
-            for ys, w in zip(seqs, np.exp(sc - logsumexp(sc))):
-                marg[np.arange(n), ys] += w
-        out.append((logsumexp(sc), marg, sc.max() if len(sc) else -np.inf,
-                    seqs[int(np.argmax(sc))] if len(seqs) else None))
-        o += n
-    return out
+    return enumerate_sequences(layout.lengths, L, lambda o, ys: order2_score(scores, o, ys), fixed,
+                               lambda n: labellings(n, L, layout.pairs))
 
 
 @pytest.mark.parametrize("prune", [False, True])
@@ -402,18 +377,8 @@ def tree_score(scores, layout, o, ys):
 
 
 def tree_brute(scores, layout, fixed=None):
-    L = scores.emissions.shape[1]
-    out, o = [], 0
-    for n in layout.lengths:
-        seqs = [ys for ys in itertools.product(range(L), repeat=int(n))
-                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
-        sc = np.asarray([tree_score(scores, layout, o, ys) for ys in seqs])
-        marg = np.zeros((n, L))
-        for ys, w in zip(seqs, np.exp(sc - logsumexp(sc))):
-            marg[np.arange(n), ys] += w
-        out.append((logsumexp(sc), marg, sc.max(), seqs[int(np.argmax(sc))]))
-        o += n
-    return out
+    return enumerate_sequences(layout.lengths, scores.emissions.shape[1],
+                               lambda o, ys: tree_score(scores, layout, o, ys), fixed)
 
 
 @pytest.mark.parametrize("seed", SEEDS[:6])

@@ -2,7 +2,6 @@
 of tiny chains, with and without pruned label pairs, finite differences, and the
 component through ``nlp.update``, ``to_disk`` and ``spacy train``."""
 
-import itertools
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from finite_differences import assert_counts_are_path_score_gradient, central_difference
-from kernels.oracle import logsumexp
+from kernels.oracle import enumerate_sequences, labellings, logsumexp
 from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
@@ -43,20 +42,6 @@ def problem(seed, L=3, prune=False):
     return scores, SecondOrderLayout(lengths, pairs), rng
 
 
-def moves_through_kept_pairs(ys, kept) -> bool:
-    """Whether every move of the labelling ``ys`` (START first, as -1) is a
-    pair of ``kept``, a set of ``(previous, label)`` tuples."""
-    return all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(len(ys)))
-
-
-def labellings(n, L, pairs):
-    """Every labelling of ``n`` tokens whose pairs (START first) are all kept."""
-    kept = {tuple(p) for p in pairs.tolist()}
-    for ys in itertools.product(range(L), repeat=n):
-        if moves_through_kept_pairs(ys, kept):
-            yield ys
-
-
 def path_score(scores, o, ys):
     L = scores.emissions.shape[1]
     total = scores.start[ys[0]] + scores.end[ys[-1]]
@@ -71,20 +56,8 @@ def path_score(scores, o, ys):
 def brute(scores, layout, fixed=None):
     """Per sequence: log Z, token marginals, best score and labelling, agreeing with ``fixed``."""
     L = scores.emissions.shape[1]
-    out, o = [], 0
-    for n in layout.lengths:
-        seqs = [ys for ys in labellings(int(n), L, layout.pairs)
-                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
-        sc = np.asarray([path_score(scores, o, ys) for ys in seqs])
-        marg = np.zeros((n, L))
-        if len(seqs):
-            p = np.exp(sc - logsumexp(sc))
-            for ys, w in zip(seqs, p):
-                marg[np.arange(n), ys] += w
-        best = seqs[int(np.argmax(sc))] if len(seqs) else None
-        out.append((logsumexp(sc), marg, sc.max() if len(sc) else -np.inf, best))
-        o += n
-    return out
+    return enumerate_sequences(layout.lengths, L, lambda o, ys: path_score(scores, o, ys), fixed,
+                               lambda n: labellings(n, L, layout.pairs))
 
 
 @pytest.mark.parametrize("prune", [False, True])

@@ -10,11 +10,11 @@ import pytest
 import spacy
 from spacy.training import Example
 
-from kernels.oracle import logsumexp
+from kernels.oracle import labellings, logsumexp
 from spacy_crf.errors import Errors
 from spacy_crf.structures import get_structure
 from spacy_crf.structures.second_order import MAX_LABEL_TRIPLES, max_order2_labels
-from structures.test_second_order import labellings, path_score, problem
+from structures.test_second_order import path_score, problem
 from conftest import chain
 
 
