@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 import spacy
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 from thinc.api import Adam
 
@@ -36,27 +36,37 @@ UPOS = {"DT": "DET", "JJ": "ADJ", "NN": "NOUN", "VBD": "VERB", "RB": "ADV", "IN"
 CHUNK_OF = {"VBD": "VP", "RB": "ADVP", "IN": "PP"}
 NP_TAGS = {"DT", "JJ", "NN"}
 
-EWT_SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "ewt_sample"
+#: the repository, the package's source and the tests' own files, wherever a test sits
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "spacy_crf"
+TEST_ASSETS = ROOT / "tests" / "assets"
+EWT_SAMPLE = ROOT / "assets" / "ewt_sample"
 
 
-def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
-    """``python ARGS`` in ``cwd`` (this interpreter); fails the test with its output."""
+def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300,
+               check: bool = True) -> subprocess.CompletedProcess:
+    """``python ARGS`` in ``cwd`` (this interpreter); fails the test with its
+    output where it fails, unless ``check=False``."""
     proc = subprocess.run([sys.executable, *map(str, args)], cwd=str(cwd), capture_output=True,
                           text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
+    if check:
+        assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
     return proc
 
 
 def convert_ewt_sample(work: Path, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
-    """The shipped EWT sample's ``splits`` as .spacy files (``spacy convert``) under
-    ``work/corpus``, by split."""
+    """The shipped EWT sample's ``splits`` as .spacy files under ``work/corpus``,
+    by split: ``spacy convert CONLLU CORPUS -c conllu -n 1``, the command's own
+    function called in this process (a process of its own took 2 s to start)."""
+    from spacy.cli.convert import convert
+
     conllu, corpus = work / "conllu", work / "corpus"
     conllu.mkdir()
     corpus.mkdir()
     # one `spacy convert` call for every file (the sample folder also has .iob2 files)
     for split in splits:
         shutil.copy(EWT_SAMPLE / f"en_ewt-{split}.conllu", conllu)
-    run_python(["-m", "spacy", "convert", conllu, corpus, "-c", "conllu", "-n", "1"], cwd=work)
+    convert(conllu, corpus, file_type="spacy", converter="conllu", n_sents=1, silent=True)
     paths = {split: corpus / f"en_ewt-{split}.spacy" for split in splits}
     assert all(path.exists() for path in paths.values())
     return paths
@@ -70,6 +80,19 @@ def ewt_sample_docs(split: str) -> List[Doc]:
     return list(conllu_to_docs(text, n_sents=1, no_print=True))
 
 
+def ewt_sample_corpus(folder: Path, train: Optional[int] = None,
+                      dev: Optional[int] = None) -> Dict[str, Path]:
+    """The first ``train`` and ``dev`` docs (None: all) of the EWT sample's
+    splits as ``folder/train.spacy`` and ``folder/dev.spacy``, by split."""
+    from spacy.tokens import DocBin
+
+    paths = {}
+    for split, n in (("train", train), ("dev", dev)):
+        paths[split] = folder / f"{split}.spacy"
+        DocBin(docs=ewt_sample_docs(split)[:n]).to_disk(paths[split])
+    return paths
+
+
 def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
     """``python -m spacy_crf.fit`` of ``configs/ewt_upos.cfg`` with ``structure``
     as its block, on the first ``n_docs`` of the EWT sample (30 iterations):
@@ -79,11 +102,8 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
 
     from spacy_crf.training.fit import fit
 
-    paths = {}
-    for split in ("train", "dev"):
-        paths[split] = tmp_path / f"{split}.spacy"
-        DocBin(docs=ewt_sample_docs(split)[:n_docs]).to_disk(paths[split])
-    config = Path(__file__).parents[1] / "configs" / "ewt_upos.cfg"
+    paths = ewt_sample_corpus(tmp_path, n_docs, n_docs)
+    config = ROOT / "configs" / "ewt_upos.cfg"
     with open(tmp_path / "log", "w") as stream:
         nlp = fit(config, None, overrides={
             "paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
@@ -97,8 +117,8 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
 
 #: what a test model that trains at a high rate (Adam 0.1) leaves out of the
 #: factory's defaults: the word clusters and the head start, whose 10x early
-#: steps would make it certain at once (tests/test_word_features.py and
-#: tests/test_boost.py test them)
+#: steps would make it certain at once (tests/features/test_word_features.py and
+#: tests/models/test_boost.py test them)
 SPELLING_ONLY = {"cluster_templates": None, "boost_updates": 0}
 
 SMALL_MODEL = {
@@ -183,6 +203,23 @@ def make_example(nlp, words: List[str], labels: List[Optional[str]], target: str
     return Example(predicted, reference)
 
 
+def ner_examples(nlp, data=TOY_NER, key: Optional[str] = None, drop=()) -> List[Example]:
+    """Examples of an entity corpus (``TOY_NER``'s form): the spans as the
+    reference's ``ents`` (every other token outside), or as its ``spans[key]``;
+    spans with a label in ``drop`` left out."""
+    examples = []
+    for text, ents in data:
+        words = text.split()
+        ref = Doc(nlp.vocab, words=words)
+        spans = [Span(ref, a, b, label=k) for a, b, k in ents if k not in drop]
+        if key is None:
+            ref.set_ents(spans, default="outside")
+        else:
+            ref.spans[key] = spans
+        examples.append(Example(Doc(nlp.vocab, words=words), ref))
+    return examples
+
+
 def toy_examples(nlp, target: str = "tag") -> List[Example]:
     examples = []
     for line in TOY_TEXT:
@@ -202,25 +239,49 @@ def semi_markov(max_segment_length: int = 0) -> Dict[str, Any]:
 
 
 def make_nlp(target: str = "tag", model: Optional[Dict] = None, **config) -> "spacy.Language":
+    """A blank English pipeline with one ``crf_tagger`` of ``target`` whose
+    model is ``model`` (``SMALL_MODEL`` by default) and settings ``config``."""
     nlp = spacy.blank("en")
     nlp.add_pipe("crf_tagger", config={"model": dict(model or SMALL_MODEL), "target": target, **config})
     return nlp
+
+
+def filled_config(folder: Path, name: str, target: str):
+    """``spacy init fill-config`` of a pipeline of one ``crf_tagger`` named
+    ``name`` whose config gives its ``target`` alone: the filled config."""
+    from spacy.cli.init_config import fill_config
+    from spacy.util import load_config
+
+    base = folder / "base.cfg"
+    base.write_text(f'[nlp]\nlang = "en"\npipeline = ["{name}"]\n\n'
+                    f'[components]\n\n[components.{name}]\nfactory = "crf_tagger"\n'
+                    f'target = "{target}"\n', encoding="utf8")
+    filled = folder / "filled.cfg"
+    fill_config(filled, base, silent=True)
+    return load_config(filled)
 
 
 #: ``train(..., optimizer=FROM_INITIALIZE)``: the optimizer ``nlp.initialize`` returns
 FROM_INITIALIZE = object()
 
 
-def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None) -> List[float]:
-    """Initialize and train with full-batch updates (``Adam(learn_rate)``, or
-    ``optimizer``); returns the loss of every step."""
-    initialized = nlp.initialize(lambda: examples)
-    optimizer = initialized if optimizer is FROM_INITIALIZE else optimizer or Adam(learn_rate)
+def train(nlp, examples, n_iter: int = 25, learn_rate: float = 0.1, optimizer=None,
+          initialize: bool = True, component: Optional[str] = "crf_tagger") -> List:
+    """Initialize (unless ``initialize=False``: training goes on) and train with
+    ``n_iter`` full-batch updates (``Adam(learn_rate)``, or ``optimizer``);
+    returns ``component``'s loss of every step (``component=None``: every
+    component's losses, as ``nlp.update`` gives them)."""
+    initialized = nlp.initialize(lambda: examples) if initialize else None
+    if optimizer is FROM_INITIALIZE:
+        assert initialize, "FROM_INITIALIZE needs initialize=True"
+        optimizer = initialized
+    elif optimizer is None:
+        optimizer = Adam(learn_rate)
     history = []
     for _ in range(n_iter):
         losses: Dict[str, float] = {}
         nlp.update(examples, sgd=optimizer, losses=losses)
-        history.append(losses["crf_tagger"])
+        history.append(losses[component] if component else losses)
     return history
 
 
@@ -263,7 +324,8 @@ def toy():
     """The helpers above, as one namespace."""
     return SimpleNamespace(
         TOY_TEXT=TOY_TEXT, SMALL_MODEL=SMALL_MODEL, parse=parse, labels_for=labels_for,
-        make_example=make_example, toy_examples=toy_examples, make_nlp=make_nlp, train=train,
+        make_example=make_example, toy_examples=toy_examples, ner_examples=ner_examples,
+        make_nlp=make_nlp, train=train,
         trained_nlp=trained_nlp, predictions=predictions, doc_labels=doc_labels,
         tiny_tok2vec=tiny_tok2vec,
     )

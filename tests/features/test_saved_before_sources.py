@@ -6,13 +6,14 @@ to a pipeline that does the same."""
 
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 import spacy
 
-SAVED_BEFORE = Path(__file__).resolve().parents[1] / "assets" / "saved_before_feature_sources"
+from conftest import TEST_ASSETS
+
+SAVED_BEFORE = TEST_ASSETS / "saved_before_feature_sources"
 
 
 @pytest.mark.parametrize("name", ["ents_every_source", "ents_gazetteer_file"])

@@ -23,6 +23,44 @@ def logsumexp(x):
     return m + np.log(np.sum(np.exp(x - m)))
 
 
+def moves_through_kept_pairs(ys, kept) -> bool:
+    """Whether every move of the labelling ``ys`` (START first, as -1) is a
+    pair of ``kept``, a set of ``(previous, label)`` tuples."""
+    return all(((ys[t - 1] if t else -1), ys[t]) in kept for t in range(len(ys)))
+
+
+def labellings(n, L, pairs):
+    """Every labelling of ``n`` tokens whose pairs (START first) are all kept."""
+    kept = {tuple(p) for p in pairs.tolist()}
+    for ys in itertools.product(range(L), repeat=n):
+        if moves_through_kept_pairs(ys, kept):
+            yield ys
+
+
+def enumerate_sequences(lengths, L, score, fixed=None, candidates=None):
+    """Per sequence of ``lengths``, by enumeration: (log Z, token marginals
+    (n, L), best score, best labelling) over its labellings that agree with
+    ``fixed`` (-1: free). ``score(o, ys)`` scores the labelling ``ys`` of the
+    sequence whose first token is row ``o``; ``candidates(n)`` gives the
+    labellings to consider (default: all L**n). A sequence with none:
+    (-inf, zeros, -inf, None)."""
+    out, o = [], 0
+    for n in lengths:
+        n = int(n)
+        every = candidates(n) if candidates else itertools.product(range(L), repeat=n)
+        seqs = [ys for ys in every
+                if fixed is None or all(f < 0 or f == y for f, y in zip(fixed[o:o + n], ys))]
+        sc = np.asarray([score(o, ys) for ys in seqs])
+        marg = np.zeros((n, L))
+        if len(seqs):
+            for ys, w in zip(seqs, np.exp(sc - logsumexp(sc))):
+                marg[np.arange(n), ys] += w
+        out.append((logsumexp(sc), marg, sc.max() if len(sc) else -np.inf,
+                    seqs[int(np.argmax(sc))] if len(seqs) else None))
+        o += n
+    return out
+
+
 def free(N):
     """A ``fixed`` array that fixes nothing."""
     return np.full(N, -1, dtype=np.int64)

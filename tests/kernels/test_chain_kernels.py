@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spacy_crf._kernels.chain import forward_backward, nll_gradient
-from oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
+from kernels.oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
 
 NEG_INF = -np.inf
 FORCE_LOG = pytest.mark.parametrize("force_log", [False, True], ids=["scaled", "log"])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from spacy_crf._kernels.chain import forward_backward
 from spacy_crf._kernels.kbest import kbest_viterbi
-from oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
+from kernels.oracle import all_labellings, free, logsumexp, run_path_score, run_viterbi
 
 NEG_INF = -np.inf
 HYP = settings(max_examples=30, deadline=None, derandomize=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numba
 import pytest
-from test_shared_cache import PACKAGE, copy_package, run
+from kernels.test_shared_cache import PACKAGE, copy_package, run
 
 from spacy_crf._kernels import prebuilt, shared_cache
 

@@ -179,12 +179,31 @@ def filled_cache(tmp_path: Path):
     return copy, cache, root
 
 
+@pytest.fixture(scope="module")
+def filled_once(tmp_path_factory) -> Path:
+    """``filled_cache`` made once, for the tests that damage a cache file or
+    plant one: each damages its own copy (``copy_of_filled``)."""
+    where = tmp_path_factory.mktemp("filled")
+    filled_cache(where)
+    return where
+
+
+def copy_of_filled(filled_once: Path, tmp_path: Path):
+    """What ``filled_cache(tmp_path)`` gives, copied from ``filled_once`` (file
+    modes and times kept): a cache file's stamp is its source's digest, not its
+    place, so the copy reads the copied cache as the original read its own."""
+    for name in ("a", "cache"):
+        shutil.copytree(filled_once / name, tmp_path / name, symlinks=True)
+    (root,) = (tmp_path / "cache").iterdir()
+    return tmp_path / "a", tmp_path / "cache", root
+
+
 @pytest.mark.parametrize("how", ["another_users_entry", "others_can_write_the_entry",
                                  "another_users_directory", "others_can_write_the_directory"])
-def test_a_planted_cache_file_is_never_loaded(tmp_path, how):
+def test_a_planted_cache_file_is_never_loaded(filled_once, tmp_path, how):
     """numba's cache files are pickles: one that another user could have
     written or changed is ignored (issue #48), not run."""
-    copy, cache, root = filled_cache(tmp_path)
+    copy, cache, root = copy_of_filled(filled_once, tmp_path)
     marker = tmp_path / "the_planted_code_ran"
     indexes = sorted(root.rglob("*.nbi"))
     for index in indexes:
@@ -213,10 +232,10 @@ def test_a_planted_cache_file_is_never_loaded(tmp_path, how):
 
 @pytest.mark.parametrize("damage", ["empty_index", "garbage_index", "garbage_data",
                                     "cut_short_data", "other_data"])
-def test_a_damaged_cache_file_is_compiled_again_and_healed(tmp_path, damage):
+def test_a_damaged_cache_file_is_compiled_again_and_healed(filled_once, tmp_path, damage):
     import pickle
 
-    copy, cache, root = filled_cache(tmp_path)
+    copy, cache, root = copy_of_filled(filled_once, tmp_path)
     suffix = ".nbi" if damage.endswith("index") else ".nbc"
     for path in root.rglob(f"*{suffix}"):
         data = path.read_bytes()

@@ -22,7 +22,7 @@ from spacy_crf._kernels.tree import (
     sum_product,
 )
 from finite_differences import central_difference
-from oracle import all_labellings, free, labelling_score, logsumexp
+from kernels.oracle import all_labellings, free, labelling_score, logsumexp
 
 NEG_INF = -np.inf
 FORCE_LOG = pytest.mark.parametrize("force_log", [False, True], ids=["scaled", "log"])

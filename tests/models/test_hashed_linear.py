@@ -1,7 +1,6 @@
 """The hashed linear layer: how feature ids map to rows (unsigned for new tables,
 numba's signed modulo kept for tables saved before the flag) and feature dropout."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from spacy_crf.models.hashed_linear import (BUCKETING, DROPOUT_DRAWS, DROPOUT_ST
 from spacy_crf.models.serialize import KEY, model_from_bytes
 from spacy_crf.models.sparse_table import ATTR
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+from conftest import TEST_ASSETS as ASSETS
 #: written by spacy-crf at commit 4f22749 (signed mapping): a tagger with a
 #: 1000-row table, the feature ids of three texts, their emissions and tags
 LEGACY = ASSETS / "legacy_signed_buckets.msgpack"

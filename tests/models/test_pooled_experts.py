@@ -22,7 +22,7 @@ from spacy_crf.models.architectures import FeatureCRF, NeuralCRF as NeuralCRF_v3
 from spacy_crf.structures import get_structure
 from spacy_crf.models.pooled_experts import is_pooled, pooled_experts, weighted_sum
 from spacy_crf.structures.chain import ChainLayout
-from conftest import chain
+from conftest import FROM_INITIALIZE, chain, train
 
 L = 3
 WORDS = [["the", "cat", "sat"], ["a", "dog", "ran", "off", "fast"], ["ok"]]
@@ -207,9 +207,7 @@ def test_a_span_target_constrains_every_expert_and_predicts_well_formed_spans():
         ref = Doc(nlp.vocab, words=text.split())
         ref.set_ents([Span(ref, a, b, label=k) for a, b, k in ents], default="outside")
         examples.append(Example(Doc(nlp.vocab, words=text.split()), ref))
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(20):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, 20, optimizer=FROM_INITIALIZE)
     crf = nlp.get_pipe("crf_tagger")
     scores = crf.target.constrain(crf.model.predict([eg.predicted for eg in examples]))
     allowed, _, _ = crf.target.constraints()

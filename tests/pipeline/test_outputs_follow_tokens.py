@@ -12,6 +12,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from spacy_crf.targets import set_doc_labels
+from conftest import FROM_INITIALIZE, train
 
 SMALL_MODEL = {"@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["NORM[-1..1]", "SUFFIX3"],
                "n_buckets": 4096}
@@ -22,9 +23,7 @@ CHUNKS = ["B-NP", "I-NP", "B-VP", "B-NP", "I-NP", "I-NP", "B-PP", "B-NP", "B-NP"
 
 
 def _train(nlp, examples, steps=15):
-    optimizer = nlp.initialize(lambda: examples)
-    for _ in range(steps):
-        nlp.update(examples, sgd=optimizer)
+    train(nlp, examples, steps, optimizer=FROM_INITIALIZE)
     return nlp
 
 

@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 from typing import Iterator, List, Optional
 
-PACKAGE = Path(__file__).resolve().parents[2] / "spacy_crf"
+from conftest import PACKAGE
 #: the component's own file, and the module of the state it keeps
 OWNERS = {PACKAGE / "pipeline" / "crf_tagger.py", PACKAGE / "pipeline" / "state.py"}
 #: the names a component, or the state it hands out, goes by in the package
