@@ -23,7 +23,7 @@ CHUNKS = ["B-NP", "I-NP", "B-VP", "B-NP", "I-NP", "I-NP", "B-PP", "B-NP", "B-NP"
 
 
 def _train(nlp, examples, steps=15):
-    train(nlp, examples, steps, optimizer=FROM_INITIALIZE)
+    train(nlp, examples, steps, optimizer=FROM_INITIALIZE, component=None)
     return nlp
 
 
