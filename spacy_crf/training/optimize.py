@@ -11,7 +11,7 @@ Why not scipy's L-BFGS-B by default: its per-iteration work outside the
 objective was measured at about 2 s for 6.4 million weights (CoNLL-2000:
 289k feature rows x 22 labels; 0.25 s at 0.7 million), ten times the
 objective itself, where our kernels make one pass over memory per vector
-step. Both find the same optimum (``tests/training/test_owlqn.py``).
+step. Both find the same optimum (``tests/commands/test_fit.py``: ``test_owlqn_finds_the_soft_thresholded_solution``).
 """
 
 from dataclasses import dataclass, field
