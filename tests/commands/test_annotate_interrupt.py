@@ -45,13 +45,22 @@ def test_ctrl_c_inside_a_callback_that_drops_exceptions_still_stops_the_run(
         model, texts, client, tmp_path):  # noqa: F811
     write_shards(tmp_path / "in", texts, n_shards=12, per_shard=20)
     log = io.StringIO()
+    handed = []
+
+    def ctrl_c(name):
+        handed.append(name)
+        sigint_inside_a_gc_callback()
+
     with pytest.raises(KeyboardInterrupt):
         annotate(model, tmp_path / "in", tmp_path / "out", client=client, log=log,
-                 on_shard_done=lambda name: sigint_inside_a_gc_callback())
+                 on_shard_done=ctrl_c)
     found = re.search(r"Interrupted: (\d+) of 12 shard\(s\) done\. Run the same command again "
                       r"to resume", log.getvalue())
     assert found, log.getvalue()
-    assert int(found.group(1)) < 12
+    # the driver stopped at its next safe point, after the shard whose end saw
+    # the Ctrl-C: no other shard was handed on (the workers may have finished
+    # them all by then on a quiet machine, so the count done is not the test)
+    assert len(handed) == 1
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
