@@ -76,8 +76,14 @@ class Target:
     many_labels = False
     #: templates its component adds to the model's optional ones
     #: (``cluster_templates``), each read where the pipeline has the tables it
-    #: reads and left out (with its source's warning) where it has not
+    #: reads and left out where it has not (with W041 if
+    #: :attr:`warns_without_optional_sources`)
     optional_templates: Tuple[str, ...] = ()
+    #: whether a pipeline without the tables its optional templates read is
+    #: told so (W041): the lemma target's are most of what it knows of an
+    #: unseen word; a tagger's (``TAGGING_TEMPLATES``) are a bonus that many
+    #: languages have no tables for
+    warns_without_optional_sources = False
     #: its sequences are whole docs whatever the ``sequence`` setting (E212):
     #: it predicts the sentence boundaries that would cut them
     whole_docs = False

@@ -139,6 +139,7 @@ class LemmaTarget(Target):
                           "RULE_LEMMA_NOUN", "RULE_LEMMA_VERB",
                           "LOOKUP_LEMMA|RULE_LEMMA_ADJ|RULE_LEMMA_ADV"
                           "|RULE_LEMMA_NOUN|RULE_LEMMA_VERB")
+    warns_without_optional_sources = True
     #: trees seen fewer times in the corpus ``initialize`` reads are no label
     #: (spaCy's ``edit_tree_lemmatizer``'s ``min_tree_freq``), unless that
     #: leaves none

@@ -16,6 +16,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..errors import Errors
+from ..feature_sources.lemma_lookups import TAGGING_TEMPLATES
 from .base import Target
 from .registry import register_target
 from .scores import MAIN_SCORE, column_keys, token_accuracy
@@ -44,6 +45,7 @@ class MorphTarget(Target):
     name = score_attr = "morph"
     assigns = ("token.morph", "token.pos")
     many_labels = True  # 321 on UD English EWT, 500-1,500 in German or Czech treebanks
+    optional_templates = TAGGING_TEMPLATES
     #: the field the POS takes in a label (spaCy's ``Morphologizer.POS_FEAT``)
     POS_FEAT = "POS"
     #: an odd multiplier: ``morph * MIX`` is one-to-one modulo 2**64, so a

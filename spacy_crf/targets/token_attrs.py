@@ -12,6 +12,7 @@ from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
 from ..errors import Errors
+from ..feature_sources.lemma_lookups import TAGGING_TEMPLATES
 from ..features.templates import templates_of
 from .base import Target
 from .registry import register_target
@@ -53,6 +54,7 @@ class TagTarget(TokenAttrTarget):
     name = score_attr = "tag"
     assigns = ("token.tag",)
     token_attr = TAG
+    optional_templates = TAGGING_TEMPLATES
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         # the StringStore's key: strings that are also spaCy symbols ("X",
@@ -67,6 +69,7 @@ class PosTarget(TokenAttrTarget):
     name = score_attr = "pos"
     assigns = ("token.pos",)
     token_attr = POS
+    optional_templates = TAGGING_TEMPLATES
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         if label not in POS_IDS:
@@ -85,6 +88,7 @@ class DepTarget(TagTarget):
     name = score_attr = "dep"
     assigns = ("token.dep",)
     token_attr = DEP
+    optional_templates = ()  # (not measured for relation labels)
 
     def check_model(self, model: Any, n_relation_groups: int) -> None:
         """E017: the features must not read the relations the target predicts,

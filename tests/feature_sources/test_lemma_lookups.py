@@ -2,7 +2,8 @@
 ``RULE_LEMMA_POS``, the edit trees from a word to the lemma of spaCy's lookup
 table and of its rule lemmatizer under each coarse POS; the lemma target's
 default templates that read them, their saving, and what a pipeline without
-the tables gets (W041, or E250 where its own templates read them)."""
+the tables gets (W041, or E250 where its own templates read them); the
+tagging targets' defaults that read them too (``TAGGING_TEMPLATES``)."""
 
 import warnings
 
@@ -17,6 +18,7 @@ from spacy.training import Example
 from conftest import SMALL_MODEL, make_nlp, train
 from spacy_crf.feature_sources import LemmaLookups, source_of
 from spacy_crf.feature_sources import lemma_lookups as source_module
+from spacy_crf.feature_sources.lemma_lookups import TAGGING_TEMPLATES
 from spacy_crf.features import lemma_lookups
 from spacy_crf.features.lemma_lookups import LemmaTable, LemmaTables, build_lemma_table
 from spacy_crf.features.templates import FeatureTemplates
@@ -188,10 +190,55 @@ def test_the_lemma_target_reads_the_tables_by_default():
     assert [t.lemma_ for t in nlp("The dogs walked")] == ["the", "dog", "walk"]
 
 
-def test_other_targets_do_not():
-    nlp = spacy.blank("en")
-    nlp.add_pipe("crf_tagger", config={"target": "pos"})
-    assert not any("LEMMA" in text for text in featurize_layer(nlp).attrs["cluster_templates"])
+def test_the_tagging_targets_read_the_tables_and_others_do_not():
+    for target in ("pos", "tag", "morph"):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("crf_tagger", config={"target": target})
+        optional = featurize_layer(nlp).attrs["cluster_templates"]
+        assert [t for t in optional if "LEMMA" in t] == list(TAGGING_TEMPLATES), target
+    for target in ("dep", "ents", "_.chunk"):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("crf_tagger", config={"target": target})
+        assert not any("LEMMA" in t for t in featurize_layer(nlp).attrs["cluster_templates"])
+
+
+def pos_examples(nlp, n=3):
+    pos = ["DET", "NOUN", "VERB", "NOUN", "CCONJ", "AUX", "VERB", "PUNCT"]
+    return [Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, pos=pos))] * n
+
+
+@pytest.mark.parametrize("lang,read", [
+    ("en", ["LOOKUP_LEMMA[-1..1]", "RULE_LEMMA_ADJ", "RULE_LEMMA_ADV", "RULE_LEMMA_NOUN",
+            "RULE_LEMMA_VERB", "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB"]),
+    # Greek: rules for six coarse POS, no lookup table
+    ("el", ["RULE_LEMMA_ADJ", "RULE_LEMMA_ADV", "RULE_LEMMA_DET", "RULE_LEMMA_NOUN",
+            "RULE_LEMMA_PROPN", "RULE_LEMMA_VERB", "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB"]),
+    ("de", ["LOOKUP_LEMMA[-1..1]"]),  # a lookup table alone
+    ("xx", []),  # no tables at all
+])
+def test_a_tagger_reads_what_its_language_has_and_says_nothing_of_the_rest(lang, read):
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("crf_tagger", config={"target": "pos", "model": SMALL_MODEL})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train(nlp, pos_examples(nlp), n_iter=3)
+    assert said(caught, "W041") == []  # a tagger's tables are a bonus, not news
+    templates = featurize_layer(nlp).attrs["templates"].source
+    assert templates == SMALL_MODEL["templates"] + read
+    assert [t.pos_ for t in nlp("The dogs walked home")] == ["DET", "NOUN", "VERB", "NOUN"]
+
+
+def test_the_tables_change_what_a_tagger_scores():
+    # the same model without the tables (turned off) scores an unseen word otherwise
+    scores = []
+    for lookups in (True, False):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("crf_tagger", config={"target": "pos", "model": SMALL_MODEL})
+        nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": lookups}
+        train(nlp, pos_examples(nlp), n_iter=3)
+        doc = nlp.make_doc("The cats jumped")
+        scores.append(nlp.get_pipe("crf_tagger").model.predict([doc]).emissions)
+    assert not np.allclose(scores[0], scores[1])
 
 
 def test_saved_and_loaded_without_the_tables_the_pipeline_predicts_the_same(tmp_path,
