@@ -175,6 +175,13 @@ def drop_params(node: Model) -> None:
     node.attrs.pop(SPARSE_TABLE, None)
 
 
+def drop_param(node: Model, name: str) -> None:
+    """Unset ``node``'s parameter ``name`` (declared, to be allocated anew by
+    ``initialize`` or filled by a load), with any pending gradient."""
+    node.set_param(name, None)
+    node._params._grads.pop((node.id, name), None)
+
+
 def declare_label_axes(node: Model, axes: Dict[str, Tuple[Optional[str], ...]]) -> Model:
     """Declare ``node``'s label-sized parameters (see the module docstring); returns it."""
     node.attrs[LABEL_AXES] = dict(axes)

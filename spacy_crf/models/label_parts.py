@@ -24,16 +24,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from thinc.api import Model
 
-from .grow import LABEL_AXES, PART_HISTORY, drop_params, grow_array
-from .layer_attrs import HASHED_TABLE, LABEL_PAIR_SIZED, LABEL_SIZED, SPARSE_TABLE
+from .grow import LABEL_AXES, PART_HISTORY, drop_param, drop_params, grow_array
+from .layer_attrs import (HASHED_TABLE, LABEL_PAIR_SIZED, LABEL_PARTS, LABEL_SIZED, PARTS,
+                          SPARSE_TABLE)
+from .part_transitions import PART_AXES, PART_TRANSITIONS
 
 #: attrs key of a table's setting: True, False or None (null: where labels have parts)
 FACTORED = "crf_factored"
-#: attrs key: the part names, one per column of the table (None: a column per label)
-PARTS = "crf_parts"
-#: attrs key: {"starts": [K + 1 ints], "index": [part ids]}: label k's parts are
-#: ``index[starts[k]:starts[k + 1]]`` (a CSR row per label)
-LABEL_PARTS = "crf_label_parts"
 #: the label axes of a factored table's parameters: ``W`` has a column per
 #: part (grown by :func:`set_label_parts`, not by the label count), ``b`` one per label
 FACTORED_AXES = {"W": (None, "part"), "b": ("out",)}
@@ -68,6 +65,15 @@ def _tables(model: Model) -> List[Model]:
     return [node for node in model.walk()
             if node.name == HASHED_TABLE and node.attrs.get(LABEL_SIZED)
             and not node.attrs.get(LABEL_PAIR_SIZED)]
+
+
+def _transition_layers(model: Model) -> List[Model]:
+    """The potentials layers of ``model`` whose structure has label transitions
+    (a chain's ``transitions``): those that factor them where the tables do
+    (``part_transitions.py``)."""
+    return [node for node in model.walk() if node.name == "crf_potentials"
+            and ("transitions" in (node.attrs.get(LABEL_AXES) or {})
+                 or node.attrs.get(PARTS) is not None)]
 
 
 def _layout(label_parts: Sequence[Sequence[str]], names: Sequence[str]) -> Dict[str, List[int]]:
@@ -109,6 +115,11 @@ def set_label_parts(model: Model, label_parts: Sequence[Sequence[str]], grow: bo
         unchanged): a factored table appends the new parts as zero columns,
         every old weight where it was; a table with a column per label
         stays so (it grew with the labels).
+
+    A potentials layer whose structure has label transitions factors them
+    over the same parts where a table factors (``part_transitions.py``): its
+    ``part_transitions`` are declared here, allocated by ``initialize``, and
+    grow with the parts.
     """
     for node in _tables(model):
         if grow:
@@ -121,6 +132,16 @@ def set_label_parts(model: Model, label_parts: Sequence[Sequence[str]], grow: bo
         _mark(node, label_parts, _in_order(label_parts, ()) if factor else None)
         if before is not None and before != width(node):
             drop_params(node)
+    # the transitions factor over the same parts where an emission table does
+    names = next((node.attrs[PARTS] for node in _tables(model) if factors(node)), None)
+    for node in _transition_layers(model):
+        if grow:
+            if node.attrs.get(PARTS) is not None:
+                _grow_parts(node, label_parts)
+        elif names is not None and "transitions" in node.attrs[LABEL_AXES]:
+            _mark_transitions(node, label_parts, names)
+        else:
+            _unmark_transitions(node)
 
 
 def _mark(node: Model, label_parts: Sequence[Sequence[str]], names: Optional[List[str]]) -> None:
@@ -132,15 +153,50 @@ def _mark(node: Model, label_parts: Sequence[Sequence[str]], names: Optional[Lis
     node.attrs.pop(PART_HISTORY, None)
 
 
+def _mark_transitions(node: Model, label_parts: Sequence[Sequence[str]],
+                      names: List[str]) -> None:
+    """Declare the factored transitions of the potentials layer ``node``
+    (allocated by its ``initialize``, sized by its parts)."""
+    node.attrs[PARTS] = list(names)
+    node.attrs[LABEL_PARTS] = _layout(label_parts, names)
+    node.attrs[LABEL_AXES] = {**node.attrs[LABEL_AXES], PART_TRANSITIONS: PART_AXES}
+    node.attrs.pop(PART_HISTORY, None)
+    drop_param(node, PART_TRANSITIONS)
+
+
+def _unmark_transitions(node: Model) -> None:
+    """``node``'s transitions a weight per label pair alone (its parts' taken back)."""
+    # (keys taken out, not set to None: a layer that never factored keeps
+    # the attrs it had, and its bytes)
+    for key in (PARTS, LABEL_PARTS, PART_HISTORY):
+        node.attrs.pop(key, None)
+    if PART_TRANSITIONS in (node.attrs.get(LABEL_AXES) or {}):
+        axes = dict(node.attrs[LABEL_AXES])
+        del axes[PART_TRANSITIONS]
+        node.attrs[LABEL_AXES] = axes
+    if PART_TRANSITIONS in node.param_names:
+        drop_param(node, PART_TRANSITIONS)
+
+
 def _grow_parts(node: Model, label_parts: Sequence[Sequence[str]]) -> None:
+    """Append the new parts of ``label_parts`` to ``node``'s (a factored table
+    or factored transitions): zero weights along every part axis, each old
+    weight where it was, and the growth recorded for optimizers."""
     old = list(node.attrs[PARTS])
     names = _in_order(label_parts, old)
     node.attrs[LABEL_PARTS] = _layout(label_parts, names)
     if len(names) == len(old):
         return
     node.attrs[PARTS] = names
-    if node.has_param("W") and node.get_param("W") is not None:
-        node.set_param("W", grow_array(node.get_param("W"), (None, "out"), len(old), len(names)))
+    for name, kinds in node.attrs[LABEL_AXES].items():
+        if "part" not in kinds or not node.has_param(name) or node.get_param(name) is None:
+            continue
+        kinds = tuple("out" if kind == "part" else kind for kind in kinds)
+        node.set_param(name, grow_array(node.get_param(name), kinds, len(old), len(names)))
+        key = (node.id, name)  # a dense gradient not yet stepped grows too
+        if key in node._params._grads:
+            node._params._grads[key] = grow_array(node._params._grads[key], kinds, len(old),
+                                                  len(names))
     table = node.attrs.get(SPARSE_TABLE)
     if table is not None:  # a pending gradient, (rows, parts) like W
         table.grads = grow_array(table.grads, (None, "out"), len(old), len(names))
@@ -154,6 +210,8 @@ def forget_label_parts(model: Model) -> None:
     attrs), and one saved before tables could factor has none to set."""
     for node in _tables(model):
         _mark(node, (), None)
+    for node in _transition_layers(model):
+        _unmark_transitions(node)
 
 
 def check_label_parts(model: Model, label_parts: Sequence[Sequence[str]]) -> None:
@@ -176,6 +234,16 @@ def check_label_parts(model: Model, label_parts: Sequence[Sequence[str]]) -> Non
         if len(_in_order(label_parts, names)) != len(names) \
                 or node.attrs.get(LABEL_PARTS) != _layout(label_parts, names):
             raise ValueError("the labels' parts are not those the table was trained with")
+    for node in _transition_layers(model):
+        names = node.attrs.get(PARTS)
+        if names is None or not node.has_param(PART_TRANSITIONS):
+            continue
+        weights = node.get_param(PART_TRANSITIONS)
+        if weights is not None and tuple(weights.shape) != (len(names), len(names)):
+            raise ValueError(f"factored transitions hold {weights.shape} weights for "
+                             f"{len(names)} label parts")
+        if node.attrs.get(LABEL_PARTS) != _layout(label_parts, names):
+            raise ValueError("the labels' parts are not those the transitions were trained with")
 
 
 def part_history(node: Model) -> Optional[List[int]]:

@@ -15,3 +15,10 @@ LABEL_PAIR_SIZED = "crf_label_pair_sized"
 SPARSE_TABLE = "sparse_table"
 #: a layer whose parameters its component averages (``weight_average.py``)
 AVERAGE_WEIGHTS = "crf_average_weights"
+#: the part names of a layer factored over label parts, one per column of a
+#: table (``label_parts.py``), or the parts of a potentials layer's factored
+#: transitions (``part_transitions.py``); None: not factored
+PARTS = "crf_parts"
+#: {"starts": [K + 1 ints], "index": [part ids]}: label k's parts are
+#: ``index[starts[k]:starts[k + 1]]`` (a CSR row per label)
+LABEL_PARTS = "crf_label_parts"

@@ -29,6 +29,9 @@ from thinc.types import Floats2d
 from ..errors import Errors
 from ..util import is_count
 from .grow import LABEL_AXES, axis_size
+from .layer_attrs import PARTS
+from .part_transitions import (PART_TRANSITIONS, backprop_part_transitions,
+                               composed_transitions, factors_transitions)
 
 #: registered score name -> the kind of each of its axes (see the module docstring)
 SCORE_AXES: Dict[str, Tuple[Optional[str], ...]] = {}
@@ -201,13 +204,18 @@ def undeclare_params(model: Model, names: Iterable[str]) -> None:
 def forward(model: Model, inputs, is_train: bool) -> Tuple[CRFScores, Callable]:
     emissions, token = inputs if isinstance(inputs, tuple) else (inputs, {})
     params = {name: model.get_param(name) for name in model.attrs[LABEL_AXES]
-              if model.has_param(name)}
+              if model.has_param(name) and name != PART_TRANSITIONS}
+    factored = factors_transitions(model) and "transitions" in params
+    if factored:  # the structures see the label pairs' scores, the parts' added
+        params["transitions"] = composed_transitions(model, params["transitions"])
     scores = CRFScores(emissions, params, dict(token))
 
     def backprop(d_scores: CRFScores):
         for name, grad in d_scores.params.items():
             if name in params and grad is not None:
                 model.inc_grad(name, grad.astype(params[name].dtype, copy=False))
+                if factored and name == "transitions":
+                    backprop_part_transitions(model, grad)
         if not token:
             return d_scores.emissions
         return d_scores.emissions, {name: d_scores.token.get(name) for name in token}
@@ -268,5 +276,8 @@ def potentials_of(model: Model) -> Model:
 
 def init(model: Model, X: Optional[Floats2d] = None, Y=None) -> None:
     L, R = model.get_dim("nO"), model.get_dim("nR")
+    n_parts = len(model.attrs.get(PARTS) or ())
     for name, kinds in model.attrs[LABEL_AXES].items():
-        model.set_param(name, model.ops.alloc(axes_shape(kinds, L, R), dtype="float32"))
+        shape = tuple(n_parts if kind == "part" else size
+                      for kind, size in zip(kinds, axes_shape(kinds, L, R)))
+        model.set_param(name, model.ops.alloc(shape, dtype="float32"))

@@ -154,7 +154,11 @@ def tagger(nlp, **model):
     config = {"target": "tag"}
     if model:
         config["model"] = {**DEFAULT_MODEL, **model}
-    return nlp.add_pipe("crf_tagger", config=config)
+    pipe = nlp.add_pipe("crf_tagger", config=config)
+    # the clusters alone: spaCy's lemma tables, which the tag target also
+    # reads by default, are tested in tests/feature_sources/test_lemma_lookups.py
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False}
+    return pipe
 
 
 def tag_examples(nlp):
