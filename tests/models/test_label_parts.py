@@ -292,15 +292,22 @@ def test_add_label_with_new_parts_predicts_as_before_then_learns_them():
     table = table_of(nlp)
     assert table.attrs[PARTS][n_parts:] == ["POS=ADJ", "Degree=Pos"]
     assert np.array_equal(pipe.predict(docs).label_ids, before.label_ids)
-    new = Doc(nlp.vocab, words=["The", "big", "dog", "ran", "."],
-              pos=["DET", "ADJ", "NOUN", "VERB", "PUNCT"],
+    doc = learn_an_adjective(nlp, examples, optimizer)
+    assert doc[1].pos_ == "ADJ" and doc[1].morph.to_dict() == {"Degree": "Pos"}
+
+
+def learn_an_adjective(nlp, examples, optimizer):
+    """15 updates with a sentence whose adjective is ``Degree=Pos|POS=ADJ`` added
+    to ``examples`` (the kept optimizer's moments grow with the table); the
+    sentence as the pipeline then tags it."""
+    words = ["The", "big", "dog", "ran", "."]
+    new = Doc(nlp.vocab, words=words, pos=["DET", "ADJ", "NOUN", "VERB", "PUNCT"],
               morphs=["Definite=Def|PronType=Art", "Degree=Pos", "Number=Sing",
                       "Tense=Past|VerbForm=Fin", "_"])
-    more = examples + [Example(Doc(nlp.vocab, words=[t.text for t in new]), new)] * 2
-    for _ in range(15):  # the kept optimizer's moments grow with the table
+    more = examples + [Example(Doc(nlp.vocab, words=words), new)] * 2
+    for _ in range(15):
         nlp.update(more, sgd=optimizer)
-    doc = nlp(Doc(nlp.vocab, words=["The", "big", "dog", "ran", "."]))
-    assert doc[1].pos_ == "ADJ" and doc[1].morph.to_dict() == {"Degree": "Pos"}
+    return nlp(Doc(nlp.vocab, words=words))
 
 
 def test_initialize_again_with_other_labels_sizes_the_table_anew():

@@ -5,11 +5,10 @@ import numpy as np
 import pytest
 import spacy
 from spacy.tokens import Doc
-from spacy.training import Example
 
 from conftest import FROM_INITIALIZE, train
-from models.test_label_parts import (WORDS, gold_examples, morph_nlp, predicted, random_layout,
-                                     table_of)
+from models.test_label_parts import (WORDS, gold_examples, learn_an_adjective, morph_nlp,
+                                     predicted, random_layout, table_of)
 from spacy_crf.models.label_parts import PARTS
 from spacy_crf.models.part_transitions import (PART_TRANSITIONS, compose, compose_backward,
                                                factors_transitions)
@@ -155,15 +154,8 @@ def test_new_parts_grow_the_part_transitions_and_keep_every_old_weight():
     assert grown.shape == (n + 2, n + 2) and node.attrs[PARTS] == table_of(nlp).attrs[PARTS]
     assert np.array_equal(grown[:n, :n], old) and not grown[n:].any() and not grown[:, n:].any()
     assert np.array_equal(pipe.predict(docs).label_ids, before.label_ids)
-    new = Doc(nlp.vocab, words=["The", "big", "dog", "ran", "."],
-              pos=["DET", "ADJ", "NOUN", "VERB", "PUNCT"],
-              morphs=["Definite=Def|PronType=Art", "Degree=Pos", "Number=Sing",
-                      "Tense=Past|VerbForm=Fin", "_"])
-    more = examples + [Example(Doc(nlp.vocab, words=[t.text for t in new]), new)] * 2
-    for _ in range(15):  # the kept optimizer's moments grow with the parts
-        nlp.update(more, sgd=optimizer)
+    doc = learn_an_adjective(nlp, examples, optimizer)  # the moments grow with the parts
     assert node.get_param(PART_TRANSITIONS)[n:, :].any()
-    doc = nlp(Doc(nlp.vocab, words=["The", "big", "dog", "ran", "."]))
     assert doc[1].pos_ == "ADJ"
 
 
