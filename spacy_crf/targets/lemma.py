@@ -17,6 +17,7 @@ from spacy.vocab import Vocab
 
 from ..errors import Errors, Warnings, warn
 from .base import Target
+from .lemma_case import CASES, case_of, cased_form, join_label, split_label
 from .registry import register_target
 from .scores import column_keys
 
@@ -109,9 +110,12 @@ class LemmaTarget(Target):
 
     A label is the edit tree that rewrites a token's form into its lemma
     (spaCy's ``EditTrees``), named as ``EditTrees.tree_to_str`` writes it:
-    ``"(m 0 1 () (s 's' ''))"`` strips a final ``s``. The labels describe
-    their trees, so the trees are saved with the component's cfg and come
-    back with it, and ``add_label`` takes a tree string.
+    ``"(m 0 1 () (s 's' ''))"`` strips a final ``s``; after a case
+    (``lemma_case.py``) where the form's capitals are not the lemma's:
+    ``"lower (m 0 1 () (s 's' ''))"`` takes ``Dogs`` to ``dog`` whatever the
+    first letter. The labels describe their trees, so the trees are saved
+    with the component's cfg and come back with it, and ``add_label`` takes a
+    label string.
 
     * Gold: the tree of each token's (form, lemma); a token without a lemma
       is unannotated. Trees seen fewer than :attr:`MIN_TREE_FREQ` times in the
@@ -160,26 +164,30 @@ class LemmaTarget(Target):
         self._tree_strings = StringStore()
         self._trees = EditTrees(self._tree_strings)  # the labels' trees
         self._tree_ids: List[int] = []
-        self._index: Dict[Tuple[str, str], List[int]] = {}
+        self._cases: List[str] = []  # the case each label applies first (lemma_case.py)
+        # (case, kind, string) -> the labels of that case whose trees need it
+        self._index: Dict[Tuple[str, str, str], List[int]] = {}
         self._suffix_lengths: List[int] = []
         self._prefix_lengths: List[int] = []
         # form -> (label ids whose trees apply, sorted; the lemma of each)
         self._candidates: Dict[str, Tuple[np.ndarray, List[str]]] = {}
 
     def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
-        nodes = [parse_edit_tree(label) for label in labels]  # E220 before anything changes
+        split = [split_label(label) for label in labels]
+        nodes = [parse_edit_tree(tree) for _, tree in split]  # E220 before anything changes
         self._reset_trees()
         flat: List[dict] = []
         seen: Dict[tuple, int] = {}
         self._tree_ids = [self._flatten(node, flat, seen) for node in nodes]
         self._trees.from_json(flat)
-        for label, tree in zip(labels, self._tree_ids):
-            if self._trees.tree_to_str(tree) != label:  # e.g. "(m 1 0 () ())" written "(m 01 0 ...)"
+        for label, (_, text), tree in zip(labels, split, self._tree_ids):
+            if self._trees.tree_to_str(tree) != text:  # e.g. "(m 1 0 () ())" written "(m 01 0 ...)"
                 raise ValueError(Errors.E220.format(label=label))
-        for i, node in enumerate(nodes):
-            self._index.setdefault(_tree_index_key(node), []).append(i)
-        self._suffix_lengths = sorted({len(s) for kind, s in self._index if kind == "suffix"})
-        self._prefix_lengths = sorted({len(s) for kind, s in self._index if kind == "prefix"})
+        self._cases = [case for case, _ in split]
+        for i, (case, node) in enumerate(zip(self._cases, nodes)):
+            self._index.setdefault((case, *_tree_index_key(node)), []).append(i)
+        self._suffix_lengths = sorted({len(s) for _, kind, s in self._index if kind == "suffix"})
+        self._prefix_lengths = sorted({len(s) for _, kind, s in self._index if kind == "prefix"})
         self._counts = Counter()  # the labels are chosen: a new initialize counts afresh
         super().set_labels(labels, vocab)
 
@@ -205,8 +213,9 @@ class LemmaTarget(Target):
         return hash_string(label)
 
     def labels_for(self, label: str) -> List[str]:
-        """The labels ``add_label(label)`` adds: ``label``, an edit tree string (E220)."""
-        parse_edit_tree(label)
+        """The labels ``add_label(label)`` adds: ``label``, an edit tree string,
+        with a case before it or not (``"lower (m 0 1 () (s 's' ''))"``; E220)."""
+        parse_edit_tree(split_label(label)[1])
         return [label]
 
     def _pair_key(self, strings, orth: int, lemma: int) -> int:
@@ -216,7 +225,9 @@ class LemmaTarget(Target):
         key = self._pair_keys.get((orth, lemma))
         if key is None:
             form, lem = strings[orth], strings[lemma]
-            tree = self._gold_trees.tree_to_str(self._gold_trees.add(form, lem))
+            case = case_of(form, lem)  # the case first, then a tree of any letter
+            tree = join_label(case, self._gold_trees.tree_to_str(
+                self._gold_trees.add(CASES[case](form), lem)))
             key = hash_string(tree)
             self._tree_names.setdefault(key, (tree, form, lem))
             if len(self._pair_keys) < self.CACHE_SIZE:
@@ -291,18 +302,22 @@ class LemmaTarget(Target):
         if found is not None:
             return found
         index = self._index
-        tried = list(index.get(("form", form), ()))
-        tried.extend(index.get(("any", ""), ()))
-        for n in self._suffix_lengths:
-            if n <= len(form):
-                tried.extend(index.get(("suffix", form[len(form) - n:]), ()))
-        for n in self._prefix_lengths:
-            if n <= len(form):
-                tried.extend(index.get(("prefix", form[:n]), ()))
+        tried: Dict[int, str] = {}  # label -> the form its tree reads (its case applied)
+        for case in set(self._cases):
+            text = cased_form(case, form)
+            if text is None:  # the case changes nothing: the plain labels serve
+                continue
+            keys = [("form", text), ("any", "")]
+            keys += [("suffix", text[len(text) - n:]) for n in self._suffix_lengths
+                     if n <= len(text)]
+            keys += [("prefix", text[:n]) for n in self._prefix_lengths if n <= len(text)]
+            for key in keys:
+                for i in index.get((case, *key), ()):
+                    tried[i] = text
         ids, lemmas = [], []
         apply, tree_ids = self._trees.apply, self._tree_ids
-        for i in sorted(set(tried)):
-            lemma = apply(tree_ids[i], form)  # spaCy's own test: None where it does not apply
+        for i in sorted(tried):
+            lemma = apply(tree_ids[i], tried[i])  # spaCy's own test: None where it does not apply
             if lemma is not None:
                 ids.append(i)
                 lemmas.append(lemma)

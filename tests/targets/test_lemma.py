@@ -54,10 +54,60 @@ def test_labels_are_spacys_edit_trees_of_the_gold_pairs():
     nlp = spacy.blank("en")
     target = make_target("lemma")
     assert isinstance(target, LemmaTarget) and target.many_labels
-    expected = {tree_string(w, l) for w, l in zip(WORDS, LEMMAS)}
+    # The -> the: lowercase, then keep every letter (not a tree that names the T)
+    expected = {tree_string(w, l) for w, l in zip(WORDS[1:], LEMMAS[1:])} | {"lower (m 0 0 () ())"}
     assert set(target.label_strings(gold_doc(nlp.vocab))) == expected
     assert STRIP_S in expected and "(s 'is' 'be')" in expected
     assert "(m 0 0 () ())" in expected  # home -> home
+
+
+@pytest.mark.parametrize("form,lemma,label", [
+    ("dogs", "dog", STRIP_S),
+    ("Dogs", "dog", "lower " + STRIP_S),  # any first letter: one label
+    ("Cats", "cat", "lower " + STRIP_S),
+    ("IPO", "ipo", "lower (m 0 0 () ())"),
+    ("TEHRAN", "Tehran", "capitalize (m 0 0 () ())"),
+    ("israelians", "Israelian", "capitalize " + STRIP_S),
+    ("Paris", "Paris", "(m 0 0 () ())"),  # the lemma keeps the form's capitals
+    ("USA", "USA", "(m 0 0 () ())"),
+    ("iPhones", "iPhone", STRIP_S),
+    ("I", "I", "(m 0 0 () ())"),
+    ("3", "3", "(m 0 0 () ())"),
+])
+def test_a_label_is_a_case_then_a_tree_where_the_capitals_differ(form, lemma, label):
+    nlp = spacy.blank("en")
+    target = make_target("lemma")
+    assert target.label_strings(Doc(nlp.vocab, words=[form], lemmas=[lemma])) == [label]
+    target.set_labels([label], nlp.vocab)
+    ids, lemmas = target.candidates(form)
+    assert lemmas == [lemma]
+
+
+def test_a_cased_label_applies_only_where_its_case_changes_the_form():
+    nlp = spacy.blank("en")
+    target = make_target("lemma")
+    target.set_labels([STRIP_S, "lower " + STRIP_S, "capitalize " + STRIP_S], nlp.vocab)
+    ids, lemmas = target.candidates("dogs")
+    assert ids.tolist() == [0, 2] and lemmas == ["dog", "Dog"]
+    assert target.candidates("Dogs")[1] == ["Dog", "dog"]  # plain, lower (capitalize: no change)
+    assert target.candidates("DOGS")[1] == ["dog", "Dog"]  # (the plain tree strips an "s", not an "S")
+    assert target.candidates("Dog")[1] == []  # no tree strips an "s" it has not
+
+
+def test_the_labels_of_a_model_trained_before_cases_read_as_they_did():
+    # a tree that names the letter it lowercases: every label before lemma_case.py
+    target = make_target("lemma")
+    target.set_labels(["(m 1 0 (s 'T' 't') ())", STRIP_S], spacy.blank("en").vocab)
+    assert target.candidates("The") == (target.candidates("The")[0], ["the"])
+    assert target.candidates("Dogs")[1] == ["Dog"]
+
+
+def test_a_cased_label_of_a_tree_that_is_no_tree_is_refused():
+    target = make_target("lemma")
+    with pytest.raises(ValueError, match=r"\[CRF-E220\]"):
+        target.set_labels(["lower (m 0 x)"], spacy.blank("en").vocab)
+    with pytest.raises(ValueError, match=r"\[CRF-E220\]"):
+        target.labels_for("upper (m 0 0 () ())")  # no such case
 
 
 def test_every_tree_string_parses_back_into_the_same_tree():
