@@ -433,7 +433,9 @@ class Errors(metaclass=_Codes):
     # E220-E229: the lemma target (issue 52)
     E220 = ("Label {label!r} (target 'lemma') is not an edit tree: a lemma label is a tree "
             "as spaCy's EditTrees.tree_to_str writes it, e.g. \"(m 0 1 () (s 's' ''))\" "
-            "(strip a final s) or \"(s 'is' 'be')\". Take the labels from a trained "
+            "(strip a final s) or \"(s 'is' 'be')\", after a case or not (\"lower "
+            "(m 0 1 () (s 's' ''))\": lowercase, then strip the s; or \"capitalize ...\"). "
+            "Take the labels from a trained "
             "component's labels, or let initialize() read them from lemmas in the corpus.")
     # E240-E249: emissions factored over label parts (issue 51)
     E240 = ("factored = {value!r} in a spacy-crf.FeatureCRF block: it takes true (a weight "
