@@ -148,7 +148,12 @@ def plots_cli(
     written: List[Tuple[Path, str]] = []
 
     path = output_dir / "transitions.png"
-    written.append((path, figures.plot_transitions(component_, path)))
+    structure = component_.cfg["structure"]
+    if structure in figures.INTERACTION_PLOTS:
+        written.append((path, figures.plot_transitions(component_, path)))
+    else:  # (segment scores, experts, none at all: no one matrix to draw)
+        msg.warn(f"transitions.png skipped: no drawing of the label-interaction scores of "
+                 f"structure '{structure}' (chain, pruned_chain and tree have one)")
 
     docs, gold, pred = predict(nlp, component_, examples, batch_size)
     counts, n_unknown = figures.confusion_matrix(gold, pred, len(labels))

@@ -21,6 +21,7 @@ except ImportError as err:  # the plots extra is not installed
 matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..models.part_transitions import composed_transitions, factors_transitions  # noqa: E402
 from ..models.pooled_experts import WEIGHTS, pool_weights_node, weighted_sum  # noqa: E402
 from ..models.potentials import potentials_of  # noqa: E402
 from ..pipeline.crf_tagger import CRFTagger  # noqa: E402
@@ -41,8 +42,11 @@ def potentials_params(component: CRFTagger) -> Dict[str, np.ndarray]:
 
 
 def _layer_params(node) -> Dict[str, np.ndarray]:
-    return {name: np.asarray(node.get_param(name))
-            for name in ("transitions", "start", "end", "pair", "root") if node.has_param(name)}
+    params = {name: np.asarray(node.get_param(name))
+              for name in ("transitions", "start", "end", "pair", "root") if node.has_param(name)}
+    if "transitions" in params and factors_transitions(node):  # the label pairs' as decoded
+        params["transitions"] = composed_transitions(node, params["transitions"])
+    return params
 
 
 #: cell numbers smaller than this (points) are unreadable: colour alone then
@@ -524,4 +528,5 @@ def learning_curve_figure(curve: LearningCurve):
 
 
 #: structure name -> the drawing of its label-interaction scores
-INTERACTION_PLOTS = {"chain": plot_chain_transitions, "tree": plot_pair_matrices}
+INTERACTION_PLOTS = {"chain": plot_chain_transitions, "pruned_chain": plot_chain_transitions,
+                     "tree": plot_pair_matrices}

@@ -536,3 +536,35 @@ def test_token_view_alone_without_spans():
     ids = [np.zeros(2, dtype=np.int64)]
     page = render_html([doc], ids, ids, ["X"], "t")
     assert 'class="ents"' not in page and 'class="ent' not in page
+
+
+def test_a_factored_model_plots_the_transitions_it_decodes_with(tmp_path):
+    """A morphology model's transitions are its label pairs' own weights plus
+    its parts' (models/part_transitions.py): the heatmap draws their sum."""
+    from models.test_label_parts import gold_examples, morph_nlp
+
+    nlp = morph_nlp()
+    train(nlp, gold_examples(nlp), 10, optimizer=FROM_INITIALIZE)
+    component = nlp.get_pipe("crf_tagger")
+    decoded = component.model.predict([nlp.make_doc("The dogs ran home .")])
+    params = figures.potentials_params(component)
+    np.testing.assert_allclose(params["transitions"], decoded.transitions, rtol=1e-6)
+    figures.plot_transitions(component, tmp_path / "transitions.png")
+    assert (tmp_path / "transitions.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_structure_without_a_matrix_skips_the_transitions_plot_and_says_so(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"model": SMALL_MODEL,
+                                       "structure": {"@structures": "spacy-crf.Independent.v1"}})
+    examples = [_example(nlp, text, tags) for text, tags in SENTS]
+    train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
+    result = subprocess.run([sys.executable, *PLOTS, str(tmp_path / "model"),
+                             str(tmp_path / "data.spacy"), str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "transitions.png skipped" in " ".join(result.stdout.split())
+    assert not (tmp_path / "out" / "transitions.png").exists()
+    assert (tmp_path / "out" / "confusion.png").read_bytes()[:8] == PNG_MAGIC
