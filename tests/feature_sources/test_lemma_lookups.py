@@ -207,16 +207,36 @@ def pos_examples(nlp, n=3):
     return [Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, pos=pos))] * n
 
 
-@pytest.mark.parametrize("lang,read", [
-    ("en", ["LOOKUP_LEMMA[-1..1]", "RULE_LEMMA_ADJ", "RULE_LEMMA_ADV", "RULE_LEMMA_NOUN",
-            "RULE_LEMMA_VERB", "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB"]),
-    # Greek: rules for six coarse POS, no lookup table
-    ("el", ["RULE_LEMMA_ADJ", "RULE_LEMMA_ADV", "RULE_LEMMA_DET", "RULE_LEMMA_NOUN",
-            "RULE_LEMMA_PROPN", "RULE_LEMMA_VERB", "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB"]),
-    ("de", ["LOOKUP_LEMMA[-1..1]"]),  # a lookup table alone
-    ("xx", []),  # no tables at all
+GREEK_RULE_POS = ("adj", "adv", "det", "noun", "propn", "verb")
+
+
+def greek_like_tables():
+    """Tables shaped as spacy-lookups-data's Greek ones: rules and an index
+    for six coarse POS, no lookup table (built here: the real ones take 10 s
+    to build into an empty cache)."""
+    return build_lemma_table(LemmaTables({}, {pos: [["s", ""]] for pos in GREEK_RULE_POS},
+                                         {pos: ["dog"] for pos in GREEK_RULE_POS}, {}))
+
+
+def german_like_tables():
+    """A lookup table alone, as spacy-lookups-data has for German."""
+    return build_lemma_table(LemmaTables({"dogs": "dog"}, {}, {}, {}))
+
+
+@pytest.mark.parametrize("lang,tables,read", [
+    ("en", None, ["LOOKUP_LEMMA[-1..1]", "RULE_LEMMA_ADJ", "RULE_LEMMA_ADV", "RULE_LEMMA_NOUN",
+                  "RULE_LEMMA_VERB", "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB"]),
+    ("el", greek_like_tables, ["RULE_LEMMA_ADJ", "RULE_LEMMA_ADV", "RULE_LEMMA_DET",
+                               "RULE_LEMMA_NOUN", "RULE_LEMMA_PROPN", "RULE_LEMMA_VERB",
+                               "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB"]),
+    ("de", german_like_tables, ["LOOKUP_LEMMA[-1..1]"]),
+    ("xx", None, []),  # no tables at all
 ])
-def test_a_tagger_reads_what_its_language_has_and_says_nothing_of_the_rest(lang, read):
+def test_a_tagger_reads_what_its_language_has_and_says_nothing_of_the_rest(
+        lang, tables, read, monkeypatch):
+    if tables is not None:
+        made = tables()
+        monkeypatch.setattr(source_module, "lookups_data_lemma_table", lambda _: made)
     nlp = spacy.blank(lang)
     nlp.add_pipe("crf_tagger", config={"target": "pos", "model": SMALL_MODEL})
     with warnings.catch_warnings(record=True) as caught:
@@ -226,6 +246,15 @@ def test_a_tagger_reads_what_its_language_has_and_says_nothing_of_the_rest(lang,
     templates = featurize_layer(nlp).attrs["templates"].source
     assert templates == SMALL_MODEL["templates"] + read
     assert [t.pos_ for t in nlp("The dogs walked home")] == ["DET", "NOUN", "VERB", "NOUN"]
+
+
+def test_the_tables_language_columns_are_those_spacy_lookups_data_ships():
+    """What the cases above stand for (read from the package's file list, not built)."""
+    from spacy_crf.features.lookups_data import table_source
+    assert table_source("el", "lemma_lookup") is None
+    assert table_source("el", "lemma_rules") is not None
+    assert table_source("de", "lemma_lookup") is not None
+    assert table_source("de", "lemma_rules") is None
 
 
 def test_the_tables_change_what_a_tagger_scores():
