@@ -25,9 +25,8 @@ import numpy as np
 from thinc.api import Model
 
 from .grow import LABEL_AXES, PART_HISTORY, drop_param, drop_params, grow_array
-from .layer_attrs import (HASHED_TABLE, LABEL_PAIR_SIZED, LABEL_PARTS, LABEL_SIZED, PARTS,
-                          SPARSE_TABLE)
-from .part_transitions import PART_AXES, PART_TRANSITIONS
+from .layer_attrs import (HASHED_TABLE, LABEL_PAIR_SIZED, LABEL_PARTS, LABEL_SIZED, PART_AXES,
+                          PART_TRANSITIONS, PARTS, SPARSE_TABLE)
 
 #: attrs key of a table's setting: True, False or None (null: where labels have parts)
 FACTORED = "crf_factored"

@@ -22,3 +22,8 @@ PARTS = "crf_parts"
 #: {"starts": [K + 1 ints], "index": [part ids]}: label k's parts are
 #: ``index[starts[k]:starts[k + 1]]`` (a CSR row per label)
 LABEL_PARTS = "crf_label_parts"
+#: a potentials layer's factored transitions (``part_transitions.py``):
+#: (parts, parts) float32, row the earlier token's part
+PART_TRANSITIONS = "part_transitions"
+#: their axes as ``grow.LABEL_AXES`` declares them: both grow with the parts
+PART_AXES = ("part", "part")

@@ -27,18 +27,12 @@ factors (:func:`label_parts.set_label_parts` marks it with the same parts);
 a model saved before holds no ``part_transitions`` and scores as it did.
 """
 
-from typing import Tuple
-
 import numpy as np
 from thinc.api import Model
 
 from .._kernels.label_parts import compose_parts, compose_parts_backward
-from .layer_attrs import LABEL_PARTS, PARTS
-
-#: the parameter: (parts, parts) float32, row the earlier token's part
-PART_TRANSITIONS = "part_transitions"
-#: its axes as ``grow.LABEL_AXES`` declares them: both grow with the parts
-PART_AXES = ("part", "part")
+from .label_parts import composition
+from .layer_attrs import PART_AXES, PART_TRANSITIONS, PARTS  # noqa: F401 (re-exported)
 
 
 def factors_transitions(node: Model) -> bool:
@@ -46,12 +40,6 @@ def factors_transitions(node: Model) -> bool:
     model saved before they existed holds none)."""
     return bool(node.attrs.get(PARTS) is not None and node.has_param(PART_TRANSITIONS)
                 and node.get_param(PART_TRANSITIONS) is not None)
-
-
-def _layout(node: Model) -> Tuple[np.ndarray, np.ndarray]:
-    layout = node.attrs[LABEL_PARTS]
-    return (np.asarray(layout["starts"], dtype=np.int64),
-            np.asarray(layout["index"], dtype=np.int64))
 
 
 def _sum_over_parts(rows: np.ndarray, starts: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -106,12 +94,12 @@ def compose_backward(d_transitions: np.ndarray, starts: np.ndarray, index: np.nd
 
 def composed_transitions(node: Model, transitions: np.ndarray) -> np.ndarray:
     """``transitions`` with the potentials layer ``node``'s part weights added."""
-    starts, index = _layout(node)
+    starts, index = composition(node)
     return compose(transitions, node.get_param(PART_TRANSITIONS), starts, index)
 
 
 def backprop_part_transitions(node: Model, d_transitions: np.ndarray) -> None:
     """Add the gradient of ``node``'s part weights, from the composed transitions'."""
-    starts, index = _layout(node)
+    starts, index = composition(node)
     n_parts = node.get_param(PART_TRANSITIONS).shape[0]
     node.inc_grad(PART_TRANSITIONS, compose_backward(d_transitions, starts, index, n_parts))

@@ -9,7 +9,7 @@ from spacy.tokens import Doc
 from conftest import FROM_INITIALIZE, train
 from models.test_label_parts import (WORDS, gold_examples, learn_an_adjective, morph_nlp,
                                      predicted, random_layout, table_of)
-from spacy_crf.models.label_parts import PARTS
+from spacy_crf.models.label_parts import PARTS, composition
 from spacy_crf.models.part_transitions import (PART_TRANSITIONS, compose, compose_backward,
                                                factors_transitions)
 from spacy_crf.models.potentials import find_potentials
@@ -85,9 +85,7 @@ def test_the_structure_scores_with_the_composed_transitions():
     train(nlp, gold_examples(nlp), 10, optimizer=FROM_INITIALIZE)
     node = potentials_of(nlp)
     scores = nlp.get_pipe("crf_tagger").model.predict([Doc(nlp.vocab, words=WORDS[0])])
-    table = table_of(nlp)
-    starts = np.asarray(table.attrs["crf_label_parts"]["starts"])
-    index = np.asarray(table.attrs["crf_label_parts"]["index"])
+    starts, index = composition(table_of(nlp))
     want = compose(node.get_param("transitions"), node.get_param(PART_TRANSITIONS), starts, index)
     assert np.allclose(scores.transitions, want)
     assert not np.allclose(scores.transitions, node.get_param("transitions"))
