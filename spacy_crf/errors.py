@@ -437,6 +437,17 @@ class Errors(metaclass=_Codes):
             "(m 0 1 () (s 's' ''))\": lowercase, then strip the s; or \"capitalize ...\"). "
             "Take the labels from a trained "
             "component's labels, or let initialize() read them from lemmas in the corpus.")
+    # E230: how a word is usually written, as a feature (issue 52); E231: the pruned
+    # chain's margin (issue 51)
+    E230 = ("The feature templates of '{name}' read USUAL_CASE, but {why}. USUAL_CASE reads "
+            "spaCy's word probabilities (lexeme_prob) for the pipeline's language from "
+            "spacy-lookups-data (pip install spacy-lookups-data; English, German, Spanish "
+            "and Greek have them): give the component such a language, or leave the "
+            "USUAL_CASE templates out of its model.")
+    E231 = ("margin of spacy-crf.PrunedChain.v1 must be a positive number or null, not "
+            "{value!r}: in decoding, a token keeps the candidates whose emission is within "
+            "margin of its best (e.g. 6.0, what the factory sets for the morph target); "
+            "null keeps them all.")
     # E240-E249: emissions factored over label parts (issue 51)
     E240 = ("factored = {value!r} in a spacy-crf.FeatureCRF block: it takes true (a weight "
             "per label part), false (a weight per label) or null (factor where the target's "

@@ -3,7 +3,8 @@
 * ``clusters``: Brown clusters, ``CLUSTER`` and ``CLUSTERk``;
 * ``vector_clusters``: k-means clusters of the static vectors, ``VECTOR_CLUSTERk``;
 * ``gazetteer``: phrase lists, ``GAZETTEER``;
-* ``lemma_lookups``: spaCy's lemma tables, ``LOOKUP_LEMMA`` and ``RULE_LEMMA_POS``.
+* ``lemma_lookups``: spaCy's lemma tables, ``LOOKUP_LEMMA`` and ``RULE_LEMMA_POS``;
+* ``usual_case``: how a word is usually written (spaCy's word probabilities), ``USUAL_CASE``.
 
 Each lives in a module of its own here and registers itself
 (:mod:`.registry`: ``spacy.util.registry.crf_feature_sources``, whose entry
@@ -25,10 +26,11 @@ from .brown_clusters import BrownClusters  # noqa: I100
 from .vector_clusters import VectorClusters
 from .gazetteer import GazetteerSource
 from .lemma_lookups import LemmaLookups
+from .usual_case import UsualCase
 from ..registries import import_modules
 
 import_modules(__name__, __path__)
 
 __all__ = ["BuildContext", "FeatureSource", "attrs_hints", "register_feature_source",
            "registered_feature_sources", "source_of", "split_settings", "BrownClusters",
-           "VectorClusters", "GazetteerSource", "LemmaLookups"]
+           "VectorClusters", "GazetteerSource", "LemmaLookups", "UsualCase"]

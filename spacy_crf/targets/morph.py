@@ -16,10 +16,10 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..errors import Errors
-from ..feature_sources.lemma_lookups import TAGGING_TEMPLATES
 from .base import Target
 from .registry import register_target
 from .scores import MAIN_SCORE, column_keys, token_accuracy
+from .token_attrs import TAGGING_DEFAULTS
 
 #: the key of empty FEATS, ``"_"`` (a spaCy symbol: the same in every vocab)
 EMPTY_MORPH_KEY = SYMBOL_IDS[Morphology.EMPTY_MORPH]
@@ -45,7 +45,7 @@ class MorphTarget(Target):
     name = score_attr = "morph"
     assigns = ("token.morph", "token.pos")
     many_labels = True  # 321 on UD English EWT, 500-1,500 in German or Czech treebanks
-    optional_templates = TAGGING_TEMPLATES
+    optional_templates = TAGGING_DEFAULTS
     #: the field the POS takes in a label (spaCy's ``Morphologizer.POS_FEAT``)
     POS_FEAT = "POS"
     #: an odd multiplier: ``morph * MIX`` is one-to-one modulo 2**64, so a

@@ -13,6 +13,7 @@ from spacy.vocab import Vocab
 
 from ..errors import Errors
 from ..feature_sources.lemma_lookups import TAGGING_TEMPLATES
+from ..feature_sources.usual_case import USUAL_CASE_TEMPLATES
 from ..features.templates import templates_of
 from .base import Target
 from .registry import register_target
@@ -47,6 +48,12 @@ class TokenAttrTarget(Target):
                 doc.from_array(attrs, keys[end - n:end])
 
 
+#: what the tagging targets (``tag``, ``pos``, ``morph``) read beside the model's
+#: templates, where the pipeline's language has the tables: what spaCy's lemma
+#: tables say of the word, and how it is usually written
+TAGGING_DEFAULTS = TAGGING_TEMPLATES + USUAL_CASE_TEMPLATES
+
+
 @register_target
 class TagTarget(TokenAttrTarget):
     """Fine-grained tags: ``Token.tag_``."""
@@ -54,7 +61,7 @@ class TagTarget(TokenAttrTarget):
     name = score_attr = "tag"
     assigns = ("token.tag",)
     token_attr = TAG
-    optional_templates = TAGGING_TEMPLATES
+    optional_templates = TAGGING_DEFAULTS
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         # the StringStore's key: strings that are also spaCy symbols ("X",
@@ -69,7 +76,7 @@ class PosTarget(TokenAttrTarget):
     name = score_attr = "pos"
     assigns = ("token.pos",)
     token_attr = POS
-    optional_templates = TAGGING_TEMPLATES
+    optional_templates = TAGGING_DEFAULTS
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         if label not in POS_IDS:

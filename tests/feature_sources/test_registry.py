@@ -75,20 +75,21 @@ def lengths_nlp(**settings):
     nlp.add_pipe("crf_tagger", config={"target": "tag", "model": {
         "@architectures": "spacy-crf.FeatureCRF.v2", "templates": ["LONG[-1..1]"],
         "cluster_templates": None, "n_buckets": 1024}})
-    # (spaCy's lemma tables, which the tag target reads by default, left out:
+    # (spaCy's lemma tables and the usual case, which the tag target reads by default, left out:
     # the model reads the new source alone)
-    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False, **settings}
+    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False,
+                                                            "usual_case": False, **settings}
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": g.split()}) for t, g in DATA]
     return nlp, examples
 
 
 def test_the_new_source_is_registered_and_its_attribute_parses():
     assert list(registered_feature_sources()) == ["clusters", "vector_clusters", "gazetteer",
-                                                  "lemma_lookups", "lengths"]
+                                                  "lemma_lookups", "usual_case", "lengths"]
     assert source_of("LONG") is Lengths and source_of("GAZETTEER").name == "gazetteer"
     assert FeatureTemplates(["LONG[-1..1]", "NORM|LONG"]).lexicon_attrs == ["LONG"]
     with pytest.raises(ValueError, match=r"\[CRF-E001\].*CLUSTER, CLUSTERk, VECTOR_CLUSTERk, "
-                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, LONG, "
+                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, USUAL_CASE, LONG, "
                                          r"head:ATTR"):
         FeatureTemplates(["SHORT"])
 

@@ -1,0 +1,109 @@
+"""How a word is usually written: lowercase, capitalized or in capitals, from
+the word probabilities spacy-lookups-data ships (``lexeme_prob``: English,
+German, Spanish, Greek).
+
+``lexeme_prob`` holds the log-probability of each form as it is written, so
+"texas" (-13.0) and "Texas" (-10.4), "military" (-9.6) and "Military" (-12.3)
+are told apart: which spelling of a word people write says whether it is a
+name, whatever spelling the token has. A capitalized "Military" in a
+headline is still the common noun, and a lowercase "saturday" still the name;
+what the case of a token cannot tell, this can.
+
+A word's value is computed from its lowercase form ``w`` and two forms of it,
+its capitalized one ``W`` (first letter upper) and its capitals ``WW``, each
+``FLOOR`` where the table lacks it:
+
+* the log-ratio ``d = logp(W) - logp(w)`` in five bins at ``-2.5, -0.7, 0.7,
+  2.5`` (e-fold: 2.5 is a form 12 times more frequent than the other), from
+  "lowercase" (1) to "capitalized" (5);
+* whether ``WW`` is more frequent than both (``USD``, ``NASA``): 3 more.
+
+So values run from 1 to 10, 0 for a word the table does not know well: none
+of its three forms at ``MIN_LOGPROB`` or above (a form seen about once in 24
+million words), or a form with characters other than letters. The table is
+keyed by ``LOWER`` (:class:`~.word_table.WordTable`); English holds 95k words,
+1.5 MB. Building it reads the 1M-entry JSON (about 3 s), so what is built is
+kept in :func:`~.lookups_data.cache_dir` for the next process.
+"""
+
+import threading
+from typing import Dict, Mapping, Optional
+
+import numpy as np
+
+from .lookups_data import cache_file, read_cache, table_source, write_cache
+from .word_table import WordTable, table_from_items, word_keys
+
+PROB_TABLE = "lexeme_prob"
+#: the log-probability of a form the table lacks
+FLOOR = -21.0
+#: a word is kept where one of its forms is at least this likely (English:
+#: 95k words; at -18, 155k and the same dev scores within 0.02)
+MIN_LOGPROB = -17.0
+#: the edges of the bins of ``logp(W) - logp(w)``
+BIN_EDGES = (-2.5, -0.7, 0.7, 2.5)
+#: values per bin: the capitals' form more frequent than both others, or not
+CAPITALS = 2
+#: bump when the values change, so that no cache of the old ones is read
+VERSION = 1
+
+_CACHE: Dict[str, Optional[WordTable]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def case_value(lower: float, capitalized: float, capitals: float) -> int:
+    """The value of a word whose lowercase, capitalized and all-capitals forms
+    have these log-probabilities (1 to 10, see the module)."""
+    ratio = capitalized - lower
+    bin_ = 1 + sum(ratio > edge for edge in BIN_EDGES)
+    return (bin_ - 1) * CAPITALS + 1 + int(capitals > max(lower, capitalized))
+
+
+def usual_case_table(probs: Mapping[str, float]) -> Optional[WordTable]:
+    """The table of words -> their value (see the module) from ``lexeme_prob``'s
+    ``{form: log-probability}``; None where no word is kept."""
+    forms: Dict[str, Dict[str, float]] = {}
+    for form, logprob in probs.items():
+        lower = form.lower()
+        # only the three spellings that count: "iPhone" says nothing of "iphone"
+        if form in (lower, lower.capitalize(), lower.upper()) and lower.isalpha():
+            forms.setdefault(lower, {})[form] = float(logprob)
+    words, values = [], []
+    for lower, seen in forms.items():
+        scores = [seen.get(form, FLOOR) for form in (lower, lower.capitalize(), lower.upper())]
+        if max(scores) < MIN_LOGPROB:
+            continue
+        words.append(lower)
+        values.append(case_value(*scores))
+    if not words:
+        return None
+    return table_from_items(word_keys(words), values, "LOWER")
+
+
+def lookups_data_usual_case_table(lang: str) -> Optional[WordTable]:
+    """The table of spacy-lookups-data's ``lexeme_prob`` for ``lang``, made once
+    per process (and kept in the cache for the next); None where the package
+    is not installed or has no word probabilities for the language."""
+    with _CACHE_LOCK:
+        if lang not in _CACHE:
+            _CACHE[lang] = _make_table(lang)
+        return _CACHE[lang]
+
+
+def _make_table(lang: str) -> Optional[WordTable]:
+    from spacy.lookups import load_language_data
+
+    source = table_source(lang, PROB_TABLE)
+    if source is None:
+        return None
+    cached = cache_file([source], f"{lang}_usual_case_v{VERSION}")
+    arrays = read_cache(cached)
+    if arrays is not None:
+        try:
+            return WordTable(arrays["keys"], arrays["values"], "LOWER")
+        except (KeyError, ValueError):  # a cache of another layout: made anew below
+            pass
+    table = usual_case_table(load_language_data(source))
+    if table is not None:
+        write_cache(cached, {"keys": table.keys, "values": table.values})
+    return table
