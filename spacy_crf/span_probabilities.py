@@ -55,5 +55,7 @@ def span_probabilities(scores: CRFScores, layout: BatchLayout, label_ids: np.nda
     log_p, _ = inference.span_log_probabilities(scores, layout, label_ids, starts, ends,
                                                 continuations, fixed)
     span_end[starts] = ends
-    probs[starts] = np.exp(log_p)
+    # a sure span's log-probability can round a few ulps above 0: a probability
+    # stays at most 1, as the token confidences are clipped
+    probs[starts] = np.exp(np.minimum(log_p, 0.0))
     return probs, span_end

@@ -27,7 +27,7 @@ from spacy_crf.feature_sources import (FeatureSource, register_feature_source,
 from spacy_crf.features.lexicon import Lexicon
 from spacy_crf.features.templates import FeatureTemplates
 
-from conftest import FROM_INITIALIZE, PACKAGE, train
+from conftest import FROM_INITIALIZE, NO_WORD_TABLES, PACKAGE, train
 
 
 @register_feature_source
@@ -77,8 +77,7 @@ def lengths_nlp(**settings):
         "cluster_templates": None, "n_buckets": 1024}})
     # (spaCy's lemma tables and the usual case, which the tag target reads by default, left out:
     # the model reads the new source alone)
-    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False,
-                                                            "usual_case": False, **settings}
+    nlp.config["initialize"]["components"]["crf_tagger"] = {**NO_WORD_TABLES, **settings}
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": g.split()}) for t, g in DATA]
     return nlp, examples
 

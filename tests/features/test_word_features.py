@@ -33,7 +33,7 @@ from spacy_crf.features.templates import FeatureTemplates
 from spacy_crf.features.vector_clusters import kmeans, unit_rows
 from spacy_crf.features.word_table import WordTable
 from spacy_crf.pipeline.factory import DEFAULT_MODEL
-from conftest import FROM_INITIALIZE, train
+from conftest import FROM_INITIALIZE, NO_WORD_TABLES, train
 
 #: Brown paths of a tiny table (bit strings, first bit first)
 PATHS = {"the": "0010", "a": "0011", "cat": "110", "dog": "1101", "Paris": "10",
@@ -157,7 +157,7 @@ def tagger(nlp, **model):
     pipe = nlp.add_pipe("crf_tagger", config=config)
     # the clusters alone: spaCy's lemma tables, which the tag target also
     # reads by default, are tested in tests/feature_sources/test_lemma_lookups.py
-    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False}
+    nlp.config["initialize"]["components"]["crf_tagger"] = dict(NO_WORD_TABLES)
     return pipe
 
 

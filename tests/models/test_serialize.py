@@ -11,7 +11,7 @@ from spacy.training import Example
 from spacy_crf.models import serialize
 from spacy_crf.models.serialize import (KEY, compact_table, expand_table, model_from_bytes,
                                         model_to_bytes)
-from conftest import FROM_INITIALIZE, train
+from conftest import FROM_INITIALIZE, NO_WORD_TABLES, train
 
 N_BUCKETS = 2**16
 
@@ -30,8 +30,8 @@ def trained():
         "templates": ["NORM[-1..1]", "SUFFIX3", "SHAPE"],
         # no word tables: the file then holds the weights alone
         "cluster_templates": None}})
-    # nor spaCy's lemma tables, which the tag target reads where it can
-    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False}
+    # nor spaCy's lemma tables and word probabilities, which the tag target reads where it can
+    nlp.config["initialize"]["components"]["crf_tagger"] = dict(NO_WORD_TABLES)
     data = [("the cat sat on the mat", ["DT", "NN", "VBD", "IN", "DT", "NN"]),
             ("a dog ran home", ["DT", "NN", "VBD", "NN"])]
     examples = [Example.from_dict(nlp.make_doc(t), {"tags": tags}) for t, tags in data]

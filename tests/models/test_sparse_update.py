@@ -10,6 +10,7 @@ from spacy.training import Example
 from thinc.api import SGD, Adam, Optimizer
 
 import spacy_crf.models.sparse_table as sparse_table
+from conftest import NO_WORD_TABLES
 from finite_differences import central_difference
 from spacy_crf.models.hashed_linear import hashed_linear
 from spacy_crf.models.sparse_table import LR_SCALE, ATTR, apply_sparse_updates, sync_averages
@@ -265,6 +266,8 @@ def _pipeline(n_buckets=64):
         # which the factory's cluster features, with their larger weights here, exceed
         # no L1 penalty: the dense fallback (thinc's step) has none
         "n_buckets": n_buckets, "cluster_templates": None, "l1_penalty": 0.0}})
+    # (nor the word tables the tag target reads by default, for the same reason)
+    nlp.config["initialize"]["components"]["crf_tagger"] = dict(NO_WORD_TABLES)
     return nlp
 
 

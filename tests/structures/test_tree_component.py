@@ -16,7 +16,7 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 from thinc.api import Adam
-from conftest import convert_ewt_sample, run_python, train
+from conftest import NO_WORD_TABLES, convert_ewt_sample, run_python, train
 
 from spacy_crf._kernels.tree import check_forest
 from spacy_crf.augmenters import create_copy_attrs
@@ -74,8 +74,7 @@ def words_only(nlp):
     """``nlp`` with its tagger reading its templates alone: the tables a tagger
     reads by default (spaCy's lemma tables, the usual case) left out, whose
     trigram of made-up words' values would let a model fit the twins apart."""
-    nlp.config["initialize"]["components"]["crf_tagger"] = {"lemma_lookups": False,
-                                                            "usual_case": False}
+    nlp.config["initialize"]["components"]["crf_tagger"] = dict(NO_WORD_TABLES)
     return nlp
 
 
