@@ -1,5 +1,5 @@
 """The pruned chain (``spacy-crf.PrunedChain.v1``, issue #51): each token's
-best labels, the exact chain over them. Against brute-force enumeration of the
+best labels (within a margin of its best, in decoding), the exact chain over them. Against brute-force enumeration of the
 lattice (log Z, marginals, MAP), the full chain where nothing is pruned, finite
 differences, and the component end to end."""
 
@@ -48,9 +48,25 @@ def lattice_labellings(scores, rows, cand, keep):
 
 def test_candidates_are_the_best_labels_with_the_kept_one():
     emissions = np.array([[0.0, 5.0, 1.0, 4.0], [3.0, 2.0, 1.0, 0.0]])
-    cand = best_candidates(emissions, 2, np.array([-1, 3]))
+    cand, counts = best_candidates(emissions, 2, np.array([-1, 3]))
     assert cand.tolist() == [[1, 3], [0, 3]]  # token 1's worst (1) gave way to the kept 3
-    assert best_candidates(emissions, 4, np.array([-1, -1])).tolist() == [[0, 1, 2, 3]] * 2
+    assert counts.tolist() == [2, 2]
+    assert best_candidates(emissions, 4, np.array([-1, -1]))[0].tolist() == [[0, 1, 2, 3]] * 2
+
+
+def test_a_margin_keeps_the_candidates_within_it_of_the_best():
+    emissions = np.array([[0.0, 5.0, 1.0, 4.0], [3.0, 2.0, 1.0, 0.0], [3.0, 2.0, 1.0, 0.0]])
+    cand, counts = best_candidates(emissions, 3, np.array([-1, -1, 0]), margin=1.5)
+    # token 0: 5 and 4 (1 is 4 below the best); token 1: 3 and 2; token 2: as
+    # token 1, with its kept label 0 among them already; the slots after
+    # repeat the last
+    assert counts.tolist() == [2, 2, 2]
+    assert cand.tolist() == [[1, 3, 3], [0, 1, 1], [0, 1, 1]]
+    cand, counts = best_candidates(emissions, 2, np.array([2, 3, -1]), margin=0.5)
+    # a kept label far below the best is added where there is room
+    assert counts.tolist() == [2, 2, 1] and cand.tolist() == [[1, 2], [0, 3], [0, 0]]
+    cand, counts = best_candidates(emissions, 1, np.array([2, -1, -1]), margin=0.5)
+    assert counts.tolist() == [1, 1, 1] and cand.tolist() == [[2], [0], [0]]  # in its place
 
 
 def random_lattice(rng):
@@ -60,11 +76,14 @@ def random_lattice(rng):
     lengths = rng.integers(0, 5, size=rng.integers(1, 4))
     L = int(rng.integers(3, 6))
     scores = random_problem(rng, lengths, L)
-    layout = PrunedChainLayout(np.asarray(lengths), candidates=int(rng.integers(1, L)))
+    # half the batches with a margin too (decoding keeps the candidates within it)
+    margin = float(rng.uniform(0.5, 4.0)) if rng.random() < 0.5 else None
+    layout = PrunedChainLayout(np.asarray(lengths), candidates=int(rng.integers(1, L)),
+                               margin=margin)
     N = layout.n_tokens
     fixed = np.where(rng.random(N) < 0.25, rng.integers(0, L, N), -1)
     return lengths, scores, layout, fixed, best_candidates(scores.emissions, layout.candidates,
-                                                           fixed)
+                                                           fixed, margin)[0]
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -90,7 +109,9 @@ def test_with_every_label_kept_it_is_the_full_chain(seed):
     lengths = rng.integers(0, 7, size=4)
     L = 5
     scores = random_problem(rng, lengths, L)
-    pruned = PrunedChainLayout(np.asarray(lengths), candidates=L)
+    # every label, with no margin or one wider than the scores' spread
+    pruned = PrunedChainLayout(np.asarray(lengths), candidates=L,
+                               margin=None if seed % 2 else 1e6)
     chain = ChainLayout(np.asarray(lengths))
     N = pruned.n_tokens
     fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, N), -1)
@@ -119,7 +140,7 @@ def test_nll_is_the_lattices_and_keeps_the_gold_label():
     layout = PrunedChainLayout(np.asarray(lengths), candidates=2)
     gold = np.array([0, -1, 4, 1, 2, -1, 0, 3])
     nll, grad = inference.nll_and_gradient(scores, layout, gold)
-    cand = best_candidates(scores.emissions, 2, gold)
+    cand = best_candidates(scores.emissions, 2, gold)[0]
     assert all(g in c for g, c in zip(gold, cand) if g >= 0)
     start = 0
     for s, n in enumerate(lengths):
@@ -181,6 +202,7 @@ def test_a_target_with_labels_by_the_hundred_prunes_by_default():
     nlp = spacy.blank("en")
     morph = nlp.add_pipe("crf_tagger", name="morph", config={"target": "morph"})
     assert morph.crf_structure.name == "pruned_chain" and morph.cfg["candidates"] == 8
+    assert morph.cfg["margin"] == 6.0  # the factory's; the block's own default is none
     tags = nlp.add_pipe("crf_tagger", name="tags", config={"target": "tag"})
     assert tags.crf_structure.name == "chain"
     exact = nlp.add_pipe("crf_tagger", name="exact", config={
@@ -204,10 +226,64 @@ def test_candidates_do_not_depend_on_the_order_labels_are_read_in(seed):
             order[-1] = keep[t]
         want[t] = sorted(order)
     for visit in (np.arange(12), np.arange(12)[::-1].copy(), rng.permutation(12)):
-        got = np.zeros((300, 3), dtype=np.int64)
-        pruning.best_candidates(emissions, 3, keep.astype(np.int64), visit.astype(np.int64), got)
-        assert np.array_equal(got, want)
-    assert np.array_equal(best_candidates(emissions, 3, keep), want)
+        got, counts = np.zeros((300, 3), dtype=np.int64), np.zeros(300, dtype=np.int64)
+        pruning.best_candidates(emissions, 3, keep.astype(np.int64), visit.astype(np.int64),
+                                np.inf, got, counts)
+        assert np.array_equal(got, want) and (counts == 3).all()
+    assert np.array_equal(best_candidates(emissions, 3, keep)[0], want)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_margins_candidates_against_sorting_each_row(seed):
+    from spacy_crf._kernels import pruning
+
+    rng = np.random.default_rng(20 + seed)
+    emissions = rng.integers(0, 6, size=(300, 12)).astype(np.float32)  # many ties
+    emissions[rng.random(emissions.shape) < 0.1] = -np.inf
+    keep = rng.integers(-1, 12, size=300)
+    margin, n = float(rng.uniform(0.5, 3.0)), 4
+    want, want_counts = np.zeros((300, n), dtype=np.int64), np.zeros(300, dtype=np.int64)
+    for t in range(300):
+        row = emissions[t]
+        order = [j for j in sorted(range(12), key=lambda j: (-row[j], j))
+                 if row[j] >= row.max() - margin][:n]
+        if keep[t] >= 0 and keep[t] not in order:
+            order = order + [keep[t]] if len(order) < n else order[:-1] + [keep[t]]
+        order = sorted(order)
+        want_counts[t] = len(order)
+        want[t] = order + [order[-1]] * (n - len(order))
+    for visit in (np.arange(12), rng.permutation(12)):  # (not read with a margin)
+        got, counts = np.zeros((300, n), dtype=np.int64), np.zeros(300, dtype=np.int64)
+        pruning.best_candidates(emissions, n, keep.astype(np.int64), visit.astype(np.int64),
+                                margin, got, counts)
+        assert np.array_equal(got, want) and np.array_equal(counts, want_counts)
+    cand, counts = best_candidates(emissions, n, keep, margin)
+    assert np.array_equal(cand, want) and np.array_equal(counts, want_counts)
+    assert want_counts.min() >= 1 and want_counts.mean() < n  # the margin narrowed some
+
+
+@pytest.mark.parametrize("margin", [0, -1.0])
+def test_a_margin_that_is_no_positive_number_is_named(margin):
+    with pytest.raises(ValueError, match="E231"):
+        spacy.blank("en").add_pipe("crf_tagger", config={"structure": {**BLOCK,
+                                                                      "margin": margin}})
+
+
+def test_the_margin_is_saved_and_a_block_without_it_keeps_every_candidate(tmp_path):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", name="narrow", config={"structure": {**BLOCK, "margin": 2.5}})
+    nlp.add_pipe("crf_tagger", name="wide", config={"structure": BLOCK})
+    assert nlp.get_pipe("narrow").cfg["margin"] == 2.5
+    # (a cfg without it, as models saved before it have: no margin)
+    assert "margin" not in nlp.get_pipe("wide").cfg
+    train(nlp, toy_examples(nlp, "tag"), 10, learn_rate=0.05, component=None)
+    nlp.to_disk(tmp_path / "p")
+    again = spacy.load(tmp_path / "p")
+    assert again.get_pipe("narrow").cfg["margin"] == 2.5
+    assert "margin" not in again.get_pipe("wide").cfg
+    layout = again.get_pipe("narrow").crf_structure.layout([again.make_doc("a b")],
+                                                            again.get_pipe("narrow"))
+    assert layout.margin == 2.5
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -261,20 +337,21 @@ def test_the_lattice_viterbi_is_the_tree_kernels_over_the_written_lattice(seed):
     emissions[rng.random(emissions.shape) < 0.2] = -np.inf  # masked labels
     if seed % 2:
         emissions = np.round(emissions)  # ties
-    cand = best_candidates(emissions, layout.candidates, fixed)
+    cand, counts = best_candidates(emissions, layout.candidates, fixed, layout.margin)
     start, end, trans = (np.ascontiguousarray(a, dtype=np.float64)
                          for a in (scores.start, scores.end, scores.transitions))
     n_tokens, n_cand = cand.shape
     local, pair = np.empty((n_tokens, n_cand)), np.empty((n_tokens, n_cand, n_cand))
-    pruning.lattice_scores(emissions, cand, layout.lengths, start, end, trans, local, pair)
+    pruning.lattice_scores(emissions, cand, counts, layout.lengths, start, end, trans, local,
+                           pair)
     heads, order = path_forest(layout.lengths)
     fixed_slot = slots_of(cand, fixed)
     want_slots, want_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
     tree.max_product(local, layout.lengths, heads, order, pair, np.arange(n_tokens),
                      np.zeros(n_cand), fixed_slot, want_slots, want_best)
     slots, got_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
-    pruning.lattice_viterbi(emissions, cand, layout.lengths, start, end, trans, fixed_slot,
-                            slots, got_best)
+    pruning.lattice_viterbi(emissions, cand, counts, layout.lengths, start, end, trans,
+                            fixed_slot, slots, got_best)
     np.testing.assert_allclose(got_best, want_best)
     if seed % 2 == 0:  # no ties: the very same labelling
         assert np.array_equal(slots, want_slots)
