@@ -537,8 +537,9 @@ def score_and_decode(model: str, test_path: str, copy: Sequence[str], runs: int)
             "cfg": {k: v for k, v in tagger.cfg.items() if k != "labels"}}
 
 
-#: a config that names a crf_tagger and its target only, as a new user writes it
-#: before ``spacy init fill-config`` completes it (trainers.py, morph.py)
+#: a config that names crf_taggers and their targets only, as a new user writes it
+#: before ``spacy init fill-config`` completes it (trainers.py, morph.py,
+#: lemma_senter.py; configs/ewt_pipeline.cfg's test): :func:`factory_config`
 FACTORY_CONFIG = """
 [paths]
 train = null
@@ -546,14 +547,10 @@ dev = null
 
 [nlp]
 lang = "{lang}"
-pipeline = ["{name}"]
+pipeline = {pipeline}
 
 [components]
-
-[components.{name}]
-factory = "crf_tagger"
-target = "{target}"
-
+{components}
 [corpora]
 
 [corpora.train]
@@ -568,14 +565,27 @@ path = ${{paths.dev}}
 
 [initialize]
 """
+FACTORY_COMPONENT = """
+[components.{name}]
+factory = "crf_tagger"
+target = "{target}"
+"""
+
+
+def factory_config(targets: Dict[str, str], lang: str = "en") -> str:
+    """:data:`FACTORY_CONFIG` with a crf_tagger a ``{name: target}`` item, in order."""
+    return FACTORY_CONFIG.format(
+        lang=lang, pipeline=json.dumps(list(targets)),
+        components="".join(FACTORY_COMPONENT.format(name=name, target=target)
+                           for name, target in targets.items()))
 
 
 def filled_factory_config(workdir: Path, stem: str, target: str, lang: str = "en",
                           name: str = "crf_tagger") -> Path:
-    """``spacy init fill-config`` of :data:`FACTORY_CONFIG` (its output in
-    ``workdir / f"{stem}_fill.log"``): the config a new user trains."""
+    """``spacy init fill-config`` of :func:`factory_config` for one component
+    (its output in ``workdir / f"{stem}_fill.log"``): the config a new user trains."""
     base = workdir / f"{stem}_base.cfg"
-    base.write_text(FACTORY_CONFIG.format(target=target, lang=lang, name=name), encoding="utf8")
+    base.write_text(factory_config({name: target}, lang), encoding="utf8")
     filled = workdir / f"{stem}_filled.cfg"
     with open(workdir / f"{stem}_fill.log", "w", encoding="utf8") as log_file:
         subprocess.run([sys.executable, "-m", "spacy", "init", "fill-config", str(base),
@@ -647,19 +657,88 @@ def convert_conllu(src: Path, out_dir: Path, n_sents: int) -> Path:
     return out
 
 
-def convert_ud(data_dir: Path, folder: str, prefix: str, out_dir: Path, limit: int = 0,
-               n_sents: int = 1, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
-    """Train, dev and test of a UD treebank (``data_dir / folder / f"{prefix}-{split}.conllu"``)
-    converted by :func:`convert_conllu` into ``out_dir``; ``limit``: the first
-    sentences of each split only (copied into ``out_dir`` first)."""
+def ud_sources(data_dir: Path, folder: str, prefix: str, out_dir: Path, limit: int = 0,
+               splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
+    """The CoNLL-U file of each split of a UD treebank (``data_dir / folder /
+    f"{prefix}-{split}.conllu"``); ``limit``: a copy of its first sentences in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {}
     for split in splits:
         src = data_dir / folder / f"{prefix}-{split}.conllu"
-        if limit:
-            src = conllu_head(src, out_dir / src.name, limit)
-        paths[split] = convert_conllu(src, out_dir, n_sents)
+        paths[split] = conllu_head(src, out_dir / src.name, limit) if limit else src
     return paths
+
+
+def convert_ud(data_dir: Path, folder: str, prefix: str, out_dir: Path, limit: int = 0,
+               n_sents: int = 1, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
+    """Train, dev and test of a UD treebank (:func:`ud_sources`) converted by
+    :func:`convert_conllu` into ``out_dir``; ``limit``: the first sentences of
+    each split only (copied into ``out_dir`` first)."""
+    return {split: convert_conllu(src, out_dir, n_sents)
+            for split, src in ud_sources(data_dir, folder, prefix, out_dir, limit, splits).items()}
+
+
+def add_uner_entities(corpus: Path, conllu: Path, iob2: Optional[Path]) -> Dict[str, Any]:
+    """Universal NER's entities on the docs of ``corpus`` (a ``.spacy`` file that
+    :func:`convert_conllu` made from ``conllu``), rewritten in place.
+
+    The docs hold the CoNLL-U file's sentences in order (its syntactic words).
+    Each sentence whose ``# sent_id`` the UNER file ``iob2`` has, with the same
+    tokens, gets its entities (``spacy_crf.converters.convert_uner``'s reading;
+    its other tokens outside, "O"); every other sentence stays unannotated
+    (missing, not "O": a scorer skips it, a CRF learns nothing from it there).
+    ``iob2`` None or absent: no sentence matches.
+
+    Returns
+    -------
+    dict
+        ``sentences``, ``matched``, ``unmatched`` (``no_sent_id``: UNER lacks
+        the id; ``tokens_differ``: it has it with other tokens), the first
+        unmatched ids, the entities set by type, and the UNER file.
+    """
+    from spacy.tokens import DocBin, Span
+    from spacy.vocab import Vocab
+
+    from spacy_crf.converters import convert_uner, read_conllu
+
+    vocab = Vocab()
+    uner = {}
+    if iob2 is not None and Path(iob2).exists():
+        for doc in convert_uner(Path(iob2).read_text(encoding="utf8"), vocab):
+            uner[doc.user_data[("spacy_crf", "sent_id")]] = (
+                [t.text for t in doc], [(e.start, e.end, e.label_) for e in doc.ents])
+    sentences = [(sid, [r[1] for r in rows])
+                 for sid, rows in read_conllu(Path(conllu).read_text(encoding="utf8")) if rows]
+    docs = list(DocBin().from_disk(corpus).get_docs(vocab))
+    if sum(len(d) for d in docs) != sum(len(words) for _, words in sentences):
+        raise ValueError(f"{corpus}: its docs' tokens are not {conllu}'s syntactic words")
+    unmatched: Dict[str, List[str]] = {"no_sent_id": [], "tokens_differ": []}
+    labels: Dict[str, int] = {}
+    queue = iter(sentences)
+    for doc in docs:
+        entities, missing, start = [], [], 0
+        while start < len(doc):
+            sid, words = next(queue)
+            end = start + len(words)
+            if [t.text for t in doc[start:end]] != words:
+                raise ValueError(f"{corpus}: sentence {sid} is not where its doc has it")
+            found = uner.get(sid)
+            if found is None or found[0] != words:
+                unmatched["no_sent_id" if found is None else "tokens_differ"].append(sid)
+                missing.append(Span(doc, start, end))
+            else:
+                for s, e, label in found[1]:
+                    entities.append(Span(doc, start + s, start + e, label))
+                    labels[label] = labels.get(label, 0) + 1
+            start = end
+        doc.set_ents(entities, missing=missing, default="outside")
+    DocBin(docs=docs, store_user_data=True).to_disk(corpus)
+    n_unmatched = sum(len(ids) for ids in unmatched.values())
+    return {"uner_file": str(iob2) if uner else None, "sentences": len(sentences),
+            "matched": len(sentences) - n_unmatched,
+            "unmatched": {k: len(ids) for k, ids in unmatched.items()},
+            "unmatched_ids": {k: ids[:20] for k, ids in unmatched.items() if ids},
+            "entities": dict(sorted(labels.items()))}
 
 
 def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epochs: int,

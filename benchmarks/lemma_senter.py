@@ -1,6 +1,7 @@
-"""Lemmas (target ``lemma``) against spaCy's trainable_lemmatizer and sentence
-boundaries (target ``sent_starts``) against spaCy's senter, in one run (issue
-#52's acceptance)::
+"""Lemmas (target ``lemma``) against spaCy's trainable_lemmatizer, sentence
+boundaries (target ``sent_starts``) against spaCy's senter, and a pipeline of
+four CRFs against spaCy's pipeline of the same four, in one run (issue #52's
+acceptance)::
 
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks lemma --filled-max-steps 4000 --out benchmarks/results/lemma.json
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks sents sents_doc --out benchmarks/results/senter.json
@@ -11,7 +12,7 @@ boundaries (target ``sent_starts``) against spaCy's senter, in one run (issue
 UD English EWT (``--data-dir``, folder ``ud_english_ewt``:
 ``en_ewt-ud-{train,dev,test}.conllu``), trained on train, scored on test. Each
 system trains in a fresh process and is decoded in another fresh process, so
-peak RSS is per phase. Three tasks, each on its own conversion of the corpus:
+peak RSS is per phase. Four tasks, each on its own conversion of the corpus:
 
 * ``lemma``: ``spacy convert -c conllu -n 1`` (a sentence a doc). Rows:
 
@@ -36,18 +37,25 @@ peak RSS is per phase. Three tasks, each on its own conversion of the corpus:
 * ``sents_doc``: documents as the corpus marks them: each ``# newdoc``
   document one doc (``common.convert_conllu`` with ``n_sents = 0``: spaCy's
   converter over each document, its sentences joined). Rows 1, 3 and 4.
-* ``pipeline`` (not run unless named): the ``-n 10`` docs; ``configs/ewt_pipeline.cfg``
-  (sent_starts, morph and lemma CRFs trained together by one ``spacy train``)
-  beside spaCy's ``senter``, ``morphologizer`` and ``trainable_lemmatizer``
-  (``spacy init config -p senter,morphologizer,trainable_lemmatizer -o
-  efficiency``, the step budget), each saved, loaded in a fresh process and run
-  on the raw text of the test docs (tokenizer and every component: the
-  whole-pipeline tok/s), scored against the gold docs through spaCy's
-  ``Example`` alignment.
+* ``pipeline`` (not run unless named): the ``-n 10`` docs with Universal NER
+  English EWT's PER / ORG / LOC entities (``--data-dir``, folder
+  ``uner_english_ewt``, the files ``uner.py`` reads) joined to their sentences
+  by ``# sent_id`` (``common.add_uner_entities``: a sentence UNER lacks, or has
+  with other tokens, keeps its entities unannotated, missing, not "O"; the
+  counts are in the report); ``configs/ewt_pipeline.cfg`` (sent_starts, morph,
+  lemma and ents CRFs, the factory's defaults, trained together by one ``spacy
+  train``) beside spaCy's ``senter``, ``morphologizer``,
+  ``trainable_lemmatizer`` and ``ner`` (``spacy init config -p
+  senter,morphologizer,trainable_lemmatizer,ner -o efficiency``, the step
+  budget), each saved, loaded in a fresh process and run on the raw text of the
+  test docs (tokenizer and every component: the whole-pipeline tok/s), scored
+  against the gold docs through spaCy's ``Example`` alignment. ``--quick``: the
+  first 300 sentences of each split, their entities from the same UNER files.
 
 Every system is scored by one function on Docs made from the gold test words
 (spaCy's ``lemmatizer_score``: ``lemma_acc``; ``senter_score``: ``sents_f``;
-UPOS: token accuracy), the predictions read back from ``Token.lemma_``,
+UPOS: token accuracy; the pipeline rows also ``morphologizer_score`` and
+``get_ner_prf``: ``ents_f``), the predictions read back from ``Token.lemma_``,
 ``Token.is_sent_start`` and ``Token.pos_`` (``spacy_peer.phase_decode``).
 Decode tokens/s: ``nlp.pipe`` (batch 1000) over those Docs, best of
 ``--decode-runs`` after a warm-up. Model MB: the pipeline's component
@@ -62,15 +70,20 @@ from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import (REPO_ROOT, add_task_arguments, command_line, convert_ud,  # noqa: E402
-                    disk_bytes, filled_factory_config, log, make_summary, phase_plain_loop,
-                    render_summary, run_benchmark, run_isolated, slow_decodes, summary_row,
-                    task_runner, time_pipe, token_accuracy, train_spacy_subprocess, verdict)
+from common import (REPO_ROOT, add_task_arguments, add_uner_entities,  # noqa: E402
+                    command_line, convert_conllu, disk_bytes, filled_factory_config, log,
+                    make_summary, phase_plain_loop, render_summary, run_benchmark,
+                    run_isolated, slow_decodes, summary_row, task_runner, time_pipe,
+                    token_accuracy, train_spacy_subprocess, ud_sources, verdict)
+from uner import FULL_FILES as UNER_FILES, TRAIN_NOTE as UNER_TRAIN_NOTE, UNER_SUBDIR  # noqa: E402
 
 DATA = {"dir": "ud_english_ewt", "prefix": "en_ewt-ud", "lang": "en"}
 PLAIN = "factory defaults, nlp.update loop"
 FILLED = "factory defaults, spacy train (filled config)"
 UPOS = "UPOS model (target pos), factory defaults, nlp.update loop"
+#: the pipeline task's components: each CRF's target and spaCy's pipe for it, in order
+PIPELINE = (("sent_starts", "senter"), ("morph", "morphologizer"),
+            ("lemma", "trainable_lemmatizer"), ("ents", "ner"))
 #: each task: its corpus (sentences a doc, 0 = the corpus's documents), target,
 #: tuned config, spaCy's peer pipe, the prediction's token attribute and the rows
 TASKS: Dict[str, Dict[str, Any]] = {
@@ -88,25 +101,49 @@ TASKS: Dict[str, Dict[str, Any]] = {
                   "label": "sents F", "rows": ["plain", "tuned", "peer"]},
     "pipeline": {"title": "UD English EWT raw text, docs of 10 sentences", "n_sents": 10,
                  "target": "pipeline", "config": "ewt_pipeline.cfg",
-                 "peer": "senter,morphologizer,trainable_lemmatizer", "attr": None,
-                 "metric": "lemma_acc", "label": "lemma acc", "rows": ["tuned", "peer"]},
+                 "peer": ",".join(pipe for _, pipe in PIPELINE), "attr": None,
+                 "metric": "lemma_acc", "label": "lemma acc", "rows": ["tuned", "peer"],
+                 "entities": True},
 }
-#: the summary's title, by the targets of the run's tasks
+#: the summary's title, by the targets of the run's tasks (the pipeline's: pipeline_title)
 TITLES = {"lemma": "lemmas: the lemma target against spaCy's trainable_lemmatizer",
           "sent_starts": "sentence boundaries: the sent_starts target against spaCy's senter",
-          "pipeline": ("a pipeline of sent_starts, morph and lemma CRFs against spaCy's "
-                       "senter, morphologizer and trainable_lemmatizer, on raw text")}
+          "pipeline": None}
 #: issue #52's goals
 GOALS = {"lemma_acc": 0.975, "sents_f": 0.910, "sents_over_senter": 0.01,
          "sents_tok_s": 1_000_000}
 
 
 def tuned_name(task: str) -> str:
+    if task == "pipeline":  # no tuning: each component as the factory fills it
+        return f"configs/{TASKS[task]['config']} (the factory's defaults), spacy train"
     return f"tuned config (configs/{TASKS[task]['config']}), spacy train"
 
 
 def peer_name(task: str) -> str:
     return f"spaCy {TASKS[task]['peer']} (efficiency config)"
+
+
+def pipeline_rows(systems: Dict[str, Any]) -> List[Optional[Dict[str, Any]]]:
+    """The pipeline task's rows: the CRFs' and spaCy's, found by what their names
+    start with (which pipes they name, and how, changed with the ner)."""
+    return [next((r for name, r in systems.items() if name.startswith("spaCy ") == peer), None)
+            for peer in (False, True)]
+
+
+def and_join(words: Sequence[str]) -> str:
+    """``a, b and c``."""
+    return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+
+def pipeline_title(result: Dict[str, Any]) -> str:
+    """The pipeline task's heading: the CRFs' targets and spaCy's pipes, those of
+    :data:`PIPELINE` in spaCy's pipeline of the run."""
+    peer = pipeline_rows(result["systems"])[1]
+    pipes = peer["decode"]["pipeline"] if peer else [pipe for _, pipe in PIPELINE]
+    pairs = [(target, pipe) for target, pipe in PIPELINE if pipe in pipes]
+    return (f"a pipeline of {and_join([t for t, _ in pairs])} CRFs against spaCy's "
+            f"{and_join([p for _, p in pairs])}, on raw text")
 
 
 # -- scoring -----------------------------------------------------------------------
@@ -183,11 +220,14 @@ def phase_raw_text(model_dir: str, test_path: str, decode_runs: int) -> Dict[str
     """Load a saved pipeline and run it on the raw text of the test docs (the
     tokenizer and every component: ``nlp.pipe``, best of ``decode_runs`` after a
     warm-up); spaCy's scores of its sentences, morphology and lemmas against the
-    gold docs (``Example`` aligns the tokenisations). For ``run_isolated``."""
+    gold docs (``Example`` aligns the tokenisations), and of its entities
+    (``get_ner_prf``: a predicted entity over gold tokens without entity
+    annotation counts neither way). For ``run_isolated``."""
     import spacy
     from spacy.pipeline.lemmatizer import lemmatizer_score
     from spacy.pipeline.morphologizer import morphologizer_score
     from spacy.pipeline.senter import senter_score
+    from spacy.scorer import get_ner_prf
     from spacy.tokens import DocBin
     from spacy.training import Example
 
@@ -198,11 +238,12 @@ def phase_raw_text(model_dir: str, test_path: str, decode_runs: int) -> Dict[str
     best = min(timing["times"])
     examples = [Example(doc, ref) for doc, ref in zip(timing["docs"], gold)]
     scores = {**senter_score(examples), **morphologizer_score(examples),
-              **lemmatizer_score(examples)}
+              **lemmatizer_score(examples), **get_ner_prf(examples)}
     n_tokens = sum(len(doc) for doc in gold)
     components = {name: disk_bytes(Path(model_dir) / name) for name in nlp.pipe_names}
     return {"scores": {k: scores[k] for k in ("lemma_acc", "sents_f", "sents_p", "sents_r",
-                                              "morph_acc", "pos_acc")},
+                                              "morph_acc", "pos_acc", "ents_f", "ents_p",
+                                              "ents_r")},
             "decode": {"decode_s": best, "decode_runs_s": timing["times"],
                        "decode_cpu_share": timing["shares"][timing["times"].index(best)],
                        "decode_tokens_per_s": n_tokens / best, "n_test_tokens": n_tokens,
@@ -217,8 +258,11 @@ def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
     spec = TASKS[task]
     limit = 300 if args.quick else 0
     log(f"{task}: converting (n_sents {spec['n_sents']})")
-    corpus = convert_ud(args.data_dir, DATA["dir"], DATA["prefix"], workdir / f"{task}_corpus",
-                        limit, spec["n_sents"])
+    out_dir = workdir / f"{task}_corpus"
+    sources = ud_sources(args.data_dir, DATA["dir"], DATA["prefix"], out_dir, limit)
+    corpus = {split: convert_conllu(src, out_dir, spec["n_sents"])
+              for split, src in sources.items()}
+    entities = uner_entities(args.data_dir, sources, corpus) if spec.get("entities") else None
     quick_train = (["--training.max_steps", "100", "--training.eval_frequency", "10"]
                    if args.quick else [])
     names = {"plain": PLAIN, "filled": FILLED, "tuned": tuned_name(task),
@@ -266,12 +310,38 @@ def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
             rows[name] = decoded(row, model, corpus["test"], "pos" if upos else spec["target"],
                                  "pos_" if upos else spec["attr"], args.decode_runs)
         r = rows[name]
-        log(f"  {name}: {', '.join(f'{k} {100 * v:.2f}' for k, v in r['scores'].items())}, "
+        scores = ", ".join(f"{k} {100 * v:.2f}" for k, v in r["scores"].items() if v is not None)
+        log(f"  {name}: {scores}, "
             f"train {r['train_s']:.1f} s, {r['decode']['decode_tokens_per_s']:,.0f} tok/s, "
             f"train peak {r['train_peak_rss_mb']:.0f} MB, "
             f"{r['decode']['model_bytes'] / 2**20:.1f} MB")
     return {"title": spec["title"], "n_sents_a_doc": spec["n_sents"],
-            "corpus": {k: str(v.name) for k, v in corpus.items()}, "systems": rows}
+            "corpus": {k: str(v.name) for k, v in corpus.items()},
+            **({"entities": entities} if entities else {}), "systems": rows}
+
+
+def uner_entities(data_dir: Path, sources: Dict[str, Path],
+                  corpus: Dict[str, Path]) -> Dict[str, Any]:
+    """Universal NER English EWT's entities added to each split's docs
+    (``common.add_uner_entities``, train from the normalized v0 file as
+    ``uner.py`` reads it), with what matched per split."""
+    splits: Dict[str, Any] = {}
+    for split, path in corpus.items():
+        iob2 = data_dir / UNER_SUBDIR / UNER_FILES[split]
+        splits[split] = add_uner_entities(path, sources[split], iob2)
+        log(f"  UNER entities: {uner_matched(split, splits[split])}"
+            + ("" if splits[split]["uner_file"] else f" ({iob2} not found)"))
+    if not any(s["entities"] for s in splits.values()):
+        log("  no entities: the ner components learn nothing, ents_f is not measured")
+    return {"train_note": UNER_TRAIN_NOTE, "splits": splits}
+
+
+def uner_matched(split: str, stats: Dict[str, Any]) -> str:
+    """What ``common.add_uner_entities`` matched in a split, in words."""
+    return (f"{split} {stats['matched']:,} of {stats['sentences']:,} sentences "
+            f"({stats['unmatched']['no_sent_id']} without their sent_id in UNER, "
+            f"{stats['unmatched']['tokens_differ']} with other tokens there), "
+            f"{sum(stats['entities'].values()):,} entities")
 
 
 # -- the summary ---------------------------------------------------------------------
@@ -295,12 +365,16 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                             f"start F {100 * s['starts_f']:.2f}")
             if task == "pipeline":
                 note.append(f"sents F {100 * s['sents_f']:.2f}, UFeats {100 * s['morph_acc']:.2f}"
-                            f", UPOS {100 * s['pos_acc']:.2f}")
+                            f", UPOS {100 * s['pos_acc']:.2f}" + (
+                                f", ents F {100 * s['ents_f']:.2f}"
+                                if s.get("ents_f") is not None else ""))
             rows.append(summary_row(result["title"], name, "UPOS acc" if is_upos else spec["label"],
                                     s["pos_acc" if is_upos else spec["metric"]], r["train_s"],
                                     d["decode_tokens_per_s"], r["train_peak_rss_mb"],
                                     d.get("peak_rss_mb"), d["model_bytes"], "; ".join(note)))
         goal_rows += goals(task, result)
+    pipeline = report["tasks"].get("pipeline", {})
+    with_ents = any("ents_f" in r["scores"] for r in pipeline.get("systems", {}).values())
     s = report["settings"]
     notes = [f"Test split; train s: initialize + loop for the nlp.update rows, the whole "
              f"spacy train process otherwise; peak RSS of the training process / of a fresh "
@@ -310,18 +384,32 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
              "One scoring for every system: spaCy's lemmatizer_score (lemma_acc), "
              "senter_score (sents_f, the sentences as spans, each right only when both its "
              "ends are; start F: the predicted starts as tokens, each doc's first token "
-             "left out) and morphologizer_score, on Docs made from the gold test words"
+             "left out)" + (", morphologizer_score and get_ner_prf (ents_f)" if with_ents else
+                            " and morphologizer_score") + ", on Docs made from the gold test words"
              + ("; the pipeline rows run on the test docs' raw text (spaCy's tokenizer, then "
                 "every component), their predicted tokens aligned with the gold ones by "
                 "spaCy's Example, tok/s counted in gold tokens." if "pipeline" in report["tasks"]
                 else "."),
+             *entities_note(pipeline.get("entities")),
              *slow_decodes(report),
              f"Machine load: {report['load']['describe']}; speeds are noisy, accuracies are not."]
     tables = [{"caption": "Issue #52's goals (factory defaults = the nlp.update loop row)",
                "headers": ["goal", "measured", "result"], "rows": goal_rows}] if goal_rows else []
     targets = {TASKS[task]["target"] for task in report["tasks"]}
-    title = " and ".join(text for target, text in TITLES.items() if target in targets)
+    title = " and ".join(text or pipeline_title(pipeline) for target, text in TITLES.items()
+                         if target in targets)
     return make_summary(title[0].upper() + title[1:], report["command"], rows, notes, tables)
+
+
+def entities_note(entities: Optional[Dict[str, Any]]) -> List[str]:
+    """The pipeline task's note on its entities: what UNER matched, split by split."""
+    if not entities:
+        return []
+    counts = "; ".join(uner_matched(split, s) for split, s in entities["splits"].items())
+    return [f"Entities: Universal NER English EWT's PER / ORG / LOC joined to the UD sentences "
+            f"by sent_id where the tokens agree: {counts}. The other sentences keep their "
+            f"entities unannotated (missing, not O): no training signal there, and get_ner_prf "
+            f"counts no prediction on them. {entities['train_note']}."]
 
 
 def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
@@ -329,7 +417,7 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
     measured ratio where the goal is a comparison without a bound."""
     systems = result["systems"]
     if task == "pipeline":
-        ours, theirs = systems.get(tuned_name(task)), systems.get(peer_name(task))
+        ours, theirs = pipeline_rows(systems)
         if not (ours and theirs):
             return []
         mine, other = (r["decode"]["decode_tokens_per_s"] for r in (ours, theirs))
