@@ -333,3 +333,16 @@ def toy():
         trained_nlp=trained_nlp, predictions=predictions, doc_labels=doc_labels,
         tiny_tok2vec=tiny_tok2vec,
     )
+
+
+def featurize_layer(nlp, name: str = "crf_tagger"):
+    """The featurize layer of the component ``name`` (its templates, optional
+    templates and word tables are in its attrs)."""
+    return next(node for node in nlp.get_pipe(name).model.walk()
+                if node.name == "crf_featurize")
+
+
+def said(caught, code: str) -> List[str]:
+    """The messages of the warnings ``caught`` (``warnings.catch_warnings(record=True)``)
+    that carry ``[CRF-code]``."""
+    return [str(w.message) for w in caught if f"[CRF-{code}]" in str(w.message)]

@@ -31,7 +31,7 @@ import numpy as np
 import srsly
 
 from ..errors import Errors
-from .lookups_data import cache_file, read_cache, table_source, write_cache
+from .lookups_data import cached_word_table
 from .word_table import WordTable, table_from_items, word_keys
 
 TABLE_NAME = "lexeme_cluster"
@@ -120,25 +120,15 @@ def lookups_data_table(lang: str) -> Optional[WordTable]:
 
 
 def _read_lookups_data(lang: str) -> Optional[WordTable]:
-    from spacy.lookups import load_language_data
+    return cached_word_table(lang, TABLE_NAME, f"{lang}_{TABLE_NAME}", _table_of_paths)
 
-    source = table_source(lang, TABLE_NAME)
-    if source is None:
-        return None
-    cached = cache_file([source], f"{lang}_{TABLE_NAME}")
-    arrays = read_cache(cached)
-    if arrays is not None:
-        try:
-            return WordTable(arrays["keys"], arrays["values"])
-        except (KeyError, ValueError):  # a cache of another layout: made anew below
-            pass
-    data = load_language_data(source)  # ~3 s for English: 1M words of gzipped JSON
+
+def _table_of_paths(data) -> Optional[WordTable]:
+    """spacy-lookups-data's ``{word: Brown path}`` as a table (~3 s for English:
+    1M words of gzipped JSON); None for an empty one."""
     values = np.fromiter(data.values(), dtype=np.int64, count=len(data))
     table = table_from_items(word_keys(data.keys()), values)
-    if not len(table):
-        return None
-    write_cache(cached, {"keys": table.keys, "values": table.values})
-    return table
+    return table if len(table) else None
 
 
 def find_cluster_table(vocab, lang: str, path: Optional[Union[str, Path]] = None

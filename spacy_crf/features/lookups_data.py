@@ -11,7 +11,7 @@ made from, and read from there by the next process.
 import os
 import zipfile
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -77,3 +77,30 @@ def write_cache(path: Optional[Path], arrays: Dict[str, np.ndarray]) -> None:
         partial.replace(path)
     except OSError:
         pass
+
+
+def cached_word_table(lang: str, table: str, stem: str,
+                      build: Callable[[Any], Optional["WordTable"]],
+                      key_attr: str = "ORTH") -> Optional["WordTable"]:
+    """The word table made by ``build`` from spacy-lookups-data's table
+    ``table`` for ``lang`` (its JSON as ``spacy.lookups.load_language_data``
+    reads it), kept in the cache under ``stem`` and read from there the next
+    time; None where the package has no such table or ``build`` makes none."""
+    from spacy.lookups import load_language_data
+
+    from .word_table import WordTable
+
+    source = table_source(lang, table)
+    if source is None:
+        return None
+    cached = cache_file([source], stem)
+    arrays = read_cache(cached)
+    if arrays is not None:
+        try:
+            return WordTable(arrays["keys"], arrays["values"], key_attr)
+        except (KeyError, ValueError):  # a cache of another layout: made anew below
+            pass
+    made = build(load_language_data(source))
+    if made is not None:
+        write_cache(cached, {"keys": made.keys, "values": made.values})
+    return made

@@ -31,7 +31,7 @@ from typing import Dict, Mapping, Optional
 
 import numpy as np
 
-from .lookups_data import cache_file, read_cache, table_source, write_cache
+from .lookups_data import cached_word_table
 from .word_table import WordTable, table_from_items, word_keys
 
 PROB_TABLE = "lexeme_prob"
@@ -91,19 +91,5 @@ def lookups_data_usual_case_table(lang: str) -> Optional[WordTable]:
 
 
 def _make_table(lang: str) -> Optional[WordTable]:
-    from spacy.lookups import load_language_data
-
-    source = table_source(lang, PROB_TABLE)
-    if source is None:
-        return None
-    cached = cache_file([source], f"{lang}_usual_case_v{VERSION}")
-    arrays = read_cache(cached)
-    if arrays is not None:
-        try:
-            return WordTable(arrays["keys"], arrays["values"], "LOWER")
-        except (KeyError, ValueError):  # a cache of another layout: made anew below
-            pass
-    table = usual_case_table(load_language_data(source))
-    if table is not None:
-        write_cache(cached, {"keys": table.keys, "values": table.values})
-    return table
+    return cached_word_table(lang, PROB_TABLE, f"{lang}_usual_case_v{VERSION}",
+                             usual_case_table, "LOWER")

@@ -15,7 +15,7 @@ from spacy.strings import StringStore
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from conftest import SMALL_MODEL, make_nlp, train
+from conftest import SMALL_MODEL, featurize_layer, make_nlp, said, train
 from spacy_crf.feature_sources import LemmaLookups, source_of
 from spacy_crf.feature_sources import lemma_lookups as source_module
 from spacy_crf.feature_sources.lemma_lookups import TAGGING_TEMPLATES
@@ -53,15 +53,6 @@ def english():
 def examples(nlp, n=3):
     # three of each: initialize keeps the trees seen 3+ times
     return [Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, lemmas=LEMMAS))] * n
-
-
-def featurize_layer(nlp):
-    return next(node for node in nlp.get_pipe("crf_tagger").model.walk()
-                if node.name == "crf_featurize")
-
-
-def said(caught, code):
-    return [str(w.message) for w in caught if f"[CRF-{code}]" in str(w.message)]
 
 
 # ------------------------------------------------------------------ the values

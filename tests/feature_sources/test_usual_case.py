@@ -11,7 +11,7 @@ import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
 
-from conftest import SMALL_MODEL, make_nlp, train
+from conftest import SMALL_MODEL, featurize_layer, make_nlp, said, train
 from spacy_crf.feature_sources import UsualCase, source_of
 from spacy_crf.feature_sources import usual_case as source_module
 from spacy_crf.feature_sources.usual_case import USUAL_CASE_TEMPLATES
@@ -28,15 +28,6 @@ CAPITALS = 1  # added where it is
 
 def value_of(table, word):
     return int(table.lookup(word_keys([word.lower()]))[0, 0])
-
-
-def featurize_layer(nlp):
-    return next(node for node in nlp.get_pipe("crf_tagger").model.walk()
-                if node.name == "crf_featurize")
-
-
-def said(caught, code):
-    return [str(w.message) for w in caught if f"[CRF-{code}]" in str(w.message)]
 
 
 # ------------------------------------------------------------------ the values
