@@ -5,12 +5,15 @@ PTB tags; UPOS and IOB chunk labels are derived from the PTB tags, so the same
 sentences serve the ``tag``, ``pos`` and ``_.chunk`` targets.
 """
 
+import io
+import os
 import shutil
 import subprocess
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 import spacy
@@ -52,6 +55,35 @@ def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300,
     if check:
         assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
     return proc
+
+
+def run_main(main: Callable[[List[str]], int], args: Sequence[Any]) -> Tuple[int, str]:
+    """``python -m spacy_crf.X ARGS`` as the command's ``main(ARGS)`` in this process
+    (a process of its own spent about 2.5 s on imports): its exit code and what it
+    printed on stdout. Where a fixture has no ``capsys``."""
+    with redirect_stdout(io.StringIO()) as stdout:
+        code = main([str(arg) for arg in args])
+    return code, stdout.getvalue()
+
+
+def spacy_train(config: Path, output: Path, *overrides: Any, cwd: Optional[Path] = None) -> None:
+    """``python -m spacy train CONFIG --output OUTPUT OVERRIDES`` in ``cwd`` (where
+    a config's relative paths point), as spaCy's own ``train`` command function
+    called in this process, its overrides parsed as the command line parses
+    them: a process of its own spent about 2.5 s importing spaCy and spacy-crf
+    before it trained. For tests that read what training wrote; a test of the
+    command's own output, warnings or exit code runs it as a process."""
+    from spacy.cli._util import parse_config_overrides
+    from spacy.cli.train import train as train_command
+
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        train_command(Path(config), Path(output), use_gpu=-1,
+                      overrides=parse_config_overrides([str(arg) for arg in overrides]))
+    finally:
+        os.chdir(here)
 
 
 def convert_ewt_sample(work: Path, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:

@@ -9,7 +9,7 @@ for a few steps on the shipped sample: weak, but a parser.
 
 import pytest
 import spacy
-from conftest import convert_ewt_sample, run_python
+from conftest import convert_ewt_sample, spacy_train
 
 from spacy_crf.evaluation import evaluate, training_copy
 
@@ -26,13 +26,11 @@ def after_parser(tmp_path_factory):
     work = tmp_path_factory.mktemp("after_parser")
     corpus = convert_ewt_sample(work)
     paths = ["--paths.train", corpus["train"], "--paths.dev", corpus["dev"]]
-    run_python(["-m", "spacy", "train", ROOT / "configs" / "ewt_parser.cfg", "--output",
-                work / "parser", *paths, "--training.max_steps", "40",
-                "--training.eval_frequency", "20"], cwd=work)
-    run_python(["-m", "spacy", "train", CONFIG, "--output", work / "crf", *paths,
-                "--paths.parser", work / "parser" / "model-best", "--training.max_steps", "40",
-                "--training.eval_frequency", "20", "--training.batcher.size", "500"],
-               cwd=work, timeout=600)
+    spacy_train(ROOT / "configs" / "ewt_parser.cfg", work / "parser", *paths,
+                "--training.max_steps", "40", "--training.eval_frequency", "20", cwd=work)
+    spacy_train(CONFIG, work / "crf", *paths, "--paths.parser", work / "parser" / "model-best",
+                "--training.max_steps", "40", "--training.eval_frequency", "20",
+                "--training.batcher.size", "500", cwd=work)
     return {"model": work / "crf" / "model-best", "test": corpus["test"]}
 
 

@@ -28,7 +28,7 @@ from spacy_crf.structures import ChainLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.targets import SpanTarget, make_target
 import conftest
-from conftest import ROOT, TOY_NER, ner_examples, run_python, train
+from conftest import ROOT, TOY_NER, ner_examples, run_main, spacy_train, train
 
 EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
@@ -947,13 +947,15 @@ def read_iob2(path):
 
 @pytest.fixture(scope="module")
 def uner_corpus(tmp_path_factory):
+    from spacy_crf.commands.convert import main as convert_main
+
     work = tmp_path_factory.mktemp("uner")
     out = {}
     for split in ("train", "dev"):
         path = work / "corpus" / f"{split}.spacy"
-        proc = run_python(["-m", "spacy_crf.convert", "uner", EWT / f"en_ewt-{split}.iob2", path,
-                    "--conllu", EWT / f"en_ewt-{split}.conllu"], cwd=work)
-        assert "Wrote" in proc.stdout
+        code, stdout = run_main(convert_main, ["uner", EWT / f"en_ewt-{split}.iob2", path,
+                                               "--conllu", EWT / f"en_ewt-{split}.conllu"])
+        assert code == 0 and "Wrote" in stdout
         out[split] = path
     out["work"] = work
     return out
@@ -981,12 +983,15 @@ def test_uner_conversion_has_entities_and_trees(uner_corpus, split):
     assert {label for doc in docs for label in (e.label_ for e in doc.ents)} == {"PER", "ORG", "LOC"}
 
 
-def test_uner_converter_rejects_mismatched_conllu(tmp_path):
+def test_uner_converter_rejects_mismatched_conllu(tmp_path, capsys):
+    from spacy_crf.commands.convert import main as convert_main
+
     out = tmp_path / "bad.spacy"
-    proc = run_python(["-m", "spacy_crf.convert", "uner", EWT / "en_ewt-train.iob2", out,
-                "--conllu", EWT / "en_ewt-dev.conllu"], cwd=tmp_path, check=False)
-    assert proc.returncode != 0
-    stderr = " ".join(proc.stderr.split())  # wasabi wraps its lines at 80 columns
+    # python -m spacy_crf.convert uner, in process
+    code = convert_main(["uner", str(EWT / "en_ewt-train.iob2"), str(out),
+                         "--conllu", str(EWT / "en_ewt-dev.conllu")])
+    assert code != 0
+    stderr = " ".join(capsys.readouterr().err.split())  # wasabi wraps its lines at 80 columns
     assert "no CoNLL-U sentence has its tokens" in stderr
     first_id = next(line.split("=", 1)[1].strip() for line in
                     (EWT / "en_ewt-train.iob2").read_text(encoding="utf8").splitlines()
@@ -999,11 +1004,11 @@ def test_uner_converter_rejects_mismatched_conllu(tmp_path):
 def uner_trained(uner_corpus):
     work = uner_corpus["work"]
     out = work / "output"
-    run_python(["-m", "spacy", "train", CONFIGS / "uner_ner.cfg", "--output", out,
-         "--paths.train", uner_corpus["train"], "--paths.dev", uner_corpus["dev"],
-         "--training.max_epochs", "2", "--training.eval_frequency", "20",
-         "--training.batcher.size", "300", "--components.crf_tagger.model.n_buckets", "65536"],
-        cwd=work)
+    spacy_train(CONFIGS / "uner_ner.cfg", out,
+                "--paths.train", uner_corpus["train"], "--paths.dev", uner_corpus["dev"],
+                "--training.max_epochs", "2", "--training.eval_frequency", "20",
+                "--training.batcher.size", "300",
+                "--components.crf_tagger.model.n_buckets", "65536", cwd=work)
     return out
 
 
