@@ -10,10 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import pytest
 import spacy
@@ -57,13 +57,16 @@ def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300,
     return proc
 
 
-def run_main(main: Callable[[List[str]], int], args: Sequence[Any]) -> Tuple[int, str]:
+def run_main(main: Callable[[List[str]], int], args: Sequence[Any]) -> subprocess.CompletedProcess:
     """``python -m spacy_crf.X ARGS`` as the command's ``main(ARGS)`` in this process
-    (a process of its own spent about 2.5 s on imports): its exit code and what it
-    printed on stdout. Where a fixture has no ``capsys``."""
-    with redirect_stdout(io.StringIO()) as stdout:
-        code = main([str(arg) for arg in args])
-    return code, stdout.getvalue()
+    (a process of its own spent about 2.5 s on imports): its exit code, stdout and
+    stderr, as ``run_python(..., check=False)`` gives a process's. For tests of what
+    a command does and says; its ``python -m`` spelling is tested apart
+    (tests/commands/test_command_spellings.py, test_cli.py)."""
+    args = [str(arg) for arg in args]
+    with redirect_stdout(io.StringIO()) as stdout, redirect_stderr(io.StringIO()) as stderr:
+        code = main(args)
+    return subprocess.CompletedProcess(args, code, stdout.getvalue(), stderr.getvalue())
 
 
 def spacy_train(config: Path, output: Path, *overrides: Any, cwd: Optional[Path] = None) -> None:

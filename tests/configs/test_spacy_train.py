@@ -137,12 +137,14 @@ def chunk_run(tmp_path_factory):
     work = tmp_path_factory.mktemp("chunks")
     (work / "tiny.txt").write_text(TINY_CHUNKS, encoding="utf8")
     spacy_file = work / "corpus" / "tiny.spacy"
-    code, stdout = run_main(convert_main, ["chunks", work / "tiny.txt", spacy_file])
-    assert code == 0 and "4 docs" in stdout
+    proc = run_main(convert_main, ["chunks", work / "tiny.txt", spacy_file])
+    assert proc.returncode == 0, proc.stderr
+    assert "4 docs" in proc.stdout
     out = work / "output"
     spacy_train(CONFIGS / "conll2000_chunking.cfg", out,
-                "--paths.train", spacy_file, "--paths.dev", spacy_file, "--training.max_epochs", "1",
-                "--components.crf_tagger.model.n_buckets", "4096", cwd=work)
+                "--paths.train", spacy_file, "--paths.dev", spacy_file,
+                "--training.max_epochs", "1", "--components.crf_tagger.model.n_buckets", "4096",
+                cwd=work)
     return {"spacy_file": spacy_file, "out": out}
 
 

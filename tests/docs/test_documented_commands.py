@@ -79,7 +79,8 @@ def make_data(data: Path) -> None:
         folder.mkdir(parents=True)
     conllu = {split: first_sentences(EWT / f"en_ewt-{split}.conllu", n)
               for split, n in SENTENCES.items()}
-    iob2 = {split: first_sentences(EWT / f"en_ewt-{split}.iob2", n) for split, n in SENTENCES.items()}
+    iob2 = {split: first_sentences(EWT / f"en_ewt-{split}.iob2", n)
+            for split, n in SENTENCES.items()}
     for split in SENTENCES:
         for folder in (ewt, r29):
             (folder / f"en_ewt-ud-{split}.conllu").write_text(conllu[split], encoding="utf8")

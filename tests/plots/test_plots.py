@@ -32,8 +32,8 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     out = tmp_path / "plots"
-    code, _ = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", out])
-    assert code == 0
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", out])
+    assert result.returncode == 0, result.stderr
     for name in ("transitions.png", "confusion.png"):
         data = (out / name).read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 2000, name
@@ -99,11 +99,11 @@ def plots(tmp_path_factory):
     _train_and_save(nlp, examples, tmp)
     (tmp / "train.log").write_text(CONSOLE_LOG, encoding="utf-8")
     out = tmp / "out"
-    code, stdout = run_main(plots_main, [tmp / "model", tmp / "data.spacy", out,
-                                         "--train-log", tmp / "train.log", "--n-docs", "3"])
-    assert code == 0
+    result = run_main(plots_main, [tmp / "model", tmp / "data.spacy", out,
+                                   "--train-log", tmp / "train.log", "--n-docs", "3"])
+    assert result.returncode == 0, result.stderr
     # wasabi wraps its messages at 80 columns: compare the text with its whitespace joined
-    return out, " ".join(stdout.split()), [eg.reference for eg in examples]
+    return out, " ".join(result.stdout.split()), [eg.reference for eg in examples]
 
 
 @pytest.mark.parametrize("name", ["transitions.png", "confusion.png", "learning_curve.png"])
@@ -142,9 +142,9 @@ def test_html_shows_every_token_with_labels(plots):
 def test_learning_curve_skipped_without_log(plots, tmp_path):
     out, _, _ = plots
     model, data = out.parent / "model", out.parent / "data.spacy"
-    code, stdout = run_main(plots_main, [model, data, tmp_path])
-    assert code == 0
-    assert "learning_curve.png skipped: no --train-log given" in " ".join(stdout.split())
+    result = run_main(plots_main, [model, data, tmp_path])
+    assert result.returncode == 0, result.stderr
+    assert "learning_curve.png skipped: no --train-log given" in " ".join(result.stdout.split())
     assert not (tmp_path / "learning_curve.png").exists()
     assert (tmp_path / "confidence.html").exists()
 
@@ -191,11 +191,11 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     assert figures.relation_group_names(component) == ["other relations", "det", "nsubj"]
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
-    code, stdout = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy",
-                                         tmp_path / "out", "--copy", "HEAD,DEP"])
-    assert code == 0
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy",
+                                   tmp_path / "out", "--copy", "HEAD,DEP"])
+    assert result.returncode == 0, result.stderr
     L = len(component.labels)
-    stdout = " ".join(stdout.split())  # wasabi wraps its lines at 80 columns
+    stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns
     assert f"pair matrices (tree), 3 relation groups of {L}x{L} + root" in stdout
     assert (tmp_path / "out" / "transitions.png").read_bytes()[:8] == PNG_MAGIC
 
@@ -453,9 +453,9 @@ def test_entity_model_gets_the_entity_views(tmp_path):
                 for w, e in zip(words, iobs)]
     _train_and_save(nlp, examples, tmp_path)
     out = tmp_path / "out"
-    code, stdout = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", out])
-    assert code == 0
-    stdout = " ".join(stdout.split())  # wasabi wraps its lines at 80 columns
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", out])
+    assert result.returncode == 0, result.stderr
+    stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns
     assert "2 span types, 5 gold spans" in stdout
     for name in ("entities.png", "span_confidence.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, stdout
@@ -556,9 +556,9 @@ def test_a_structure_without_a_matrix_skips_the_transitions_plot_and_says_so(tmp
     train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
-    code, stdout = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy",
-                                         tmp_path / "out"])
-    assert code == 0
-    assert "transitions.png skipped" in " ".join(stdout.split())
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy",
+                                   tmp_path / "out"])
+    assert result.returncode == 0, result.stderr
+    assert "transitions.png skipped" in " ".join(result.stdout.split())
     assert not (tmp_path / "out" / "transitions.png").exists()
     assert (tmp_path / "out" / "confusion.png").read_bytes()[:8] == PNG_MAGIC

@@ -953,9 +953,10 @@ def uner_corpus(tmp_path_factory):
     out = {}
     for split in ("train", "dev"):
         path = work / "corpus" / f"{split}.spacy"
-        code, stdout = run_main(convert_main, ["uner", EWT / f"en_ewt-{split}.iob2", path,
-                                               "--conllu", EWT / f"en_ewt-{split}.conllu"])
-        assert code == 0 and "Wrote" in stdout
+        proc = run_main(convert_main, ["uner", EWT / f"en_ewt-{split}.iob2", path,
+                                       "--conllu", EWT / f"en_ewt-{split}.conllu"])
+        assert proc.returncode == 0, proc.stderr
+        assert "Wrote" in proc.stdout
         out[split] = path
     out["work"] = work
     return out
@@ -983,15 +984,14 @@ def test_uner_conversion_has_entities_and_trees(uner_corpus, split):
     assert {label for doc in docs for label in (e.label_ for e in doc.ents)} == {"PER", "ORG", "LOC"}
 
 
-def test_uner_converter_rejects_mismatched_conllu(tmp_path, capsys):
+def test_uner_converter_rejects_mismatched_conllu(tmp_path):
     from spacy_crf.commands.convert import main as convert_main
 
     out = tmp_path / "bad.spacy"
-    # python -m spacy_crf.convert uner, in process
-    code = convert_main(["uner", str(EWT / "en_ewt-train.iob2"), str(out),
-                         "--conllu", str(EWT / "en_ewt-dev.conllu")])
-    assert code != 0
-    stderr = " ".join(capsys.readouterr().err.split())  # wasabi wraps its lines at 80 columns
+    proc = run_main(convert_main, ["uner", EWT / "en_ewt-train.iob2", out,
+                                   "--conllu", EWT / "en_ewt-dev.conllu"])
+    assert proc.returncode != 0
+    stderr = " ".join(proc.stderr.split())  # wasabi wraps its lines at 80 columns
     assert "no CoNLL-U sentence has its tokens" in stderr
     first_id = next(line.split("=", 1)[1].strip() for line in
                     (EWT / "en_ewt-train.iob2").read_text(encoding="utf8").splitlines()
