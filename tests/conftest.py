@@ -10,10 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 import spacy
@@ -57,14 +57,28 @@ def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300,
     return proc
 
 
-def run_main(main: Callable[[List[str]], int], args: Sequence[Any]) -> subprocess.CompletedProcess:
-    """``python -m spacy_crf.X ARGS`` as the command's ``main(ARGS)`` in this process
-    (a process of its own spent about 2.5 s on imports): its exit code, stdout and
-    stderr, as ``run_python(..., check=False)`` gives a process's. For tests of what
-    a command does and says; its ``python -m`` spelling is tested apart
-    (tests/commands/test_command_spellings.py, test_cli.py)."""
+@contextmanager
+def working_directory(cwd: Optional[Path]) -> Iterator[None]:
+    """In ``cwd`` (None: where we are), back where we were after."""
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def run_main(main: Callable[[List[str]], int], args: Sequence[Any],
+             cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """``python -m spacy_crf.X ARGS`` in ``cwd`` as the command's ``main(ARGS)`` in
+    this process (a process of its own spent about 2.5 s on imports): its exit
+    code, stdout and stderr, as ``run_python(..., check=False)`` gives a process's.
+    For tests of what a command does and says; its ``python -m`` spelling is
+    tested apart (tests/commands/test_command_spellings.py, test_cli.py)."""
     args = [str(arg) for arg in args]
-    with redirect_stdout(io.StringIO()) as stdout, redirect_stderr(io.StringIO()) as stderr:
+    with working_directory(cwd), redirect_stdout(io.StringIO()) as stdout, \
+            redirect_stderr(io.StringIO()) as stderr:
         code = main(args)
     return subprocess.CompletedProcess(args, code, stdout.getvalue(), stderr.getvalue())
 
@@ -79,14 +93,9 @@ def spacy_train(config: Path, output: Path, *overrides: Any, cwd: Optional[Path]
     from spacy.cli._util import parse_config_overrides
     from spacy.cli.train import train as train_command
 
-    here = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
+    with working_directory(cwd):
         train_command(Path(config), Path(output), use_gpu=-1,
                       overrides=parse_config_overrides([str(arg) for arg in overrides]))
-    finally:
-        os.chdir(here)
 
 
 def convert_ewt_sample(work: Path, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:
