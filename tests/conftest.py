@@ -5,12 +5,15 @@ PTB tags; UPOS and IOB chunk labels are derived from the PTB tags, so the same
 sentences serve the ``tag``, ``pos`` and ``_.chunk`` targets.
 """
 
+import io
+import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import pytest
 import spacy
@@ -52,6 +55,47 @@ def run_python(args: Sequence[Any], cwd: Path, timeout: int = 300,
     if check:
         assert proc.returncode == 0, f"{args}\nSTDOUT:\n{proc.stdout[-3000:]}\nSTDERR:\n{proc.stderr[-3000:]}"
     return proc
+
+
+@contextmanager
+def working_directory(cwd: Optional[Path]) -> Iterator[None]:
+    """In ``cwd`` (None: where we are), back where we were after."""
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def run_main(main: Callable[[List[str]], int], args: Sequence[Any],
+             cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """``python -m spacy_crf.X ARGS`` in ``cwd`` as the command's ``main(ARGS)`` in
+    this process (a process of its own spent about 2.5 s on imports): its exit
+    code, stdout and stderr, as ``run_python(..., check=False)`` gives a process's.
+    For tests of what a command does and says; its ``python -m`` spelling is
+    tested apart (tests/commands/test_command_spellings.py, test_cli.py)."""
+    args = [str(arg) for arg in args]
+    with working_directory(cwd), redirect_stdout(io.StringIO()) as stdout, \
+            redirect_stderr(io.StringIO()) as stderr:
+        code = main(args)
+    return subprocess.CompletedProcess(args, code, stdout.getvalue(), stderr.getvalue())
+
+
+def spacy_train(config: Path, output: Path, *overrides: Any, cwd: Optional[Path] = None) -> None:
+    """``python -m spacy train CONFIG --output OUTPUT OVERRIDES`` in ``cwd`` (where
+    a config's relative paths point), as spaCy's own ``train`` command function
+    called in this process, its overrides parsed as the command line parses
+    them: a process of its own spent about 2.5 s importing spaCy and spacy-crf
+    before it trained. For tests that read what training wrote; a test of the
+    command's own output, warnings or exit code runs it as a process."""
+    from spacy.cli._util import parse_config_overrides
+    from spacy.cli.train import train as train_command
+
+    with working_directory(cwd):
+        train_command(Path(config), Path(output), use_gpu=-1,
+                      overrides=parse_config_overrides([str(arg) for arg in overrides]))
 
 
 def convert_ewt_sample(work: Path, splits: Sequence[str] = ("train", "dev", "test")) -> Dict[str, Path]:

@@ -29,7 +29,9 @@ def upos_run(tmp_path_factory):
     for split in ("train", "dev", "test"):
         (ewt / f"en_ewt-ud-{split}.conllu").symlink_to(SAMPLE / f"en_ewt-{split}.conllu")
     work = tmp_path_factory.mktemp("work")
-    result = trainers.run_task("upos", data, work, limit=150, epochs=2, max_iterations=8)
+    # 60 sentences a split: every system still learns (the batch trainers score
+    # about 0.83 on test, spacy train's shortest runs above 0.3), in less time
+    result = trainers.run_task("upos", data, work, limit=60, epochs=2, max_iterations=8)
     return trainers, result
 
 
@@ -43,7 +45,7 @@ def test_every_trainer_gives_a_scored_row(upos_run):
     for name, row in systems.items():
         assert 0.0 < row["score"] <= 1.0, name
         assert row["train_s"] > 0 and row["model_bytes"] > 0, name
-    # the batch trainer learns on 150 sentences in 8 iterations; L1 leaves fewer weights
+    # the batch trainer learns on 60 sentences in 8 iterations; L1 leaves fewer weights
     lbfgs, owlqn = systems["fit, L-BFGS (c2 = 1)"], systems["fit, OWL-QN (c1 = 0.1, c2 = 0.01)"]
     assert lbfgs["score"] > 0.5 and systems["sklearn-crfsuite"]["score"] > 0.5
     assert 0 < owlqn["nonzero_weights"] < lbfgs["nonzero_weights"]

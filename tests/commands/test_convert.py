@@ -1,8 +1,5 @@
 """``python -m spacy_crf.convert``: the UNER-to-CoNLL-U join and the CoNLL-2002/2003 converter."""
 
-import subprocess
-import sys
-
 import pytest
 import spacy
 from spacy.tokens import DocBin
@@ -10,13 +7,15 @@ from spacy.vocab import Vocab
 
 from spacy_crf.converters import JOINS, convert_conll, convert_uner, join_trees, read_conllu, repair_iob
 
-from conftest import ROOT
+from spacy_crf.commands.convert import main
+
+from conftest import ROOT, run_main
 EWT = ROOT / "assets" / "ewt_sample"
 
 
 def run(args, cwd):
-    return subprocess.run([sys.executable, "-m", "spacy_crf.convert", *map(str, args)],
-                          cwd=str(cwd), capture_output=True, text=True, timeout=120)
+    """``python -m spacy_crf.convert ARGS`` in ``cwd``, its main in this process."""
+    return run_main(main, args, cwd)
 
 
 def conllu_sentence(sid, words, deps=None):

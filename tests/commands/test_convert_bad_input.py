@@ -2,14 +2,13 @@
 too few columns and CoNLL-U trees that are not trees each get an error naming
 the line or sentence, where they were mangled or converted silently."""
 
-import subprocess
-import sys
-
 import pytest
 from spacy.vocab import Vocab
 
+from spacy_crf.commands.convert import main as convert_main
 from spacy_crf.converters import convert_uner
 from commands.test_convert import conllu_sentence, iob2_sentence
+from conftest import run_main
 
 
 def test_a_tag_that_is_not_iob2_is_named_with_its_line():
@@ -62,8 +61,7 @@ def test_heads_out_of_range_are_refused(head, why):
 
 def test_the_command_exits_2_with_the_line(tmp_path):
     (tmp_path / "x.iob2").write_text(iob2_sentence("s1", ["Ana"], ["PERSON"]), encoding="utf8")
-    run = subprocess.run([sys.executable, "-m", "spacy_crf.convert", "uner", "x.iob2",
-                          "x.spacy"], cwd=tmp_path, capture_output=True, text=True)
+    run = run_main(convert_main, ["uner", "x.iob2", "x.spacy"], tmp_path)  # python -m, in process
     assert run.returncode == 2
     assert "[CRF-E144] Line 2" in run.stderr and "Traceback" not in run.stderr
     assert "--conllu" not in run.stderr  # the join hint is for join errors only

@@ -21,7 +21,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from conftest import ewt_sample_corpus
+from conftest import ewt_sample_corpus, run_main
 from kernels.oracle import logsumexp
 from spacy_crf import inference
 from spacy_crf._kernels import lbfgs as vectors
@@ -338,12 +338,14 @@ def test_l1_makes_the_model_sparse(sample_corpus, tmp_path):
 
 
 def test_the_command_line_takes_spacys_overrides(sample_corpus, tmp_path):
-    cmd = [sys.executable, "-m", "spacy_crf.fit", str(ROOT / "configs" / "ewt_upos.cfg"),
-           "--output", str(tmp_path / "out"), "--paths.train", str(sample_corpus["train"]),
-           "--paths.dev", str(sample_corpus["dev"]),
-           "--components.crf_tagger.model.n_buckets", "4096", "--max-iterations", "3",
-           "--c2", "0.5"]
-    run = subprocess.run(cmd, capture_output=True, text=True)
+    from spacy_crf.commands.fit import main
+
+    # python -m spacy_crf.fit, in process
+    run = run_main(main, [ROOT / "configs" / "ewt_upos.cfg", "--output", tmp_path / "out",
+                          "--paths.train", sample_corpus["train"],
+                          "--paths.dev", sample_corpus["dev"],
+                          "--components.crf_tagger.model.n_buckets", "4096",
+                          "--max-iterations", "3", "--c2", "0.5"])
     assert run.returncode == 0, run.stderr
     assert "c2=0.5" in run.stdout and "reached max_iterations" in run.stdout
     assert (tmp_path / "out" / "model-last" / "meta.json").exists()

@@ -3,15 +3,14 @@ options, dev corpora that cannot score, and saving that a kill may interrupt."""
 
 import io
 import json
-import subprocess
-import sys
 
 import pytest
 from spacy.tokens import DocBin
 
+from spacy_crf.commands.fit import main as fit_main
 from spacy_crf.training.fit import fit
 
-from conftest import ROOT, ewt_sample_corpus
+from conftest import ROOT, ewt_sample_corpus, run_main
 SAMPLE = ROOT / "assets" / "ewt_sample"
 CONFIG = ROOT / "configs" / "ewt_upos.cfg"
 
@@ -72,8 +71,7 @@ def test_option_errors_exit_2_with_the_message_alone(small_corpus, tmp_path):
     # a value out of the option's range is click's usage error; ours are wasabi's lines
     for extra, said in ((["--threads", "0"], "Invalid value for '--threads'"),
                         (["--c2", "inf"], "✘ [CRF-E032]"), (["--output", str(CONFIG)], "✘ [CRF-E143]")):
-        run = subprocess.run([sys.executable, "-m", "spacy_crf.fit", *base, *extra],
-                             capture_output=True, text=True)
+        run = run_main(fit_main, [*base, *extra])  # python -m spacy_crf.fit, in process
         assert run.returncode == 2, run.stderr
         assert said in run.stderr and "Traceback" not in run.stderr, run.stderr
 

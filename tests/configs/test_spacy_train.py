@@ -1,4 +1,5 @@
-"""End to end: corpus conversion and ``python -m spacy train`` with the shipped configs."""
+"""End to end: corpus conversion and ``spacy train`` with the shipped configs (the
+command's function in this process: conftest.spacy_train)."""
 
 
 import pytest
@@ -6,7 +7,7 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 from spacy.training import Corpus
-from conftest import convert_ewt_sample, run_python
+from conftest import convert_ewt_sample, run_main, spacy_train
 
 from conftest import ROOT
 CONFIGS = ROOT / "configs"
@@ -23,9 +24,9 @@ def ewt_run(tmp_path_factory):
     out = work / "output"
     # smaller batches than the config's, so that one epoch has a few dozen steps and
     # several evaluations (at steps 0, 20, 40)
-    run_python(["-m", "spacy", "train", CONFIGS / "ewt_upos.cfg", "--output", out,
-         "--paths.train", train, "--paths.dev", dev, "--training.max_epochs", "1",
-         "--training.eval_frequency", "20", "--training.batcher.size", "250"], cwd=work)
+    spacy_train(CONFIGS / "ewt_upos.cfg", out, "--paths.train", train, "--paths.dev", dev,
+                "--training.max_epochs", "1", "--training.eval_frequency", "20",
+                "--training.batcher.size", "250", cwd=work)
     return {"train": train, "dev": dev, "out": out}
 
 
@@ -63,10 +64,10 @@ def test_the_neural_config_fits_its_pool_weight_on_dev_and_keeps_it(tmp_path):
 
     corpus = convert_ewt_sample(tmp_path, ("train", "dev"))
     out = tmp_path / "output"
-    run_python(["-m", "spacy", "train", CONFIGS / "ewt_upos_neural.cfg", "--output", out,
+    spacy_train(CONFIGS / "ewt_upos_neural.cfg", out,
                 "--paths.train", corpus["train"], "--paths.dev", corpus["dev"],
                 "--training.max_steps", "40", "--training.eval_frequency", "20",
-                "--training.batcher.size", "250"], cwd=tmp_path)
+                "--training.batcher.size", "250", cwd=tmp_path)
     for which in ("model-best", "model-last"):
         nlp = spacy.load(out / which)
         weights = pool_weights_node(nlp.get_pipe("crf_tagger").model).attrs[WEIGHTS]
@@ -131,15 +132,19 @@ Sunday NNP B-NP
 
 @pytest.fixture(scope="module")
 def chunk_run(tmp_path_factory):
+    from spacy_crf.commands.convert import main as convert_main
+
     work = tmp_path_factory.mktemp("chunks")
     (work / "tiny.txt").write_text(TINY_CHUNKS, encoding="utf8")
     spacy_file = work / "corpus" / "tiny.spacy"
-    proc = run_python(["-m", "spacy_crf.convert", "chunks", work / "tiny.txt", spacy_file], cwd=work)
+    proc = run_main(convert_main, ["chunks", work / "tiny.txt", spacy_file])
+    assert proc.returncode == 0, proc.stderr
     assert "4 docs" in proc.stdout
     out = work / "output"
-    run_python(["-m", "spacy", "train", CONFIGS / "conll2000_chunking.cfg", "--output", out,
-         "--paths.train", spacy_file, "--paths.dev", spacy_file, "--training.max_epochs", "1",
-         "--components.crf_tagger.model.n_buckets", "4096"], cwd=work)
+    spacy_train(CONFIGS / "conll2000_chunking.cfg", out,
+                "--paths.train", spacy_file, "--paths.dev", spacy_file,
+                "--training.max_epochs", "1", "--components.crf_tagger.model.n_buckets", "4096",
+                cwd=work)
     return {"spacy_file": spacy_file, "out": out}
 
 

@@ -12,7 +12,7 @@ import srsly
 from spacy.cli.init_config import fill_config
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Corpus, Example
-from conftest import FROM_INITIALIZE, run_python, train
+from conftest import FROM_INITIALIZE, spacy_train, train
 
 from spacy_crf import set_doc_labels
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
@@ -206,11 +206,12 @@ def filled_run(request, tmp_path_factory):
     out = work / "output"
     # a small table and a learning rate that gets somewhere in 60 steps; the score
     # weights are the filled ones
-    run_python(["-m", "spacy", "train", work / "filled.cfg", "--output", out,
-          "--paths.train", work / "train.spacy", "--paths.dev", work / "dev.spacy",
-          "--training.max_steps", "60", "--training.eval_frequency", "10",
-          "--training.optimizer.learn_rate", "0.05",
-          "--components.crf_tagger.model.n_buckets", "4096"], work)
+    # in work: the config's train_log.jsonl is a path relative to it
+    spacy_train(work / "filled.cfg", out,
+                "--paths.train", work / "train.spacy", "--paths.dev", work / "dev.spacy",
+                "--training.max_steps", "60", "--training.eval_frequency", "10",
+                "--training.optimizer.learn_rate", "0.05",
+                "--components.crf_tagger.model.n_buckets", "4096", cwd=work)
     return {"target": target, "key": key, "work": work, "out": out}
 
 

@@ -4,9 +4,12 @@ Every ``bash`` block of docs/usage.md from "Training from a config" on (the
 section that was the README's until the README was cut down) is run as one
 script, with the shipped sample standing in for the full corpora in the layout
 the page names (``DATA``): UD English EWT and Universal NER English EWT from
-``assets/ewt_sample``, a CoNLL-2000-format file derived from the sample's
-XPOS (CoNLL-2000 itself is research-only and is not shipped), and CoNLL-2003
-style ``esp.*`` files for the ``conll`` converter. The only edits: ``DATA``
+``assets/ewt_sample`` (the first ``SENTENCES`` of each split: the script checks
+that the commands run and write what they should, not how well they learn, and
+every command reads, trains on and writes less), a CoNLL-2000-format file
+derived from those sentences' XPOS (CoNLL-2000 itself is research-only and is
+not shipped), and CoNLL-2003 style ``esp.*`` files for the ``conll`` converter.
+The only edits: ``DATA``
 points at that folder, ``spacy train`` runs one epoch with a smaller table (spaCy's
 parser, which the CRF after it only needs to exist, 40 steps), and
 ``spacy_crf.fit`` runs 5 iterations, to keep the suite fast.
@@ -40,10 +43,23 @@ def readme_blocks():
     return re.findall(r"```bash\n(.*?)```", text[start:], flags=re.S)
 
 
-def chunk_file(conllu: Path) -> str:
-    """CoNLL-2000 ``WORD POS CHUNK`` lines from a CoNLL-U file (chunks from UPOS runs)."""
+#: sentences of each split of the sample the script runs on (of 600 / 200 / 200):
+#: UNER's files and the CoNLL-U trees share their order, so the join still
+#: finds every sentence by its sent_id
+SENTENCES = {"train": 60, "dev": 20, "test": 20}
+
+
+def first_sentences(path: Path, n: int) -> str:
+    """The first ``n`` sentences (blank-line separated blocks) of a CoNLL-U or IOB2 file."""
+    blocks = path.read_text(encoding="utf8").strip().split("\n\n")
+    assert len(blocks) > n, path
+    return "\n\n".join(blocks[:n]) + "\n\n"
+
+
+def chunk_file(conllu: str) -> str:
+    """CoNLL-2000 ``WORD POS CHUNK`` lines from CoNLL-U text (chunks from UPOS runs)."""
     sentences = []
-    for block in conllu.read_text(encoding="utf8").strip().split("\n\n"):
+    for block in conllu.strip().split("\n\n"):
         rows = [line.split("\t") for line in block.splitlines() if line and line[0].isdigit()]
         rows = [r for r in rows if r[0].isdigit()]
         lines, previous = [], "O"
@@ -61,14 +77,18 @@ def make_data(data: Path) -> None:
                               data / "uner_english_ewt", data / "conll2000")
     for folder in (ewt, r29, uner, chunks):
         folder.mkdir(parents=True)
-    for split in ("train", "dev", "test"):
+    conllu = {split: first_sentences(EWT / f"en_ewt-{split}.conllu", n)
+              for split, n in SENTENCES.items()}
+    iob2 = {split: first_sentences(EWT / f"en_ewt-{split}.iob2", n)
+            for split, n in SENTENCES.items()}
+    for split in SENTENCES:
         for folder in (ewt, r29):
-            (folder / f"en_ewt-ud-{split}.conllu").symlink_to(EWT / f"en_ewt-{split}.conllu")
-    (uner / "en_ewt-ud-train.v0-normalized.iob2").symlink_to(EWT / "en_ewt-train.iob2")
+            (folder / f"en_ewt-ud-{split}.conllu").write_text(conllu[split], encoding="utf8")
+    (uner / "en_ewt-ud-train.v0-normalized.iob2").write_text(iob2["train"], encoding="utf8")
     for split in ("dev", "test"):
-        (uner / f"en_ewt-ud-{split}.iob2").symlink_to(EWT / f"en_ewt-{split}.iob2")
-    (chunks / "train.txt").write_text(chunk_file(EWT / "en_ewt-train.conllu"), encoding="utf8")
-    (chunks / "test.txt").write_text(chunk_file(EWT / "en_ewt-dev.conllu"), encoding="utf8")
+        (uner / f"en_ewt-ud-{split}.iob2").write_text(iob2[split], encoding="utf8")
+    (chunks / "train.txt").write_text(chunk_file(conllu["train"]), encoding="utf8")
+    (chunks / "test.txt").write_text(chunk_file(conllu["dev"]), encoding="utf8")
 
 
 def shortened(script: str, data: Path) -> str:

@@ -33,7 +33,7 @@ from spacy_crf.features.templates import FeatureTemplates
 from spacy_crf.features.vector_clusters import kmeans, unit_rows
 from spacy_crf.features.word_table import WordTable
 from spacy_crf.pipeline.factory import DEFAULT_MODEL
-from conftest import FROM_INITIALIZE, NO_WORD_TABLES, train
+from conftest import FROM_INITIALIZE, NO_WORD_TABLES, run_main, train
 
 #: Brown paths of a tiny table (bit strings, first bit first)
 PATHS = {"the": "0010", "a": "0011", "cat": "110", "dog": "1101", "Paris": "10",
@@ -591,8 +591,10 @@ def test_damaged_word_tables_fail_the_load_clearly():
 # -- the clusters command ---------------------------------------------------------
 
 def run_clusters(*args):
-    return subprocess.run([sys.executable, "-m", "spacy_crf.clusters", *map(str, args)],
-                          capture_output=True, text=True)
+    """``python -m spacy_crf.clusters ARGS``, its main in this process."""
+    from spacy_crf.commands.clusters import main
+
+    return run_main(main, args)
 
 
 def test_clusters_command_imports_a_paths_file_for_initialize(tmp_path):

@@ -25,7 +25,7 @@ from spacy_crf.pipeline.crf_tagger import CRFTagger
 
 from kernels.oracle import all_labellings, labelling_score, path_score  # noqa: E402
 from kernels.test_tree_kernels import random_problem as random_forest_problem  # noqa: E402
-from conftest import TOY_NER, convert_ewt_sample, ner_examples, run_python, train  # noqa: E402
+from conftest import TOY_NER, convert_ewt_sample, ner_examples, spacy_train, train  # noqa: E402
 
 from conftest import ROOT
 CONFIGS = ROOT / "configs"
@@ -453,16 +453,17 @@ def ewt_corpus(tmp_path_factory):
 
 
 @pytest.mark.parametrize("loss", ["perceptron", "hinge"])
-def test_shipped_config_trains_end_to_end(ewt_corpus, loss):
+def test_shipped_config_trains_end_to_end(ewt_corpus, loss, capsys):
+    from spacy.cli.debug_config import debug_config
+
     config = CONFIGS / f"ewt_upos_{loss}.cfg"
-    assert "Config is valid" in run_python(["-m", "spacy", "debug", "config", config],
-                                           cwd=ewt_corpus).stdout
+    debug_config(config, overrides={})  # spacy debug config, in process
+    assert "Config is valid" in capsys.readouterr().out
     out = ewt_corpus / f"out_{loss}"
-    run_python(["-m", "spacy", "train", config, "--output", out,
-                "--paths.train", ewt_corpus / "en_ewt-train.spacy",
+    spacy_train(config, out, "--paths.train", ewt_corpus / "en_ewt-train.spacy",
                 "--paths.dev", ewt_corpus / "en_ewt-dev.spacy", "--training.max_epochs", "2",
                 "--training.eval_frequency", "20",
-                "--components.crf_tagger.model.n_buckets", "65536"], cwd=ewt_corpus)
+                "--components.crf_tagger.model.n_buckets", "65536", cwd=ewt_corpus)
     nlp = spacy.load(out / "model-best")
     assert nlp.get_pipe("crf_tagger").cfg["loss"] == loss
     perf = srsly.read_json(out / "model-best" / "meta.json")["performance"]

@@ -13,10 +13,11 @@ import json
 import numpy as np
 import pytest
 import spacy
+from spacy.cli.init_config import fill_config
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
-from conftest import (SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, ner_examples, run_python,
+from conftest import (SMALL_MODEL, TOY_NER, chain, ewt_sample_docs, ner_examples, spacy_train,
                       tiny_tok2vec, train)
 from spacy_crf.models.grow import grow_array
 
@@ -361,10 +362,9 @@ eval_frequency = 10
 component = "crf_tagger"
 """
     (tmp_path / "partial.cfg").write_text(config, encoding="utf8")
-    run_python(["-m", "spacy", "init", "fill-config", tmp_path / "partial.cfg",
-                tmp_path / "grow.cfg"], cwd=tmp_path)
-    run_python(["-m", "spacy", "train", tmp_path / "grow.cfg", "--output", tmp_path / "out"],
-               cwd=tmp_path)
+    # spacy init fill-config, then spacy train: the commands' functions, in process
+    fill_config(tmp_path / "grow.cfg", tmp_path / "partial.cfg", silent=True)
+    spacy_train(tmp_path / "grow.cfg", tmp_path / "out", cwd=tmp_path)
     grown = spacy.load(tmp_path / "out" / "model-last")
     pipe = grown.get_pipe("crf_tagger")
     assert "NUM" in pipe.labels and pipe.cfg["unseen_labels"] == []

@@ -2,8 +2,6 @@
 enumeration, save/load, spacy train and nlp.update, and the config errors."""
 
 import itertools
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,7 +10,7 @@ from spacy.tokens import Doc
 from spacy.training import Example
 
 from spacy_crf.converters import read_conllu_upos
-from conftest import chain, ewt_sample_corpus
+from conftest import chain, ewt_sample_corpus, spacy_train
 
 from conftest import ROOT
 SAMPLE = ROOT / "assets" / "ewt_sample"
@@ -187,10 +185,7 @@ def test_smoothing_must_be_positive(value):
 
 def test_spacy_train_trains_the_hmm_config(tmp_path):
     ewt_sample_corpus(tmp_path)
-    run = subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "ewt_upos_hmm.cfg"),
-         "--output", str(tmp_path / "out"), "--paths.train", str(tmp_path / "train.spacy"),
-         "--paths.dev", str(tmp_path / "dev.spacy")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    spacy_train(ROOT / "configs" / "ewt_upos_hmm.cfg", tmp_path / "out",
+                "--paths.train", tmp_path / "train.spacy", "--paths.dev", tmp_path / "dev.spacy")
     nlp = spacy.load(tmp_path / "out" / "model-best")
     assert nlp.meta["performance"]["pos_acc"] > 0.8

@@ -1,4 +1,9 @@
-"""``python -m spacy_crf.plots`` on a tiny trained pipeline: PNGs and the confidence HTML."""
+"""``python -m spacy_crf.plots`` on a tiny trained pipeline: PNGs and the confidence HTML.
+
+The command runs as its ``main(argv)`` in this process (conftest.run_main: a
+process of its own spent about 2.5 s importing spaCy, spacy-crf and matplotlib);
+tests/commands/test_cli.py runs the ``python -m`` spelling itself, and the test
+without matplotlib below runs in a process of its own."""
 
 import re
 import subprocess
@@ -9,11 +14,12 @@ import spacy
 from spacy.tokens import DocBin
 from spacy.training import Example
 
-from conftest import FROM_INITIALIZE, train
+from conftest import FROM_INITIALIZE, run_main, train
 
 pytest.importorskip("matplotlib")
 
-PLOTS = ["-m", "spacy_crf.plots"]
+from spacy_crf.commands.plots import main as plots_main  # noqa: E402
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -26,9 +32,8 @@ def test_plots_write_valid_pngs_and_html(tmp_path):
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
     out = tmp_path / "plots"
-    subprocess.run([sys.executable, *PLOTS,
-                    str(tmp_path / "model"), str(tmp_path / "data.spacy"),
-                    str(out)], check=True, capture_output=True, text=True)
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", out])
+    assert result.returncode == 0, result.stderr
     for name in ("transitions.png", "confusion.png"):
         data = (out / name).read_bytes()
         assert data[:8] == PNG_MAGIC and len(data) > 2000, name
@@ -94,11 +99,8 @@ def plots(tmp_path_factory):
     _train_and_save(nlp, examples, tmp)
     (tmp / "train.log").write_text(CONSOLE_LOG, encoding="utf-8")
     out = tmp / "out"
-    result = subprocess.run(
-        [sys.executable, *PLOTS, str(tmp / "model"), str(tmp / "data.spacy"), str(out),
-         "--train-log", str(tmp / "train.log"), "--n-docs", "3"],
-        capture_output=True, text=True, timeout=120,
-    )
+    result = run_main(plots_main, [tmp / "model", tmp / "data.spacy", out,
+                                   "--train-log", tmp / "train.log", "--n-docs", "3"])
     assert result.returncode == 0, result.stderr
     # wasabi wraps its messages at 80 columns: compare the text with its whitespace joined
     return out, " ".join(result.stdout.split()), [eg.reference for eg in examples]
@@ -140,10 +142,7 @@ def test_html_shows_every_token_with_labels(plots):
 def test_learning_curve_skipped_without_log(plots, tmp_path):
     out, _, _ = plots
     model, data = out.parent / "model", out.parent / "data.spacy"
-    result = subprocess.run(
-        [sys.executable, *PLOTS, str(model), str(data), str(tmp_path)],
-        capture_output=True, text=True, timeout=120,
-    )
+    result = run_main(plots_main, [model, data, tmp_path])
     assert result.returncode == 0, result.stderr
     assert "learning_curve.png skipped: no --train-log given" in " ".join(result.stdout.split())
     assert not (tmp_path / "learning_curve.png").exists()
@@ -192,10 +191,8 @@ def test_tree_model_gets_one_named_panel_per_relation_group(tmp_path):
     assert figures.relation_group_names(component) == ["other relations", "det", "nsubj"]
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
-    result = subprocess.run(
-        [sys.executable, *PLOTS, str(tmp_path / "model"), str(tmp_path / "data.spacy"),
-         str(tmp_path / "out"), "--copy", "HEAD,DEP"],
-        capture_output=True, text=True, timeout=120)
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy",
+                                   tmp_path / "out", "--copy", "HEAD,DEP"])
     assert result.returncode == 0, result.stderr
     L = len(component.labels)
     stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns
@@ -456,9 +453,7 @@ def test_entity_model_gets_the_entity_views(tmp_path):
                 for w, e in zip(words, iobs)]
     _train_and_save(nlp, examples, tmp_path)
     out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, *PLOTS, str(tmp_path / "model"), str(tmp_path / "data.spacy"), str(out)],
-        capture_output=True, text=True, timeout=120)
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", out])
     assert result.returncode == 0, result.stderr
     stdout = " ".join(result.stdout.split())  # wasabi wraps its lines at 80 columns
     assert "2 span types, 5 gold spans" in stdout
@@ -561,9 +556,8 @@ def test_a_structure_without_a_matrix_skips_the_transitions_plot_and_says_so(tmp
     train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
     nlp.to_disk(tmp_path / "model")
     DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
-    result = subprocess.run([sys.executable, *PLOTS, str(tmp_path / "model"),
-                             str(tmp_path / "data.spacy"), str(tmp_path / "out")],
-                            capture_output=True, text=True, timeout=120)
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy",
+                                   tmp_path / "out"])
     assert result.returncode == 0, result.stderr
     assert "transitions.png skipped" in " ".join(result.stdout.split())
     assert not (tmp_path / "out" / "transitions.png").exists()

@@ -2,9 +2,6 @@
 log Z, marginals, Viterbi, fixed labels and the likelihood against enumeration,
 gradients against finite differences, and the component end to end."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import spacy
@@ -19,7 +16,7 @@ from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.input_chain import InputChainLayout
 from confection import ConfigValidationError
 
-from conftest import FROM_INITIALIZE, ROOT, ewt_sample_corpus, train
+from conftest import FROM_INITIALIZE, ROOT, ewt_sample_corpus, spacy_train, train
 SEEDS = list(range(8))
 TRANSITION_TEMPLATES = ["NORM[-1]|NORM[0]", "SHAPE[-1]|SHAPE[0]"]
 
@@ -220,22 +217,23 @@ def test_they_need_a_feature_crf():
 
 
 @pytest.mark.slow
-def test_spacy_train_and_the_batch_trainer(tmp_path):
+def test_spacy_train_and_the_batch_trainer(tmp_path, capsys):
+    from spacy_crf.commands.fit import main as fit_main
+
     ewt_sample_corpus(tmp_path, train=150, dev=150)
     config = ROOT / "configs" / "conll2000_chunking_transitions.cfg"
     paths = ["--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy")]
-    run = subprocess.run([sys.executable, "-m", "spacy", "train", str(config), "--output",
-                          str(tmp_path / "out"), *paths, "--components.crf_tagger.target", "pos",
-                          "--training.max_epochs", "2", "--training.eval_frequency", "10",
-                          "--components.crf_tagger.model.n_buckets", "65536"],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
+    spacy_train(config, tmp_path / "out", *paths, "--components.crf_tagger.target", "pos",
+                "--training.max_epochs", "2", "--training.eval_frequency", "10",
+                "--components.crf_tagger.model.n_buckets", "65536")
     nlp = spacy.load(tmp_path / "out" / "model-best")
     assert nlp.get_pipe("crf_tagger").crf_structure.name == "chain_input"
     assert nlp.meta["performance"]["pos_acc"] > 0.5
-    fit = subprocess.run([sys.executable, "-m", "spacy_crf.fit", str(config), *paths,
-                          "--components.crf_tagger.target", "pos"], capture_output=True, text=True)
-    assert fit.returncode != 0 and "E106" in fit.stderr + fit.stdout
+    capsys.readouterr()
+    # python -m spacy_crf.fit, in process
+    code = fit_main([str(config), *paths, "--components.crf_tagger.target", "pos"])
+    out = capsys.readouterr()
+    assert code != 0 and "E106" in out.err + out.out
 
 
 def test_scores_without_token_transitions_are_named():

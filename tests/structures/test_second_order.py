@@ -2,9 +2,6 @@
 of tiny chains, with and without pruned label pairs, finite differences, and the
 component through ``nlp.update``, ``to_disk`` and ``spacy train``."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import spacy
@@ -18,7 +15,7 @@ from spacy_crf import inference
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.second_order import SecondOrderLayout, all_pairs, seen_pairs
-from conftest import FROM_INITIALIZE, chain, ewt_sample_corpus, train
+from conftest import FROM_INITIALIZE, chain, ewt_sample_corpus, spacy_train, train
 
 from conftest import ROOT
 SEEDS = range(6)
@@ -201,13 +198,10 @@ def test_order_two_keeps_span_schemes_and_refuses_what_it_lacks():
 def test_order_two_trains_with_spacy_train(tmp_path):
     ewt_sample_corpus(tmp_path, train=150, dev=150)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(ROOT / "configs" / "ewt_upos_order2.cfg"),
-         "--output", str(out), "--paths.train", str(tmp_path / "train.spacy"),
-         "--paths.dev", str(tmp_path / "dev.spacy"), "--training.max_epochs", "2",
-         "--training.eval_frequency", "10", "--components.crf_tagger.model.n_buckets", "16384"],
-        capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    spacy_train(ROOT / "configs" / "ewt_upos_order2.cfg", out,
+                "--paths.train", tmp_path / "train.spacy", "--paths.dev", tmp_path / "dev.spacy",
+                "--training.max_epochs", "2", "--training.eval_frequency", "10",
+                "--components.crf_tagger.model.n_buckets", "16384")
     perf = srsly.read_json(out / "model-best" / "meta.json")["performance"]
     assert perf["pos_acc"] > 0.5
     nlp = spacy.load(out / "model-best")

@@ -4,8 +4,6 @@ fixed labels), finite differences, and the component through ``nlp.update``,
 ``to_disk`` and ``spacy train``."""
 
 import itertools
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -19,7 +17,7 @@ from spacy_crf import inference, schemes
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.structures import ChainLayout, get_structure
 from spacy_crf.structures.semi_markov import SemiMarkovLayout, segment_tables
-from conftest import FROM_INITIALIZE, semi_markov, train
+from conftest import FROM_INITIALIZE, semi_markov, spacy_train, train
 
 from conftest import ROOT
 SEEDS = range(5)
@@ -364,25 +362,23 @@ def test_perceptron_and_hinge_train_it():
 
 
 @pytest.mark.slow
-def test_spacy_train_and_the_batch_trainer(tmp_path):
+def test_spacy_train_and_the_batch_trainer(tmp_path, capsys):
     from spacy_crf.commands.convert import main as convert_main
+    from spacy_crf.commands.fit import main as fit_main
 
     config = ROOT / "configs" / "uner_ner_semi_markov.cfg"
     train = ROOT / "assets" / "ewt_sample" / "en_ewt-train.iob2"
     dev = ROOT / "assets" / "ewt_sample" / "en_ewt-dev.iob2"
     for src, name in ((train, "train"), (dev, "dev")):  # python -m spacy_crf.convert uner, in process
         assert convert_main(["uner", str(src), str(tmp_path / f"{name}.spacy")]) == 0
-    result = subprocess.run(
-        [sys.executable, "-m", "spacy", "train", str(config), "--output", str(tmp_path / "out"),
-         "--paths.train", str(tmp_path / "train.spacy"), "--paths.dev", str(tmp_path / "dev.spacy"),
-         "--training.max_epochs", "1", "--training.eval_frequency", "50"],
-        capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    spacy_train(config, tmp_path / "out", "--paths.train", tmp_path / "train.spacy",
+                "--paths.dev", tmp_path / "dev.spacy", "--training.max_epochs", "1",
+                "--training.eval_frequency", "50")
     nlp = spacy.load(tmp_path / "out" / "model-last")
     assert nlp.get_pipe("crf_tagger").cfg["structure"] == "semi_markov"
-    fit = subprocess.run([sys.executable, "-m", "spacy_crf.fit", str(config),
-                          "--output", str(tmp_path / "fit"),
-                          "--paths.train", str(tmp_path / "train.spacy"),
-                          "--paths.dev", str(tmp_path / "dev.spacy")],
-                         capture_output=True, text=True)
-    assert fit.returncode != 0 and "E110" in fit.stderr
+    capsys.readouterr()
+    # python -m spacy_crf.fit, in process
+    code = fit_main([str(config), "--output", str(tmp_path / "fit"),
+                     "--paths.train", str(tmp_path / "train.spacy"),
+                     "--paths.dev", str(tmp_path / "dev.spacy")])
+    assert code != 0 and "E110" in capsys.readouterr().err

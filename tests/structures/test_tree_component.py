@@ -16,7 +16,7 @@ import srsly
 from spacy.tokens import Doc
 from spacy.training import Corpus, Example
 from thinc.api import Adam
-from conftest import NO_WORD_TABLES, convert_ewt_sample, run_python, train
+from conftest import NO_WORD_TABLES, convert_ewt_sample, spacy_train, train
 
 from spacy_crf._kernels.tree import check_forest
 from spacy_crf.augmenters import create_copy_attrs
@@ -573,11 +573,11 @@ def ewt_tree_runs(tmp_path_factory):
     for name in TRAINED:
         out[name] = work / name
         # smaller batches than the config's, so one epoch evaluates at steps 0, 20, 40
-        run_python(["-m", "spacy", "train", CONFIGS / f"{name}.cfg", "--output", out[name],
+        spacy_train(CONFIGS / f"{name}.cfg", out[name],
                     "--paths.train", paths["train"], "--paths.dev", paths["dev"],
                     "--training.max_epochs", "1", "--training.eval_frequency", "20",
                     "--training.batcher.size", "250",
-                    "--components.crf_tagger.model.n_buckets", "65536"], cwd=work)
+                    "--components.crf_tagger.model.n_buckets", "65536", cwd=work)
     return {"paths": paths, "out": out, "work": work}
 
 

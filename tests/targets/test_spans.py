@@ -28,7 +28,7 @@ from spacy_crf.structures import ChainLayout
 from spacy_crf.models.potentials import CRFScores
 from spacy_crf.targets import SpanTarget, make_target
 import conftest
-from conftest import ROOT, TOY_NER, ner_examples, run_python, train
+from conftest import ROOT, TOY_NER, ner_examples, run_main, spacy_train, train
 
 EWT = ROOT / "assets" / "ewt_sample"
 CONFIGS = ROOT / "configs"
@@ -947,12 +947,15 @@ def read_iob2(path):
 
 @pytest.fixture(scope="module")
 def uner_corpus(tmp_path_factory):
+    from spacy_crf.commands.convert import main as convert_main
+
     work = tmp_path_factory.mktemp("uner")
     out = {}
     for split in ("train", "dev"):
         path = work / "corpus" / f"{split}.spacy"
-        proc = run_python(["-m", "spacy_crf.convert", "uner", EWT / f"en_ewt-{split}.iob2", path,
-                    "--conllu", EWT / f"en_ewt-{split}.conllu"], cwd=work)
+        proc = run_main(convert_main, ["uner", EWT / f"en_ewt-{split}.iob2", path,
+                                       "--conllu", EWT / f"en_ewt-{split}.conllu"])
+        assert proc.returncode == 0, proc.stderr
         assert "Wrote" in proc.stdout
         out[split] = path
     out["work"] = work
@@ -982,9 +985,11 @@ def test_uner_conversion_has_entities_and_trees(uner_corpus, split):
 
 
 def test_uner_converter_rejects_mismatched_conllu(tmp_path):
+    from spacy_crf.commands.convert import main as convert_main
+
     out = tmp_path / "bad.spacy"
-    proc = run_python(["-m", "spacy_crf.convert", "uner", EWT / "en_ewt-train.iob2", out,
-                "--conllu", EWT / "en_ewt-dev.conllu"], cwd=tmp_path, check=False)
+    proc = run_main(convert_main, ["uner", EWT / "en_ewt-train.iob2", out,
+                                   "--conllu", EWT / "en_ewt-dev.conllu"])
     assert proc.returncode != 0
     stderr = " ".join(proc.stderr.split())  # wasabi wraps its lines at 80 columns
     assert "no CoNLL-U sentence has its tokens" in stderr
@@ -999,11 +1004,11 @@ def test_uner_converter_rejects_mismatched_conllu(tmp_path):
 def uner_trained(uner_corpus):
     work = uner_corpus["work"]
     out = work / "output"
-    run_python(["-m", "spacy", "train", CONFIGS / "uner_ner.cfg", "--output", out,
-         "--paths.train", uner_corpus["train"], "--paths.dev", uner_corpus["dev"],
-         "--training.max_epochs", "2", "--training.eval_frequency", "20",
-         "--training.batcher.size", "300", "--components.crf_tagger.model.n_buckets", "65536"],
-        cwd=work)
+    spacy_train(CONFIGS / "uner_ner.cfg", out,
+                "--paths.train", uner_corpus["train"], "--paths.dev", uner_corpus["dev"],
+                "--training.max_epochs", "2", "--training.eval_frequency", "20",
+                "--training.batcher.size", "300",
+                "--components.crf_tagger.model.n_buckets", "65536", cwd=work)
     return out
 
 
