@@ -142,9 +142,12 @@ def best_candidates(emissions: np.ndarray, n: int, keep: np.ndarray,
     cand = np.zeros((n_tokens, n), dtype=np.int64)
     counts = np.zeros(n_tokens, dtype=np.int64)
     emissions = np.ascontiguousarray(emissions)
-    # labels likely to be kept first: those of high mean score over the first
-    # rows (the kernel's speed depends on the order, its result does not)
-    visit = np.argsort(-emissions[:VISIT_SAMPLE].mean(axis=0), kind="stable").astype(np.int64)
+    if margin is None:
+        # labels likely to be kept first: those of high mean score over the first
+        # rows (the kernel's speed depends on the order, its result does not)
+        visit = np.argsort(-emissions[:VISIT_SAMPLE].mean(axis=0), kind="stable").astype(np.int64)
+    else:  # (a margin's threshold comes from each row's best: no order is read)
+        visit = np.arange(n_labels, dtype=np.int64)
     pruning.best_candidates(emissions, n, np.ascontiguousarray(keep, dtype=np.int64), visit,
                             np.inf if margin is None else float(margin), cand, counts)
     return cand, counts
