@@ -16,7 +16,9 @@ its capitalized one ``W`` (first letter upper) and its capitals ``WW``, each
 * the log-ratio ``d = logp(W) - logp(w)`` in five bins at ``-2.5, -0.7, 0.7,
   2.5`` (e-fold: 2.5 is a form 12 times more frequent than the other), from
   "lowercase" (1) to "capitalized" (5);
-* whether ``WW`` is more frequent than both (``USD``, ``NASA``): 3 more.
+* whether ``WW`` is more frequent than both (``USD``, ``NASA``): each bin
+  has two values, the odd one (``2 * bin - 1``) where it is not, the even one
+  where it is.
 
 So values run from 1 to 10, 0 for a word the table does not know well: none
 of its three forms at ``MIN_LOGPROB`` or above (a form seen about once in 24
@@ -28,8 +30,6 @@ kept in :func:`~.lookups_data.cache_dir` for the next process.
 
 import threading
 from typing import Dict, Mapping, Optional
-
-import numpy as np
 
 from .lookups_data import cached_word_table
 from .word_table import WordTable, table_from_items, word_keys

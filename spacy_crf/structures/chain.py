@@ -36,7 +36,7 @@ DEFAULT_ORDER2_TRIPLES = 2_000
 #: the strategy of a chain that prunes each token's labels (``pruned_chain.py``)
 PRUNED = "pruned_chain"
 PRUNED_BLOCK = "spacy-crf.PrunedChain.v1"
-#: the margin it takes there (``pruned_chain.py``, ``DEFAULT_MARGIN``): on UD
+#: the margin it takes there (``pruned_chain.py``'s ``margin``): on UD
 #: Greek GDT and EWT morphology, the labels decoded at 6 are those decoded
 #: without one, with 4.5 and 3.3 labels a token kept of 8 (at 4, GDT's UFeats
 #: loses 0.04)

@@ -65,7 +65,7 @@ from ..ragged import sequence_ends
 from ..util import is_count, is_number
 from .base import (NO_EDGES, BatchLayout, CRFStructure, ComponentView, as_f64, get_structure,
                    gradient_in_dtype, labels_or_free, register_structure, sequence_lengths)
-from .chain import PRUNED_MARGIN, ChainLayout
+from .chain import ChainLayout
 from .config import StructureSpec, register_spec
 from .tree_path import path_forest
 
@@ -73,9 +73,6 @@ from .tree_path import path_forest
 #: labels the gold label is among a trained model's 8 best for all but a few
 #: tokens in a thousand, and a move then costs 64 label pairs, not 103,041
 DEFAULT_CANDIDATES = 8
-#: the margin the factory's default sets for a target with labels by the
-#: hundred (``Target.many_labels``; see ``chain.PRUNED_MARGIN``)
-DEFAULT_MARGIN = PRUNED_MARGIN
 
 
 @register_spec("spacy-crf.PrunedChain.v1", "pruned_chain")
@@ -93,7 +90,7 @@ def pruned_chain_structure(candidates: int = DEFAULT_CANDIDATES,
         In decoding, a token keeps only the candidates whose emission is
         within ``margin`` of its best (a fixed label too); null keeps them
         all. The factory's default for a target with labels by the hundred
-        is :data:`DEFAULT_MARGIN`.
+        is ``chain.PRUNED_MARGIN`` (6).
     """
     if not is_count(candidates):
         raise ValueError(Errors.E210.format(value=candidates))
