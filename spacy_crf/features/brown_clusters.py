@@ -23,21 +23,18 @@ Sources, in the order the component tries them at ``initialize``:
 """
 
 import gzip
-import threading
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Iterator, Optional, Tuple, Union
 
 import numpy as np
 import srsly
 
 from ..errors import Errors
-from .lookups_data import cached_word_table
+from .lookups_data import cached_word_table, once_per_language
 from .word_table import WordTable, table_from_items, word_keys
 
 TABLE_NAME = "lexeme_cluster"
 
-_CACHE: Dict[str, Optional[WordTable]] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 def path_value(bits: str) -> int:
@@ -110,13 +107,11 @@ def table_from_lookups(table) -> WordTable:
     return table_from_items(keys, values)
 
 
+@once_per_language
 def lookups_data_table(lang: str) -> Optional[WordTable]:
     """spacy-lookups-data's table for ``lang``, read once per process; None if
     the package is not installed or has no table for the language."""
-    with _CACHE_LOCK:
-        if lang not in _CACHE:
-            _CACHE[lang] = _read_lookups_data(lang)
-        return _CACHE[lang]
+    return _read_lookups_data(lang)
 
 
 def _read_lookups_data(lang: str) -> Optional[WordTable]:

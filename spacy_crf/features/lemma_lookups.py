@@ -27,14 +27,13 @@ word that takes the same edit. The table stores ids of those strings (from 1,
 0 for none), with the strings beside them.
 """
 
-import threading
 from typing import Any, Dict, List, Optional, Sequence, Set
 
 import numpy as np
 from spacy.pipeline._edit_tree_internals.edit_trees import EditTrees
 from spacy.strings import StringStore
 
-from .lookups_data import cache_file, read_cache, table_source, write_cache
+from .lookups_data import cache_file, once_per_language, read_cache, table_source, write_cache
 from .word_table import WordTable, word_keys
 
 LOOKUP_TABLE = "lemma_lookup"
@@ -45,8 +44,6 @@ RULE_COLUMN = "rule:"
 #: bumped when what a column holds changes: cached tables of another version are not read
 VERSION = 1
 
-_CACHE: Dict[str, Optional["LemmaTable"]] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 class LemmaTables:
@@ -264,14 +261,12 @@ def build_lemma_table(tables: LemmaTables) -> Optional[LemmaTable]:
     return LemmaTable.from_ids(keys, ids[kept], columns, edits)
 
 
+@once_per_language
 def lookups_data_lemma_table(lang: str) -> Optional[LemmaTable]:
     """The lemma table of spacy-lookups-data's tables for ``lang``, made once
     per process (and kept in :func:`~.lookups_data.cache_dir` for the next);
     None where the package is not installed or has no lemma table for the language."""
-    with _CACHE_LOCK:
-        if lang not in _CACHE:
-            _CACHE[lang] = _make_lemma_table(lang)
-        return _CACHE[lang]
+    return _make_lemma_table(lang)
 
 
 def _make_lemma_table(lang: str) -> Optional[LemmaTable]:

@@ -8,12 +8,33 @@ arrays in :func:`cache_dir`, under a name that changes with the files it was
 made from, and read from there by the next process.
 """
 
+import functools
 import os
+import threading
 import zipfile
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
+
+
+def once_per_language(make: Callable[[str], T]) -> Callable[[str], T]:
+    """``make(lang)`` called once per language and process, behind a lock of
+    its own (threads of one process, e.g. Dask's, ask at once): a table of
+    spacy-lookups-data is read or built once, then shared."""
+    made: Dict[str, T] = {}
+    lock = threading.Lock()
+
+    @functools.wraps(make)
+    def table(lang: str) -> T:
+        with lock:
+            if lang not in made:
+                made[lang] = make(lang)
+            return made[lang]
+
+    return table
 
 
 def table_source(lang: str, table: str) -> Optional[Path]:

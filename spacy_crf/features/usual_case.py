@@ -28,10 +28,9 @@ keyed by ``LOWER`` (:class:`~.word_table.WordTable`); English holds 95k words,
 kept in :func:`~.lookups_data.cache_dir` for the next process.
 """
 
-import threading
 from typing import Dict, Mapping, Optional
 
-from .lookups_data import cached_word_table
+from .lookups_data import cached_word_table, once_per_language
 from .word_table import WordTable, table_from_items, word_keys
 
 PROB_TABLE = "lexeme_prob"
@@ -47,8 +46,6 @@ CAPITALS = 2
 #: bump when the values change, so that no cache of the old ones is read
 VERSION = 1
 
-_CACHE: Dict[str, Optional[WordTable]] = {}
-_CACHE_LOCK = threading.Lock()
 
 
 def case_value(lower: float, capitalized: float, capitals: float) -> int:
@@ -80,14 +77,12 @@ def usual_case_table(probs: Mapping[str, float]) -> Optional[WordTable]:
     return table_from_items(word_keys(words), values, "LOWER")
 
 
+@once_per_language
 def lookups_data_usual_case_table(lang: str) -> Optional[WordTable]:
     """The table of spacy-lookups-data's ``lexeme_prob`` for ``lang``, made once
     per process (and kept in the cache for the next); None where the package
     is not installed or has no word probabilities for the language."""
-    with _CACHE_LOCK:
-        if lang not in _CACHE:
-            _CACHE[lang] = _make_table(lang)
-        return _CACHE[lang]
+    return _make_table(lang)
 
 
 def _make_table(lang: str) -> Optional[WordTable]:
