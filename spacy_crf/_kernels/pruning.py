@@ -20,14 +20,21 @@ of 321 on EWT's morphology), and only those are inserted. Where
 ``numpy.argpartition`` cost 11 ns a label at 321, and one branchy pass with
 an insertion per label 2, this costs about 1.
 
-:func:`lattice_scores` then reads the lattice's scores (each candidate's
-emission, ``start`` and ``end``; the transitions between neighbours'
-candidates) in one pass, where numpy's fancy indexing made three arrays of
-indices first.
+A factored table's emissions need not be written out at all:
+:func:`compose_candidates` composes them from the parts' scores a block of
+tokens at a time and searches each block while it is in cache.
+
+The candidates' own scores come out beside them, and the lattice kernels
+read those: :func:`lattice_scores` writes the lattice's scores (each
+candidate's emission, ``start`` and ``end``; the transitions between
+neighbours' candidates) in one pass, where numpy's fancy indexing made three
+arrays of indices first.
 """
 
 import numpy as np
 from numba import njit
+
+from .label_parts import BLOCK, compose_block, load_block
 
 
 #: labels read first, in the caller's order, to set the threshold: a multiple
@@ -37,9 +44,10 @@ FIRST_READ = 2
 
 
 @njit(cache=True, nogil=True)
-def best_candidates(emissions, n, keep, visit, margin, out, counts):
-    """Fill ``out`` (N, n) int64 with each row's candidates and ``counts`` (N,)
-    int64 with their number (see the module).
+def best_candidates(emissions, n, keep, visit, margin, out, counts, scores):
+    """Fill ``out`` (N, n) int64 with each row's candidates, ``counts`` (N,)
+    int64 with their number and ``scores`` (N, n) with their emissions
+    (``-inf`` past the count) (see the module).
 
     ``visit`` (a permutation of the labels) is the order the first labels
     are read in where there is no margin: likely labels first (the caller's
@@ -78,27 +86,125 @@ def best_candidates(emissions, n, keep, visit, margin, out, counts):
             j = hits[h]
             if not first[j]:
                 m = _insert(top, out, t, m, n, row[j], j)
-        k = keep[t]
-        if k >= 0:
-            present = False
-            for i in range(m):
-                if out[t, i] == k:
-                    present = True
-            if not present:
-                if m < n:
-                    m += 1
-                out[t, m - 1] = k  # in place of the worst where the list is full
-        # increasing label order (n is small: insertion sort)
-        for i in range(1, m):
-            label = out[t, i]
-            h = i
-            while h > 0 and out[t, h - 1] > label:
-                out[t, h] = out[t, h - 1]
-                h -= 1
-            out[t, h] = label
-        for i in range(m, n):
-            out[t, i] = out[t, m - 1]
+        m = _finish(out, t, m, n, keep[t])
+        for i in range(n):
+            scores[t, i] = row[out[t, i]] if i < m else -np.inf
         counts[t] = m
+
+
+@njit(cache=True, inline="always")
+def _finish(out, t, m, n, k):
+    """Row ``t`` of ``out`` holding ``m`` candidates in any order: label ``k``
+    (-1: none) added where it is not among them (in place of the last where
+    there are ``n``), the candidates put in increasing label order and the
+    slots after them filled with the last; their number."""
+    if k >= 0:
+        present = False
+        for i in range(m):
+            if out[t, i] == k:
+                present = True
+        if not present:
+            if m < n:
+                m += 1
+            out[t, m - 1] = k  # in place of the worst where the list is full
+    # increasing label order (n is small: insertion sort)
+    for i in range(1, m):
+        label = out[t, i]
+        h = i
+        while h > 0 and out[t, h - 1] > label:
+            out[t, h] = out[t, h - 1]
+            h -= 1
+        out[t, h] = label
+    for i in range(m, n):
+        out[t, i] = out[t, m - 1]
+    return m
+
+
+@njit(cache=True, nogil=True)
+def compose_candidates(part_scores, parent, part, label_node, bias, n, keep, margin, out, counts,
+                       scores):
+    """:func:`best_candidates` with a ``margin`` over the emissions of a
+    factored table, composed from its part scores (``label_parts.py``: the
+    labels' trie ``parent``, ``part``, ``label_node``, and ``bias``) a block
+    of tokens at a time, without writing the (N, L) emissions out: the
+    same ``out``, ``counts`` and ``scores``.
+
+    Composing a block leaves its labels' scores transposed (a row per label,
+    in cache), where each token's best, then the labels within ``margin`` of
+    it, are read over the block's tokens at once; a token with no more than
+    ``n`` of them keeps them all, in label order already, and only one with
+    more sorts them. On UD Greek GDT's morphology (391 labels, 32k tokens):
+    25 ms for the composition and the search apart, 13 fused.
+    """
+    n_tokens, n_parts = part_scores.shape
+    n_labels = bias.shape[0]
+    parts = np.zeros((n_parts, BLOCK), dtype=part_scores.dtype)
+    nodes = np.zeros((parent.shape[0], BLOCK), dtype=part_scores.dtype)
+    labels = np.empty((n_labels, BLOCK), dtype=part_scores.dtype)
+    threshold = np.empty(BLOCK, dtype=part_scores.dtype)
+    n_hits = np.zeros(BLOCK, dtype=np.int64)
+    hits = np.empty((BLOCK, n_labels + 1), dtype=np.int64)
+    top = np.empty(n)
+    for t0 in range(0, n_tokens, BLOCK):
+        m = load_block(part_scores, t0, parts)
+        compose_block(parts, parent, part, label_node, bias, nodes, labels)
+        for u in range(BLOCK):
+            threshold[u] = labels[0, u]
+        for k in range(1, n_labels):
+            row = labels[k]
+            for u in range(BLOCK):
+                threshold[u] = max(threshold[u], row[u])
+        for u in range(BLOCK):
+            threshold[u] -= margin
+            n_hits[u] = 0
+        for k in range(n_labels):
+            # the block's tokens that keep label k, as the bits of a word: a
+            # token is visited for its hits alone (15 a token of 391 on GDT),
+            # each token's in label order
+            row = labels[k]
+            bits = np.uint64(0)
+            for u in range(BLOCK):
+                bits |= np.uint64(row[u] >= threshold[u]) << np.uint64(u)
+            while bits != 0:
+                lowest = bits & (~bits + np.uint64(1))
+                u = _bit_position(lowest)
+                hits[u, n_hits[u]] = k
+                n_hits[u] += 1
+                bits ^= lowest
+        for u in range(m):
+            t = t0 + u
+            c = n_hits[u]
+            if c < n or (c == n and keep[t] < 0):
+                for i in range(c):  # all of them, in label order
+                    out[t, i] = hits[u, i]
+            else:
+                c = 0
+                for h in range(n_hits[u]):
+                    k = hits[u, h]
+                    c = _insert(top, out, t, c, n, labels[k, u], k)
+            c = _finish(out, t, c, n, keep[t])
+            for i in range(n):
+                scores[t, i] = labels[out[t, i], u] if i < c else -np.inf
+            counts[t] = c
+
+
+@njit(cache=True, inline="always")
+def _bit_position(bit):
+    """The position of the one set bit of the uint64 ``bit``."""
+    position = 0
+    if bit & np.uint64(0xFFFFFFFF00000000):
+        position += 32
+    if bit & np.uint64(0xFFFF0000FFFF0000):
+        position += 16
+    if bit & np.uint64(0xFF00FF00FF00FF00):
+        position += 8
+    if bit & np.uint64(0xF0F0F0F0F0F0F0F0):
+        position += 4
+    if bit & np.uint64(0xCCCCCCCCCCCCCCCC):
+        position += 2
+    if bit & np.uint64(0xAAAAAAAAAAAAAAAA):
+        position += 1
+    return position
 
 
 @njit(cache=True, inline="always")
@@ -123,11 +229,12 @@ def _insert(top, labels, t, m, n, s, j):
 
 
 @njit(cache=True, nogil=True)
-def lattice_scores(emissions, cand, counts, lengths, start, end, transitions, local, pair):
+def lattice_scores(cand_scores, cand, counts, lengths, start, end, transitions, local, pair):
     """The scores of the lattice of candidates ``cand`` (N, n), ``counts[t]``
     of them real (the rest repeat the last), sequences of ``lengths``.
 
-    ``local[t, i]`` = the emission of candidate ``i`` of token ``t``, plus
+    ``local[t, i]`` = the emission of candidate ``i`` of token ``t``
+    (``cand_scores[t, i]``, from :func:`best_candidates`), plus
     ``start`` of it on a sequence's first token and ``end`` on its last, and
     ``-inf`` for a slot past ``counts[t]`` (no labelling takes it);
     ``pair[t, i, j]`` = the transition from token ``t - 1``'s candidate ``j``
@@ -140,7 +247,7 @@ def lattice_scores(emissions, cand, counts, lengths, start, end, transitions, lo
         for t in range(o, o + lengths[s]):
             for i in range(n):
                 label = cand[t, i]
-                score = np.float64(emissions[t, label]) if i < counts[t] else -np.inf
+                score = np.float64(cand_scores[t, i]) if i < counts[t] else -np.inf
                 if t == o:
                     score += start[label]
                 if t == o + lengths[s] - 1:
@@ -152,7 +259,7 @@ def lattice_scores(emissions, cand, counts, lengths, start, end, transitions, lo
 
 
 @njit(cache=True, nogil=True)
-def lattice_viterbi(emissions, cand, counts, lengths, start, end, transitions, fixed_slot, slots,
+def lattice_viterbi(cand_scores, cand, counts, lengths, start, end, transitions, fixed_slot, slots,
                     best):
     """The MAP labelling of each sequence over its candidates, read in place.
 
@@ -164,10 +271,10 @@ def lattice_viterbi(emissions, cand, counts, lengths, start, end, transitions, f
 
     Parameters
     ----------
-    emissions : (N, L) float array
-        Emission scores.
+    cand_scores : (N, n) float array
+        The candidates' emission scores (:func:`best_candidates`).
     cand : (N, n) int64
-        Each token's candidates (:func:`best_candidates`).
+        Each token's candidates.
     counts : (N,) int64
         How many of them are real: a move reads ``counts[t - 1] * counts[t]``
         label pairs, not ``n * n``.
@@ -199,7 +306,7 @@ def lattice_viterbi(emissions, cand, counts, lengths, start, end, transitions, f
             continue
         for i in range(counts[o]):
             label = cand[o, i]
-            delta[i] = emissions[o, label] + start[label] if _allowed(fixed_slot, o, i) \
+            delta[i] = cand_scores[o, i] + start[label] if _allowed(fixed_slot, o, i) \
                 else -np.inf
         for t in range(o + 1, o + m):
             for i in range(counts[t]):
@@ -214,7 +321,7 @@ def lattice_viterbi(emissions, cand, counts, lengths, start, end, transitions, f
                     better = score > top
                     arg = j if better else arg
                     top = score if better else top
-                following[i] = top + emissions[t, label]
+                following[i] = top + cand_scores[t, i]
                 back[t, i] = arg
             for i in range(counts[t]):
                 delta[i] = following[i]

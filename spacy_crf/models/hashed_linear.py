@@ -9,10 +9,12 @@ from thinc.api import Model
 from thinc.types import Floats2d
 
 from .._kernels.emissions import feature_rows, gather_sum
-from .._kernels.label_parts import compose_parts, compose_parts_backward
+from .._kernels.label_parts import compose_parts_backward
 from ..errors import Errors, Warnings
+from .composed_emissions import ComposedEmissions, composition_deferred
 from .grow import LABEL_AXES
-from .label_parts import FACTORED, LABEL_PARTS, PARTS, composition, factors, width
+from .label_parts import (FACTORED, LABEL_PARTS, PARTS, compose_labels, composition, factors,
+                          width)
 from .layer_attrs import HASHED_TABLE, LABEL_SIZED  # noqa: F401 (LABEL_SIZED: its importers')
 from .sparse_table import ATTR, SparseTable
 
@@ -167,8 +169,11 @@ def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[Out
         starts, index = composition(model)
         part_scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
         gather_sum(W, np.zeros(W.shape[1], dtype=W.dtype), rows, scale, part_scores)
-        scores = np.empty((features.shape[0], b.shape[0]), dtype=W.dtype)
-        compose_parts(part_scores, starts, index, b, scores)
+        if not is_train and composition_deferred():
+            # the component's structure composes the labels it reads (composed_emissions.py)
+            scores = ComposedEmissions(part_scores, starts, index, b)
+        else:
+            scores = compose_labels(part_scores, starts, index, b)
     else:
         scores = np.empty((features.shape[0], W.shape[1]), dtype=W.dtype)
         gather_sum(W, b, rows, scale, scores)

@@ -19,10 +19,13 @@ kept). Whether a table factors is its :data:`FACTORED` setting
 labels are made of parts" (some label has more than one).
 """
 
+import functools
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from thinc.api import Model
+
+from .._kernels.label_parts import compose_parts
 
 from .grow import LABEL_AXES, PART_HISTORY, drop_param, drop_params, grow_array
 from .layer_attrs import (HASHED_TABLE, LABEL_PAIR_SIZED, LABEL_PARTS, LABEL_SIZED, PART_AXES,
@@ -57,6 +60,59 @@ def composition(node: Model) -> Tuple[np.ndarray, np.ndarray]:
     layout = node.attrs[LABEL_PARTS]
     return (np.asarray(layout["starts"], dtype=np.int64),
             np.asarray(layout["index"], dtype=np.int64))
+
+
+def compose_labels(part_scores: np.ndarray, starts: np.ndarray, index: np.ndarray,
+                   bias: np.ndarray) -> np.ndarray:
+    """``(N, K)`` label scores: each label's ``bias`` plus its parts' ``part_scores``
+    (``(N, P)``; the labels' parts ``index[starts[k]:starts[k + 1]]``), in the
+    dtype of ``part_scores``."""
+    part_scores = np.ascontiguousarray(part_scores)
+    out = np.empty((part_scores.shape[0], len(starts) - 1), dtype=part_scores.dtype)
+    compose_parts(part_scores, *composition_trie(starts, index),
+                  np.ascontiguousarray(bias, dtype=part_scores.dtype), out)
+    return out
+
+
+def composition_trie(starts: np.ndarray, index: np.ndarray
+                     ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The trie of the labels' part lists that the forward kernels add along
+    (``_kernels/label_parts.py``): ``(parent, part, label_node)`` int64.
+
+    A label's parts are taken most frequent first (over the labels), so that
+    labels share the longest prefixes: ``POS=NOUN``, then ``Number=Sing``... A
+    node stands for a prefix: its ``parent`` the prefix one part shorter
+    (node 0, the root, is the empty one), ``part`` its last part; node ``i``
+    comes after its parent. ``label_node[k]`` is label ``k``'s full list.
+    Worked out once per composition (cached: a forward pass asks again).
+    """
+    return _trie(np.ascontiguousarray(starts, dtype=np.int64).tobytes(),
+                 np.ascontiguousarray(index, dtype=np.int64).tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _trie(starts_bytes: bytes, index_bytes: bytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    starts = np.frombuffer(starts_bytes, dtype=np.int64)
+    index = np.frombuffer(index_bytes, dtype=np.int64)
+    frequency = np.bincount(index) if len(index) else np.zeros(0, dtype=np.int64)
+    nodes: Dict[Tuple[int, ...], int] = {(): 0}
+    parent, part, label_node = [-1], [-1], []
+    for k in range(len(starts) - 1):
+        prefix: Tuple[int, ...] = ()
+        node = 0
+        for p in sorted(index[starts[k]:starts[k + 1]].tolist(),
+                        key=lambda p: (-frequency[p], p)):
+            prefix += (p,)
+            if prefix not in nodes:
+                nodes[prefix] = len(parent)
+                parent.append(node)
+                part.append(p)
+            node = nodes[prefix]
+        label_node.append(node)
+    arrays = tuple(np.asarray(values, dtype=np.int64) for values in (parent, part, label_node))
+    for array in arrays:
+        array.flags.writeable = False  # shared by every caller of the cache
+    return arrays  # type: ignore[return-value]
 
 
 def _tables(model: Model) -> List[Model]:

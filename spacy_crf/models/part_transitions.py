@@ -30,8 +30,8 @@ a model saved before holds no ``part_transitions`` and scores as it did.
 import numpy as np
 from thinc.api import Model
 
-from .._kernels.label_parts import compose_parts, compose_parts_backward
-from .label_parts import composition
+from .._kernels.label_parts import compose_parts_backward
+from .label_parts import compose_labels, composition
 from .layer_attrs import PART_AXES, PART_TRANSITIONS, PARTS  # noqa: F401 (re-exported)
 
 
@@ -44,10 +44,8 @@ def factors_transitions(node: Model) -> bool:
 
 def _sum_over_parts(rows: np.ndarray, starts: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``out[r, k]``: the sum of ``rows[r, p]`` over the parts ``p`` of label ``k``."""
-    rows = np.ascontiguousarray(rows, dtype=np.float32)
-    out = np.empty((rows.shape[0], len(starts) - 1), dtype=np.float32)
-    compose_parts(rows, starts, index, np.zeros(len(starts) - 1, dtype=np.float32), out)
-    return out
+    return compose_labels(np.ascontiguousarray(rows, dtype=np.float32), starts, index,
+                          np.zeros(len(starts) - 1, dtype=np.float32))
 
 
 def _sum_over_labels(rows: np.ndarray, starts: np.ndarray, index: np.ndarray,

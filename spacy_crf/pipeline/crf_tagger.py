@@ -37,7 +37,7 @@ from .extensions import register_extensions
 from .source_settings import with_source_settings
 from .initialize import initialize
 from .inputs import input_attrs, warn_missing_inputs
-from .prediction import CRFPrediction, decode, write_prediction
+from .prediction import CRFPrediction, decode, model_scores, write_prediction
 from .pipe_meta import assigned_attributes
 from .rehearsal import rehearse
 from .settings import check_settings, initial_cfg, resolve_structure, settings_of
@@ -171,7 +171,7 @@ class CRFTagger(TrainablePipe):
         self.check_inputs(docs)
         self.use_prediction_weights()
         batch = self.read_batch(docs)
-        scores = self.constrain_scores(self.model.predict(batch), docs)
+        scores = self.constrain_scores(model_scores(self._state, batch), docs)
         self._state.check_width(scores)
         return decode(self._state, docs, scores, batch.layout, lengths)
 

@@ -14,7 +14,10 @@ import numpy as np
 from spacy.tokens import Doc
 
 from .. import inference
+from ..features.doc_arrays import DocBatch
+from ..models.composed_emissions import deferred_composition
 from ..models.potentials import CRFScores
+from ..models.token_transitions import FEATURE_CRF
 from ..structures import BatchLayout
 from ..structures.base import sequence_lengths
 from .. import token_values
@@ -37,6 +40,17 @@ class CRFPrediction:
     n_best: Optional[NBestLists] = None  # per sequence
     # whether any doc had labels to keep when decoded (keep_existing; None: not asked)
     had_existing: Optional[bool] = None
+
+
+def model_scores(state: ComponentState, batch: DocBatch) -> CRFScores:
+    """The model's scores of ``batch`` for decoding. Where the structure reads a
+    factored table's part scores (``CRFStructure.reads_composed_emissions``)
+    and the model hands the table's scores on as they are (a
+    ``spacy-crf.FeatureCRF``), the table leaves composing the labels' scores
+    to the structure (``models/composed_emissions.py``)."""
+    defer = state.structure.reads_composed_emissions and state.model.name == FEATURE_CRF
+    with deferred_composition(defer):
+        return state.model.predict(batch)
 
 
 def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout: BatchLayout,

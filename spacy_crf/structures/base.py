@@ -162,6 +162,9 @@ class CRFStructure:
     #: why the batch trainer (``spacy_crf.training.fit``) cannot train the structure's
     #: model (the error it raises), or None where it can
     batch_trainer_error: Optional[str] = None
+    #: in prediction the structure takes a factored table's part scores and
+    #: composes the labels' scores it reads (``models/composed_emissions.py``)
+    reads_composed_emissions: bool = False
 
     # -- building ------------------------------------------------------------
 

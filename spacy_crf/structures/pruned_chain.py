@@ -60,6 +60,7 @@ import numpy as np
 
 from .._kernels import kbest, pruning, tree
 from ..errors import Errors
+from ..models.composed_emissions import ComposedEmissions
 from ..models.potentials import CRFScores
 from ..ragged import sequence_ends
 from ..util import is_count, is_number
@@ -116,12 +117,16 @@ class PrunedChainLayout(ChainLayout):
 VISIT_SAMPLE = 256
 
 
-def best_candidates(emissions: np.ndarray, n: int, keep: np.ndarray,
-                    margin: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
+def best_candidates(emissions, n: int, keep: np.ndarray, margin: Optional[float] = None
+                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each token's ``n`` best labels by emission score, of those within
     ``margin`` of its best (None: all), in label order, with ``keep[t]`` (a
     label id, -1 for none) among them (in place of the worst where there are
     ``n``) (``_kernels/pruning.py``).
+
+    ``emissions`` is an (N, L) array, or a factored table's
+    :class:`~spacy_crf.models.composed_emissions.ComposedEmissions`, composed
+    as it is searched where there is a margin (and in full where not).
 
     Returns
     -------
@@ -130,24 +135,31 @@ def best_candidates(emissions: np.ndarray, n: int, keep: np.ndarray,
         repeat its last candidate.
     counts : numpy.ndarray
         (N,) int64: how many of each token's are its candidates.
+    scores : numpy.ndarray
+        (N, min(n, L)) their emission scores (``-inf`` past the count), in
+        the emissions' dtype.
     """
     n_tokens, n_labels = emissions.shape
     n = min(n, n_labels)
+    keep = np.ascontiguousarray(keep, dtype=np.int64)
+    if isinstance(emissions, ComposedEmissions) and margin is not None:
+        return emissions.candidates(n, keep, margin)
+    emissions = np.ascontiguousarray(emissions)
     if n == n_labels and margin is None:
         return (np.broadcast_to(np.arange(n_labels, dtype=np.int64), (n_tokens, n_labels)).copy(),
-                np.full(n_tokens, n_labels, dtype=np.int64))
+                np.full(n_tokens, n_labels, dtype=np.int64), emissions)
     cand = np.zeros((n_tokens, n), dtype=np.int64)
     counts = np.zeros(n_tokens, dtype=np.int64)
-    emissions = np.ascontiguousarray(emissions)
+    scores = np.zeros((n_tokens, n), dtype=emissions.dtype)
     if margin is None:
         # labels likely to be kept first: those of high mean score over the first
         # rows (the kernel's speed depends on the order, its result does not)
         visit = np.argsort(-emissions[:VISIT_SAMPLE].mean(axis=0), kind="stable").astype(np.int64)
     else:  # (a margin's threshold comes from each row's best: no order is read)
         visit = np.arange(n_labels, dtype=np.int64)
-    pruning.best_candidates(emissions, n, np.ascontiguousarray(keep, dtype=np.int64), visit,
-                            np.inf if margin is None else float(margin), cand, counts)
-    return cand, counts
+    pruning.best_candidates(emissions, n, keep, visit,
+                            np.inf if margin is None else float(margin), cand, counts, scores)
+    return cand, counts, scores
 
 
 def slots_of(cand: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -165,6 +177,7 @@ class PrunedChainStructure(CRFStructure):
     layout_class = PrunedChainLayout
     batch_trainer_error = Errors.E211
     supports_n_best = True
+    reads_composed_emissions = True
 
     def layout(self, docs: Sequence, component: ComponentView) -> PrunedChainLayout:
         return PrunedChainLayout(sequence_lengths(docs, component),
@@ -172,9 +185,12 @@ class PrunedChainStructure(CRFStructure):
                                  component.cfg.get("margin"))
 
     def check(self, scores: CRFScores, layout: BatchLayout) -> np.ndarray:
-        # the emissions as they are (float32 from a model): only the
-        # candidates' scores are read in float64, not a copy of (N, L)
-        emissions = np.ascontiguousarray(scores.emissions)
+        # the emissions as they are (float32 from a model, or a factored
+        # table's parts, composed as they are searched): only the candidates'
+        # scores are read in float64, not a copy of (N, L)
+        emissions = scores.emissions
+        if not isinstance(emissions, ComposedEmissions):
+            emissions = np.ascontiguousarray(emissions)
         if layout.n_tokens != emissions.shape[0]:
             raise ValueError(Errors.E063.format(n_tokens=layout.n_tokens,
                                                 n_rows=emissions.shape[0]))
@@ -191,11 +207,11 @@ class PrunedChainStructure(CRFStructure):
         ``t - 1``'s candidate ``j`` to ``t``'s candidate ``i``, each move's
         pair matrix, no root scores."""
         lengths = layout.lengths
-        cand, counts = best_candidates(emissions, layout.candidates, keep, margin)
+        cand, counts, cand_scores = best_candidates(emissions, layout.candidates, keep, margin)
         n_tokens, n_cand = cand.shape
         local = np.empty((n_tokens, n_cand))
         pair = np.empty((n_tokens, n_cand, n_cand))
-        pruning.lattice_scores(emissions, cand, counts, lengths, as_f64(scores.start),
+        pruning.lattice_scores(cand_scores, cand, counts, lengths, as_f64(scores.start),
                                as_f64(scores.end), as_f64(scores.transitions), local, pair)
         heads, order = path_forest(lengths)
         return cand, counts, (local, lengths, heads, order, pair,
@@ -203,9 +219,10 @@ class PrunedChainStructure(CRFStructure):
 
     def _max_pass(self, emissions, scores, layout, fixed, labels, best):
         # the lattice's scores read in place (pruning.lattice_viterbi), not written out
-        cand, counts = best_candidates(emissions, layout.candidates, fixed, layout.margin)
+        cand, counts, cand_scores = best_candidates(emissions, layout.candidates, fixed,
+                                                    layout.margin)
         slots = np.zeros(cand.shape[0], dtype=np.int64)
-        pruning.lattice_viterbi(emissions, cand, counts, layout.lengths, as_f64(scores.start),
+        pruning.lattice_viterbi(cand_scores, cand, counts, layout.lengths, as_f64(scores.start),
                                 as_f64(scores.end), as_f64(scores.transitions),
                                 slots_of(cand, fixed), slots, best)
         labels[:] = cand[np.arange(cand.shape[0]), slots]

@@ -122,3 +122,14 @@ def assert_sequence_matches_enumeration(paths, totals, probs, log_z, best, label
         np.testing.assert_allclose(probs[t], expected, atol=1e-9)
     assert best == pytest.approx(totals.max(), abs=1e-9)
     np.testing.assert_array_equal(labels, paths[np.argmax(totals)])
+
+
+def assert_same_inference(ours, theirs, fixed=None, k=4, atol=1e-9):
+    """Viterbi, marginals and ``k``-best lists of two (scores, layout) pairs
+    agree (labels exactly where ``atol`` is 0, scores within ``atol``)."""
+    from spacy_crf import inference
+
+    for name, args in (("viterbi", ()), ("marginals", ()), ("n_best", (k,))):
+        run = getattr(inference, name)
+        for a, b in zip(run(*ours, *args, fixed), run(*theirs, *args, fixed)):
+            np.testing.assert_allclose(a, b, atol=atol)

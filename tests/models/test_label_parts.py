@@ -17,8 +17,9 @@ from conftest import FROM_INITIALIZE, SMALL_MODEL, train
 from spacy_crf._kernels.label_parts import BLOCK, compose_parts, compose_parts_backward
 from spacy_crf.models.architectures import FeatureCRF, grow_n_labels, label_sized
 from spacy_crf.models.hashed_linear import hashed_linear
-from spacy_crf.models.label_parts import (LABEL_PARTS, PARTS, check_label_parts, composition,
-                                          factors, set_label_parts)
+from spacy_crf.models.label_parts import (LABEL_PARTS, PARTS, check_label_parts, compose_labels,
+                                          composition, composition_trie, factors,
+                                          set_label_parts)
 from spacy_crf.models.sparse_table import ATTR as SPARSE_TABLE
 from spacy_crf.targets import MorphTarget
 
@@ -44,17 +45,46 @@ def random_layout(rng, n_labels, n_parts):
 # ------------------------------------------------------------------- kernels
 
 
-def test_a_label_scores_its_bias_plus_the_sum_of_its_parts():
-    rng = np.random.default_rng(0)
-    label_parts, starts, index = random_layout(rng, 9, 5)
+@pytest.mark.parametrize("seed", range(4))
+def test_a_label_scores_its_bias_plus_the_sum_of_its_parts(seed):
+    rng = np.random.default_rng(seed)
+    label_parts, starts, index = random_layout(rng, 30, 6)
     n_tokens = 2 * BLOCK + 3  # whole blocks of tokens and a part of one
-    part_scores = rng.normal(size=(n_tokens, 5)).astype(np.float32)
-    bias = rng.normal(size=9).astype(np.float32)
-    out = np.empty((n_tokens, 9), dtype=np.float32)
-    compose_parts(part_scores, starts, index, bias, out)
+    part_scores = rng.normal(size=(n_tokens, 6)).astype(np.float32)
+    bias = rng.normal(size=30).astype(np.float32)
+    out = compose_labels(part_scores, starts, index, bias)
+    assert out.dtype == np.float32 and out.shape == (n_tokens, 30)
     for k, parts in enumerate(label_parts):
         want = bias[k] + part_scores[:, parts].sum(axis=1)
-        assert np.allclose(out[:, k], want, atol=1e-6)
+        assert np.allclose(out[:, k], want, atol=1e-5)
+    # the kernel itself, on the labels' trie
+    again = np.full((n_tokens, 30), np.nan, dtype=np.float32)
+    compose_parts(part_scores, *composition_trie(starts, index), bias, again)
+    assert np.array_equal(again, out)
+
+
+def test_the_labels_trie_shares_their_most_frequent_parts():
+    """Labels are paths from the root; a prefix two labels share is one node
+    (its sum added once a token), and a label with no parts is the root."""
+    label_parts = [[0, 2], [0, 2, 3], [0, 1], [], [1, 3], [0, 2]]
+    starts = np.cumsum([0] + [len(p) for p in label_parts]).astype(np.int64)
+    index = np.asarray([p for parts in label_parts for p in parts], dtype=np.int64)
+    parent, part, label_node = composition_trie(starts, index)
+
+    def path(node):
+        parts = []
+        while node > 0:
+            parts.append(int(part[node]))
+            node = parent[node]
+        return parts[::-1]
+
+    # part 0 (4 labels) first, then 2 (3) or 3 and 1 (2 each; lower id first)
+    assert [path(node) for node in label_node] == [[0, 2], [0, 2, 3], [0, 1], [], [1, 3],
+                                                   [0, 2]]
+    assert label_node[0] == label_node[5] and label_node[3] == 0
+    assert len(parent) == 1 + 6  # root, 0, 0-2, 0-2-3, 0-1, 1, 1-3: not 11 (label, part) pairs
+    assert all(parent[i] < i for i in range(1, len(parent)))  # a parent before its children
+    assert composition_trie(starts, index)[0] is parent  # worked out once
 
 
 def test_the_backward_kernel_is_the_gradient_of_the_forward_one():
@@ -66,9 +96,7 @@ def test_the_backward_kernel_is_the_gradient_of_the_forward_one():
     upstream[0, 2] = 0.0  # a pruned label: no gradient
 
     def loss(scores):
-        out = np.empty((3, 7))
-        compose_parts(scores, starts, index, bias, out)
-        return float((out * upstream).sum())
+        return float((compose_labels(scores, starts, index, bias) * upstream).sum())
 
     d_parts = np.full((3, 4), np.nan)  # every entry written, stale values or not
     compose_parts_backward(upstream, starts, index, d_parts)

@@ -9,7 +9,8 @@ import spacy
 
 from conftest import toy_examples, train
 from finite_differences import central_difference
-from kernels.oracle import all_labellings, assert_sequence_matches_enumeration, logsumexp
+from kernels.oracle import (all_labellings, assert_same_inference,
+                            assert_sequence_matches_enumeration, logsumexp)
 from spacy_crf import inference
 from spacy_crf._kernels import pruning, tree
 from spacy_crf.models.potentials import CRFScores
@@ -48,24 +49,27 @@ def lattice_labellings(scores, rows, cand, keep):
 
 def test_candidates_are_the_best_labels_with_the_kept_one():
     emissions = np.array([[0.0, 5.0, 1.0, 4.0], [3.0, 2.0, 1.0, 0.0]])
-    cand, counts = best_candidates(emissions, 2, np.array([-1, 3]))
+    cand, counts, scores = best_candidates(emissions, 2, np.array([-1, 3]))
     assert cand.tolist() == [[1, 3], [0, 3]]  # token 1's worst (1) gave way to the kept 3
     assert counts.tolist() == [2, 2]
+    assert scores.tolist() == [[5.0, 4.0], [3.0, 0.0]]  # the candidates' emissions
     assert best_candidates(emissions, 4, np.array([-1, -1]))[0].tolist() == [[0, 1, 2, 3]] * 2
 
 
 def test_a_margin_keeps_the_candidates_within_it_of_the_best():
     emissions = np.array([[0.0, 5.0, 1.0, 4.0], [3.0, 2.0, 1.0, 0.0], [3.0, 2.0, 1.0, 0.0]])
-    cand, counts = best_candidates(emissions, 3, np.array([-1, -1, 0]), margin=1.5)
+    cand, counts, scores = best_candidates(emissions, 3, np.array([-1, -1, 0]), margin=1.5)
     # token 0: 5 and 4 (1 is 4 below the best); token 1: 3 and 2; token 2: as
     # token 1, with its kept label 0 among them already; the slots after
     # repeat the last
     assert counts.tolist() == [2, 2, 2]
     assert cand.tolist() == [[1, 3, 3], [0, 1, 1], [0, 1, 1]]
-    cand, counts = best_candidates(emissions, 2, np.array([2, 3, -1]), margin=0.5)
+    # the slots past the count score -inf: no labelling takes them
+    assert scores.tolist() == [[5.0, 4.0, -np.inf], [3.0, 2.0, -np.inf], [3.0, 2.0, -np.inf]]
+    cand, counts, _ = best_candidates(emissions, 2, np.array([2, 3, -1]), margin=0.5)
     # a kept label far below the best is added where there is room
     assert counts.tolist() == [2, 2, 1] and cand.tolist() == [[1, 2], [0, 3], [0, 0]]
-    cand, counts = best_candidates(emissions, 1, np.array([2, -1, -1]), margin=0.5)
+    cand, counts, _ = best_candidates(emissions, 1, np.array([2, -1, -1]), margin=0.5)
     assert counts.tolist() == [1, 1, 1] and cand.tolist() == [[2], [0], [0]]  # in its place
 
 
@@ -115,15 +119,7 @@ def test_with_every_label_kept_it_is_the_full_chain(seed):
     chain = ChainLayout(np.asarray(lengths))
     N = pruned.n_tokens
     fixed = np.where(rng.random(N) < 0.2, rng.integers(0, L, N), -1)
-    for ours, theirs in zip(inference.marginals(scores, pruned, fixed),
-                            inference.marginals(scores, chain, fixed)):
-        np.testing.assert_allclose(ours, theirs, atol=1e-9)
-    for ours, theirs in zip(inference.viterbi(scores, pruned, fixed),
-                            inference.viterbi(scores, chain, fixed)):
-        np.testing.assert_allclose(ours, theirs, atol=1e-9)
-    for ours, theirs in zip(inference.n_best(scores, pruned, 4, fixed),
-                            inference.n_best(scores, chain, 4, fixed)):
-        np.testing.assert_allclose(ours, theirs, atol=1e-9)
+    assert_same_inference((scores, pruned), (scores, chain), fixed)
     gold = np.where(rng.random(N) < 0.3, -1, rng.integers(0, L, N))
     nll, grad = inference.nll_and_gradient(scores, pruned, gold)
     chain_nll, chain_grad = inference.nll_and_gradient(scores, chain, gold)
@@ -228,7 +224,7 @@ def test_candidates_do_not_depend_on_the_order_labels_are_read_in(seed):
     for visit in (np.arange(12), np.arange(12)[::-1].copy(), rng.permutation(12)):
         got, counts = np.zeros((300, 3), dtype=np.int64), np.zeros(300, dtype=np.int64)
         pruning.best_candidates(emissions, 3, keep.astype(np.int64), visit.astype(np.int64),
-                                np.inf, got, counts)
+                                np.inf, got, counts, np.zeros((300, 3), dtype=np.float32))
         assert np.array_equal(got, want) and (counts == 3).all()
     assert np.array_equal(best_candidates(emissions, 3, keep)[0], want)
 
@@ -255,9 +251,9 @@ def test_a_margins_candidates_against_sorting_each_row(seed):
     for visit in (np.arange(12), rng.permutation(12)):  # (not read with a margin)
         got, counts = np.zeros((300, n), dtype=np.int64), np.zeros(300, dtype=np.int64)
         pruning.best_candidates(emissions, n, keep.astype(np.int64), visit.astype(np.int64),
-                                margin, got, counts)
+                                margin, got, counts, np.zeros((300, n), dtype=np.float32))
         assert np.array_equal(got, want) and np.array_equal(counts, want_counts)
-    cand, counts = best_candidates(emissions, n, keep, margin)
+    cand, counts, _ = best_candidates(emissions, n, keep, margin)
     assert np.array_equal(cand, want) and np.array_equal(counts, want_counts)
     assert want_counts.min() >= 1 and want_counts.mean() < n  # the margin narrowed some
 
@@ -337,12 +333,13 @@ def test_the_lattice_viterbi_is_the_tree_kernels_over_the_written_lattice(seed):
     emissions[rng.random(emissions.shape) < 0.2] = -np.inf  # masked labels
     if seed % 2:
         emissions = np.round(emissions)  # ties
-    cand, counts = best_candidates(emissions, layout.candidates, fixed, layout.margin)
+    cand, counts, cand_scores = best_candidates(emissions, layout.candidates, fixed,
+                                                layout.margin)
     start, end, trans = (np.ascontiguousarray(a, dtype=np.float64)
                          for a in (scores.start, scores.end, scores.transitions))
     n_tokens, n_cand = cand.shape
     local, pair = np.empty((n_tokens, n_cand)), np.empty((n_tokens, n_cand, n_cand))
-    pruning.lattice_scores(emissions, cand, counts, layout.lengths, start, end, trans, local,
+    pruning.lattice_scores(cand_scores, cand, counts, layout.lengths, start, end, trans, local,
                            pair)
     heads, order = path_forest(layout.lengths)
     fixed_slot = slots_of(cand, fixed)
@@ -350,7 +347,7 @@ def test_the_lattice_viterbi_is_the_tree_kernels_over_the_written_lattice(seed):
     tree.max_product(local, layout.lengths, heads, order, pair, np.arange(n_tokens),
                      np.zeros(n_cand), fixed_slot, want_slots, want_best)
     slots, got_best = np.zeros(n_tokens, np.int64), np.zeros(len(lengths))
-    pruning.lattice_viterbi(emissions, cand, counts, layout.lengths, start, end, trans,
+    pruning.lattice_viterbi(cand_scores, cand, counts, layout.lengths, start, end, trans,
                             fixed_slot, slots, got_best)
     np.testing.assert_allclose(got_best, want_best)
     if seed % 2 == 0:  # no ties: the very same labelling
