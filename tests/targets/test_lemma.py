@@ -20,6 +20,7 @@ from conftest import FROM_INITIALIZE, ewt_sample_docs, filled_config, make_nlp, 
 from spacy_crf import inference
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import LemmaTarget, make_target, parse_edit_tree
+from spacy_crf.targets.lemma import apply_edit_tree
 
 WORDS = ["The", "dogs", "walked", "home", "and", "is", "walking", "."]
 LEMMAS = ["the", "dog", "walk", "home", "and", "be", "walk", "."]
@@ -124,6 +125,24 @@ def test_every_tree_string_parses_back_into_the_same_tree():
     assert parse_edit_tree(tree_string("a' 'b", "x")) == ("s", "a", "b' 'x")
 
 
+def test_a_tree_applies_as_spacys_edit_trees_apply_it():
+    """apply_edit_tree against spaCy's EditTrees.apply: every tree of the
+    shipped sample's (form, lemma) pairs on every form of the sample
+    (applying or not, short forms, substitutions that differ)."""
+    trees = EditTrees(StringStore())
+    pairs = {(t.text, t.lemma_) for doc in ewt_sample_docs("dev") for t in doc if t.lemma_}
+    forms = sorted({form for form, _ in pairs} | {"", "a", "s", "ies", "I/C"})
+    ids = sorted({trees.add(form, lemma) for form, lemma in pairs})
+    applied = 0
+    for tree in ids:
+        node = parse_edit_tree(trees.tree_to_str(tree))
+        for form in forms:
+            want = trees.apply(tree, form)
+            assert apply_edit_tree(node, form) == want, (trees.tree_to_str(tree), form)
+            applied += want is not None
+    assert len(ids) > 50 and 0 < applied < len(ids) * len(forms) / 2
+
+
 @pytest.mark.parametrize("label", ["NOUN", "(m 0 1 ())", "(s 'a')", "(m 01 0 () ())"])
 def test_a_label_that_is_no_edit_tree_is_refused(label):
     nlp = lemma_nlp()
@@ -189,6 +208,27 @@ def test_a_form_no_tree_fits_backs_off_to_the_form():
     assert not target.allowed_labels([doc])[0].any()
     target.write(doc, np.asarray([1, 0]))
     assert [t.lemma_ for t in doc] == ["xyzzy", "cat"]
+
+
+def test_lemmas_written_again_come_from_the_kept_keys_into_any_vocab():
+    """A (form, tree) pair's lemma is worked out once and its key kept; a doc
+    of a vocab that lacks the lemma's string still reads it, and new labels
+    forget the kept keys."""
+    from spacy.vocab import Vocab
+
+    target = make_target("lemma")
+    target.set_labels([STRIP_S, "(s 'is' 'be')", "(m 0 0 () ())"], Vocab())
+    first = Doc(Vocab(), words=["cats", "is", "cats"])
+    target.write(first, np.asarray([0, 1, 2]))
+    assert [t.lemma_ for t in first] == ["cat", "be", "cats"]
+    assert len(target._lemma_keys) == 3
+    other = Doc(Vocab(), words=["cats", "is"])  # "cat" and "be" in no string store of it
+    target.write(other, np.asarray([0, 1]))
+    assert [t.lemma_ for t in other] == ["cat", "be"]
+    target.set_labels(["(m 0 0 () ())"], Vocab())
+    assert not target._lemma_keys
+    target.write(other, np.asarray([0, 0]))
+    assert [t.lemma_ for t in other] == ["cats", "is"]
 
 
 def test_a_token_with_no_applicable_tree_keeps_every_label_open():
