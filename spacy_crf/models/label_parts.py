@@ -94,7 +94,7 @@ def composition_trie(starts: np.ndarray, index: np.ndarray
 def _trie(starts_bytes: bytes, index_bytes: bytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     starts = np.frombuffer(starts_bytes, dtype=np.int64)
     index = np.frombuffer(index_bytes, dtype=np.int64)
-    frequency = np.bincount(index) if len(index) else np.zeros(0, dtype=np.int64)
+    frequency = np.bincount(index)
     nodes: Dict[Tuple[int, ...], int] = {(): 0}
     parent, part, label_node = [-1], [-1], []
     for k in range(len(starts) - 1):

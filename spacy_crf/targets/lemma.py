@@ -373,9 +373,8 @@ class LemmaTarget(Target):
         strings = docs[0].vocab.strings
         ids = [self.candidates(strings[orth])[0] for orth in unique.tolist()]
         rows = np.zeros((len(unique), n_labels), dtype=bool)
-        # one assignment for the batch, not one per form
-        rows[np.repeat(np.arange(len(ids)), [len(i) for i in ids]),
-             np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)] = True
+        # one assignment for the batch, not one per form (a batch has a form at least)
+        rows[np.repeat(np.arange(len(ids)), [len(i) for i in ids]), np.concatenate(ids)] = True
         return rows[inverse.reshape(-1)]
 
     def has_existing(self, doc: Doc) -> bool:
