@@ -206,13 +206,19 @@ def set_lexicon(model: Model, lexicon: Optional[Lexicon]) -> None:
         optional = node.attrs.get(CLUSTER_TEMPLATES) or []
         # each template where its tables are there: the clusters' and the
         # target's (the lemma tables) come from sources a pipeline may have apart
-        added = [text for text in _not_in(optional, source) if lexicon is not None
-                 and not lexicon.missing(FeatureTemplates([text]).lexicon_attrs)]
+        added = [text for text in _not_in(optional, source) if _readable(text, lexicon)]
         k = _cluster_position(node, source)
         templates = source[:k] + added + source[k:]
         if templates != list(current.source):
             node.attrs["templates"] = FeatureTemplates(templates)
         node.attrs[CLUSTER_TEMPLATES_ADDED] = added
+
+
+def _readable(template: str, lexicon: Optional[Lexicon]) -> bool:
+    """Whether ``lexicon`` holds the tables ``template`` reads (one that reads
+    none, as the sentence target's boundary shapes, is always readable)."""
+    attrs = FeatureTemplates([template]).lexicon_attrs
+    return not attrs or (lexicon is not None and not lexicon.missing(attrs))
 
 
 @serialize_attr.register(Lexicon)

@@ -13,10 +13,12 @@ from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import load_config, load_model_from_config
 
-from conftest import EWT_SAMPLE, FROM_INITIALIZE, filled_config, make_nlp, train
+from conftest import (EWT_SAMPLE, FROM_INITIALIZE, SMALL_MODEL, featurize_layer,
+                      filled_config, make_nlp, train)
 from spacy_crf.features.doc_arrays import DocBatch
 from spacy_crf.scoring import MAIN_SCORE, default_score_weights, main_score_key, score_crf
 from spacy_crf.targets import SentStartsTarget, make_target
+from spacy_crf.targets.sent_starts import BOUNDARY_TEMPLATES
 
 ROOT = EWT_SAMPLE.parents[1]
 TEXTS = ["I saw it . It was big .", "The cat sat . Then it left !",
@@ -198,6 +200,31 @@ def test_saved_and_loaded_pipelines_predict_the_same(tmp_path):
     fresh = sents_nlp()
     fresh.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
     assert [starts(doc) for doc in fresh.pipe(texts)] == before
+
+
+# --------------------------------------------------------- boundary templates
+
+
+@pytest.mark.parametrize("lang", ["en", "xx"])
+def test_the_boundary_templates_are_read_with_or_without_word_tables(lang):
+    # English has clusters and word probabilities; "xx" has no table at all:
+    # the boundary's shapes read none, so both pipelines read them
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("crf_tagger", config={"target": "sent_starts", "model": dict(SMALL_MODEL)})
+    train(nlp, examples_of(nlp), n_iter=1)
+    read = featurize_layer(nlp).attrs["templates"].source
+    assert [t for t in read if t in BOUNDARY_TEMPLATES] == list(BOUNDARY_TEMPLATES)
+
+
+def test_a_senter_whose_own_templates_see_no_boundary_learns_one_from_its_shapes():
+    # the model's own template tells nothing of a boundary; what the shapes on
+    # both sides of it tell (". Xxxx"), read on words never seen, is learned
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("crf_tagger", config={"target": "sent_starts",
+                                       "model": {**SMALL_MODEL, "templates": ["LIKE_NUM"]}})
+    train(nlp, examples_of(nlp), n_iter=30)
+    assert starts(nlp("Zorp blag . Quux fim . Wib")) == [True, False, False, True, False,
+                                                         False, True]
 
 
 # ------------------------------------------------------------------- configs
