@@ -77,7 +77,8 @@ class Target:
     #: templates its component adds to the model's optional ones
     #: (``cluster_templates``), each read where the pipeline has the tables it
     #: reads and left out where it has not (with W041 if
-    #: :attr:`warns_without_optional_sources`)
+    #: :attr:`warns_without_optional_sources`); one that reads no table (the
+    #: sentence target's boundary shapes) is read in every pipeline
     optional_templates: Tuple[str, ...] = ()
     #: whether a pipeline without the tables its optional templates read is
     #: told so (W041): the lemma target's are most of what it knows of an
