@@ -604,19 +604,7 @@ def conllu_head(src: Path, dst: Path, limit: int) -> Path:
     return dst
 
 
-def newdoc_documents(text: str) -> List[List[str]]:
-    """A CoNLL-U text cut into its documents, each a list of sentence blocks: a
-    new one at each sentence whose comments hold ``# newdoc`` (the sentences
-    before the first mark are one)."""
-    documents: List[List[str]] = []
-    for block in (b for b in text.split("\n\n") if b.strip()):
-        if not documents or any(line.startswith("# newdoc") for line in block.splitlines()):
-            documents.append([])
-        documents[-1].append(block)
-    return documents
-
-
-def convert_conllu(src: Path, out_dir: Path, n_sents: int) -> Path:
+def convert_conllu(src: Path, out_dir: Path, n_sents: int, line_breaks: bool = False) -> Path:
     """``src`` as a ``.spacy`` file in ``out_dir`` (named after it), by spaCy's
     CoNLL-U converter.
 
@@ -630,9 +618,12 @@ def convert_conllu(src: Path, out_dir: Path, n_sents: int) -> Path:
         Sentences a doc, as ``spacy convert -c conllu -n N`` joins them
         (consecutive sentences, across document marks: spaCy's converter drops
         the comment lines, ``# newdoc`` among them). 0: one doc per document
-        of the corpus, cut at its ``# newdoc`` marks (:func:`newdoc_documents`),
-        each converted by the same converter with ``n_sents`` its number of
-        sentences.
+        of the corpus, cut at its ``# newdoc`` marks, as ``spacy crf-convert
+        conllu`` cuts them (:func:`spacy_crf.conllu_documents.conllu_documents`,
+        which reads the sentences with spaCy's converter).
+    line_breaks : bool
+        End each sentence that a paragraph follows with a line-break token
+        (``crf-convert conllu --line-breaks``), as raw text has it.
 
     Returns
     -------
@@ -640,20 +631,17 @@ def convert_conllu(src: Path, out_dir: Path, n_sents: int) -> Path:
         The written ``.spacy`` file.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    if n_sents > 0:
+    if n_sents > 0 and not line_breaks:
         subprocess.run([sys.executable, "-m", "spacy", "convert", str(src), str(out_dir), "-c",
                         "conllu", "-n", str(n_sents)], check=True, capture_output=True, text=True)
         return out_dir / f"{src.stem}.spacy"
     from spacy.tokens import DocBin
-    from spacy.training.converters import conllu_to_docs
 
-    docbin = DocBin(store_user_data=True)
-    for blocks in newdoc_documents(src.read_text(encoding="utf8")):
-        for doc in conllu_to_docs("\n\n".join(blocks) + "\n\n", n_sents=len(blocks),
-                                  no_print=True):
-            docbin.add(doc)
+    from spacy_crf.conllu_documents import conllu_documents
+
+    docs = conllu_documents(src.read_text(encoding="utf8"), n_sents, line_breaks)
     out = out_dir / f"{src.stem}.spacy"
-    docbin.to_disk(out)
+    DocBin(docs=docs, store_user_data=True).to_disk(out)
     return out
 
 

@@ -4,7 +4,7 @@ four CRFs against spaCy's pipeline of the same four, in one run (issue #52's
 acceptance)::
 
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks lemma --filled-max-steps 4000 --out benchmarks/results/lemma.json
-    python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks sents sents_doc --out benchmarks/results/senter.json
+    python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks sents sents_doc sents_lines --out benchmarks/results/senter.json
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks pipeline --out benchmarks/results/senter_pipeline.json
     python benchmarks/lemma_senter.py --quick --no-wait --out /tmp/lemma_senter_quick.json   # 300 sentences a split, lemma and sents rows
     python benchmarks/lemma_senter.py --quick --no-wait --tasks pipeline --out /tmp/pipeline_quick.json
@@ -35,8 +35,13 @@ peak RSS is per phase. Four tasks, each on its own conversion of the corpus:
   ``configs/ewt_senter.cfg`` and spaCy's ``senter`` (efficiency config, the
   same step budget, the same docs).
 * ``sents_doc``: documents as the corpus marks them: each ``# newdoc``
-  document one doc (``common.convert_conllu`` with ``n_sents = 0``: spaCy's
-  converter over each document, its sentences joined). Rows 1, 3 and 4.
+  document one doc (``common.convert_conllu`` with ``n_sents = 0``: ``spacy
+  crf-convert conllu``, spaCy's converter over each document, its sentences
+  joined). Rows 1, 3 and 4.
+* ``sents_lines``: the same documents with the raw text's line breaks kept: a
+  ``"\\n"`` token closes each sentence that a paragraph (``# newpar``)
+  follows (``spacy crf-convert conllu --line-breaks``), in the training docs
+  and the scored ones, for every row (1, 3 and 4).
 * ``pipeline`` (not run unless named): the ``-n 10`` docs with Universal NER
   English EWT's PER / ORG / LOC entities (``--data-dir``, folder
   ``uner_english_ewt``, the files ``uner.py`` reads) joined to their sentences
@@ -99,6 +104,11 @@ TASKS: Dict[str, Dict[str, Any]] = {
                   "n_sents": 0, "target": "sent_starts", "config": "ewt_senter.cfg",
                   "peer": "senter", "attr": "is_sent_start", "metric": "sents_f",
                   "label": "sents F", "rows": ["plain", "tuned", "peer"]},
+    "sents_lines": {"title": "UD English EWT sentences, the corpus's documents (# newdoc), "
+                           "line breaks kept (# newpar)",
+                    "n_sents": 0, "line_breaks": True, "target": "sent_starts",
+                    "config": "ewt_senter.cfg", "peer": "senter", "attr": "is_sent_start",
+                    "metric": "sents_f", "label": "sents F", "rows": ["plain", "tuned", "peer"]},
     "pipeline": {"title": "UD English EWT raw text, docs of 10 sentences", "n_sents": 10,
                  "target": "pipeline", "config": "ewt_pipeline.cfg",
                  "peer": ",".join(pipe for _, pipe in PIPELINE), "attr": None,
@@ -260,7 +270,7 @@ def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
     log(f"{task}: converting (n_sents {spec['n_sents']})")
     out_dir = workdir / f"{task}_corpus"
     sources = ud_sources(args.data_dir, DATA["dir"], DATA["prefix"], out_dir, limit)
-    corpus = {split: convert_conllu(src, out_dir, spec["n_sents"])
+    corpus = {split: convert_conllu(src, out_dir, spec["n_sents"], spec.get("line_breaks", False))
               for split, src in sources.items()}
     entities = uner_entities(args.data_dir, sources, corpus) if spec.get("entities") else None
     quick_train = (["--training.max_steps", "100", "--training.eval_frequency", "10"]
@@ -461,7 +471,7 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_task_arguments(parser, list(TASKS), ["lemma", "sents", "sents_doc"])
+    add_task_arguments(parser, list(TASKS), ["lemma", "sents", "sents_doc", "sents_lines"])
     parser.add_argument("--spacy-steps", type=int, default=2000,
                         help="training steps of spaCy's trainable_lemmatizer and senter")
     parser.add_argument("--filled-max-steps", type=int, default=0,

@@ -448,6 +448,16 @@ class Errors(metaclass=_Codes):
             "{value!r}: in decoding, a token keeps the candidates whose emission is within "
             "margin of its best (e.g. 6.0, what the factory sets for the morph target); "
             "null keeps them all.")
+    # E232-E234: CoNLL-U as documents, line breaks kept (issue 52)
+    E232 = ("Could not read the CoNLL-U text ({err}). Each sentence is a block of lines "
+            "between blank lines: '#' comments first, then a line of 10 tab-separated "
+            "columns per word (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC). Check "
+            "that the file is CoNLL-U, with no stray blank line inside a sentence.")
+    E233 = ("The sentence '{text}' cannot take a line-break token: spaCy's whitespace "
+            "augmentation leaves alone a doc with spans, entity links or a partial tree. "
+            "Convert without --line-breaks, or give every word of the sentence a head.")
+    E234 = ("n_sents must be 0 (the corpus's documents, cut at '# newdoc') or a positive "
+            "number of sentences a doc, not {n_sents}.")
     # E240-E249: emissions factored over label parts (issue 51)
     E240 = ("factored = {value!r} in a spacy-crf.FeatureCRF block: it takes true (a weight "
             "per label part), false (a weight per label) or null (factor where the target's "

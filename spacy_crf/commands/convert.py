@@ -27,8 +27,13 @@ The command lines of :mod:`spacy_crf.converters`:
     ``B-X``, with a count; ``--pos-as-tag`` keeps the second column as
     ``Token.tag_``.
 
-For CoNLL-U use spaCy's converter directly:
-``python -m spacy convert FILE.conllu OUTPUT_DIR -c conllu -n 1``.
+``python -m spacy_crf.convert conllu INPUT.conllu OUTPUT.spacy [-n N] [--line-breaks]``
+    CoNLL-U, read by spaCy's converter, joined into the corpus's documents
+    (``-n 0``, the default: a new doc at each ``# newdoc``) or docs of ``N``
+    sentences; ``--line-breaks`` ends each sentence that a paragraph follows
+    (``# newpar``) with a ``"\n"`` token, as raw text has it
+    (:mod:`spacy_crf.conllu_documents`). For one sentence a doc, spaCy's own
+    ``python -m spacy convert FILE.conllu OUTPUT_DIR -c conllu -n 1`` does the same.
 """
 
 from pathlib import Path
@@ -38,12 +43,14 @@ import typer
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
+from ..conllu_documents import conllu_documents
 from ..converters import convert_chunks, convert_conll, convert_uner
 from ._util import Arg, Opt, command, group, msg, run
 
 
 convert_cli = group("crf-convert", "Convert corpora to .spacy files. Chunking, Universal NER "
-                                   "or CoNLL NER corpora, one sentence per doc.")
+                                   "or CoNLL NER corpora, one sentence per doc; CoNLL-U as "
+                                   "documents.")
 
 LIMIT_HELP = "Keep only the first N sentences (0: all)"
 
@@ -92,6 +99,33 @@ def uner_cli(
         msg.fail(f"{input_path}: {err}{hint}", exits=2)
     if conllu is not None:
         msg.info(f"Joined {input_path.name} to {conllu.name} on {report['join']}")
+    write_docs(docs, output_path, limit)
+
+
+@command("conllu", parent=convert_cli)
+def conllu_cli(
+    # fmt: off
+    input_path: Path = Arg(..., help="CoNLL-U file", exists=True, dir_okay=False),
+    output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
+    n_sents: int = Opt(0, "--n-sents", "-n", help="Sentences a doc; 0: the corpus's documents (a new doc at each # newdoc)", min=0),
+    line_breaks: bool = Opt(False, "--line-breaks", help="End each sentence that a paragraph follows (# newpar) with a line-break token, as raw text has it"),
+    limit: int = Opt(0, "--limit", help="Keep only the first N docs (0: all)", min=0),
+    # fmt: on
+):
+    """
+    CoNLL-U as documents. spaCy's converter reads the sentences (words, tags,
+    morphology, lemmas, trees, entities); they are joined at the corpus's
+    # newdoc marks (-n 0) or every N sentences, and with --line-breaks the
+    line break before each paragraph is kept as a token, for a senter that
+    learns the line breaks of raw text.
+    """
+    try:
+        docs = conllu_documents(input_path.read_text(encoding="utf8"), n_sents, line_breaks)
+    except ValueError as err:
+        msg.fail(f"{input_path}: {err}", exits=2)
+    if line_breaks:
+        n_breaks = sum(token.text == "\n" for doc in docs for token in doc)
+        msg.info(f"Kept {n_breaks} line break(s) before paragraphs")
     write_docs(docs, output_path, limit)
 
 

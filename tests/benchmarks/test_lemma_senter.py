@@ -22,25 +22,17 @@ def gold_docs(path):
     return list(DocBin().from_disk(path).get_docs(spacy.blank("en").vocab))
 
 
-def test_newdoc_documents_cut_at_every_mark():
+@pytest.mark.parametrize("n_sents,line_breaks", [(0, False), (10, False), (0, True), (10, True)])
+def test_convert_conllu_joins_sentences(tmp_path, n_sents, line_breaks):
     text = SAMPLE.read_text(encoding="utf8")
-    documents = common.newdoc_documents(text)
-    assert len(documents) == text.count("# newdoc")
-    assert sum(len(d) for d in documents) == text.count("# sent_id")
-    assert all(d[0].lstrip().startswith("# newdoc") for d in documents)
-    # sentences before the first mark are a document of their own
-    assert common.newdoc_documents("1\ta\n\n# newdoc id = x\n1\tb\n\n") == [["1\ta"], ["# newdoc id = x\n1\tb"]]
-
-
-@pytest.mark.parametrize("n_sents", [0, 10])
-def test_convert_conllu_joins_sentences(tmp_path, n_sents):
-    text = SAMPLE.read_text(encoding="utf8")
-    docs = gold_docs(common.convert_conllu(SAMPLE, tmp_path, n_sents))
+    docs = gold_docs(common.convert_conllu(SAMPLE, tmp_path, n_sents, line_breaks))
     n_sentences = text.count("# sent_id")
     assert sum(len(list(doc.sents)) for doc in docs) == n_sentences
     expected = text.count("# newdoc") if n_sents == 0 else -(-n_sentences // n_sents)
     assert len(docs) == expected
     assert all(doc.has_annotation("SENT_START") for doc in docs)
+    # the line breaks before paragraphs are kept only when asked
+    assert any(t.text == "\n" for doc in docs for t in doc) == line_breaks
 
 
 def test_gold_predictions_score_full_marks_and_fewer_starts_less(tmp_path):

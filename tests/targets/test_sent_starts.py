@@ -227,6 +227,22 @@ def test_a_senter_whose_own_templates_see_no_boundary_learns_one_from_its_shapes
                                                          False, True]
 
 
+def test_a_senter_trained_on_one_line_break_finds_boundaries_after_another():
+    # the only mark of these boundaries is a line break (no punctuation, no
+    # capital); trained on "\n", the senter reads "\n\n" and "\r\n", whose NORM
+    # and SHAPE it never saw, as line breaks too (LINE_BREAK_TEMPLATES)
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("crf_tagger", config={"target": "sent_starts",
+                                       "model": {**SMALL_MODEL, "templates": ["NORM", "NORM[-1]"]}})
+    words = ["we", "went", "home", "\n", "then", "we", "ate", "\n", "it", "was", "late"]
+    sent_starts = [True, False, False, False, True, False, False, False, True, False, False]
+    gold = Doc(nlp.vocab, words=words, sent_starts=sent_starts)
+    train(nlp, [Example(Doc(nlp.vocab, words=words), gold)] * 8, n_iter=20)
+    for brk in ("\n", "\n\n", "\r\n"):
+        doc = nlp(Doc(nlp.vocab, words=["so", "we", "left", brk, "now", "we", "rest"]))
+        assert starts(doc) == [True, False, False, False, True, False, False], repr(brk)
+
+
 # ------------------------------------------------------------------- configs
 
 
