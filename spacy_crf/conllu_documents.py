@@ -46,10 +46,13 @@ def _opens(block: str, mark: str) -> bool:
     return any(line.startswith(mark) for line in block.split("\n") if line.startswith("#"))
 
 
-def _sentence_docs(text: str, vocab: Vocab) -> List[Doc]:
+def _sentence_docs(text: str, vocab: Vocab, merge_subtokens: bool,
+                   append_morphology: bool) -> List[Doc]:
     """One doc a sentence, read by spaCy's CoNLL-U converter, in ``vocab``."""
     try:
-        docs = list(conllu_to_docs(text, n_sents=1, no_print=True))
+        docs = list(conllu_to_docs(text, n_sents=1, no_print=True,
+                                   merge_subtokens=merge_subtokens,
+                                   append_morphology=append_morphology))
     except (ValueError, IndexError, KeyError) as err:
         raise ValueError(Errors.E232.format(err=f"{type(err).__name__}: {err}")) from err
     if len(docs) != len(_blocks(text)):
@@ -69,7 +72,8 @@ def _end_with_line_break(doc: Doc, nlp: MultiLanguage) -> Doc:
     return variant
 
 
-def conllu_documents(text: str, n_sents: int = 0, line_breaks: bool = False) -> List[Doc]:
+def conllu_documents(text: str, n_sents: int = 0, line_breaks: bool = False,
+                     merge_subtokens: bool = False, append_morphology: bool = False) -> List[Doc]:
     """The sentences of a CoNLL-U text joined into docs (see the module).
 
     Parameters
@@ -82,6 +86,9 @@ def conllu_documents(text: str, n_sents: int = 0, line_breaks: bool = False) -> 
     line_breaks : bool
         End each sentence that a paragraph follows inside its doc with a
         ``"\\n"`` token.
+    merge_subtokens, append_morphology : bool
+        As spaCy's converter takes them (``spacy convert -T``, ``-m``): a
+        multiword token as one token; the FEATS appended to the tag.
 
     Returns
     -------
@@ -100,7 +107,7 @@ def conllu_documents(text: str, n_sents: int = 0, line_breaks: bool = False) -> 
         return []
     blocks = _blocks(text)
     nlp = MultiLanguage()
-    docs = _sentence_docs(text, nlp.vocab)
+    docs = _sentence_docs(text, nlp.vocab, merge_subtokens, append_morphology)
     groups: List[List[int]] = []
     for i, block in enumerate(blocks):
         new = (not groups or (len(groups[-1]) == n_sents if n_sents

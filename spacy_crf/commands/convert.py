@@ -27,7 +27,7 @@ The command lines of :mod:`spacy_crf.converters`:
     ``B-X``, with a count; ``--pos-as-tag`` keeps the second column as
     ``Token.tag_``.
 
-``python -m spacy_crf.convert conllu INPUT.conllu OUTPUT.spacy [-n N] [--line-breaks]``
+``python -m spacy_crf.convert conllu INPUT.conllu OUTPUT.spacy [-n N] [--line-breaks] [-T] [-m]``
     CoNLL-U, read by spaCy's converter, joined into the corpus's documents
     (``-n 0``, the default: a new doc at each ``# newdoc``) or docs of ``N``
     sentences; ``--line-breaks`` ends each sentence that a paragraph follows
@@ -109,6 +109,8 @@ def conllu_cli(
     output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
     n_sents: int = Opt(0, "--n-sents", "-n", help="Sentences a doc; 0: the corpus's documents (a new doc at each # newdoc)", min=0),
     line_breaks: bool = Opt(False, "--line-breaks", help="End each sentence that a paragraph follows (# newpar) with a line-break token, as raw text has it"),
+    merge_subtokens: bool = Opt(False, "--merge-subtokens", "-T", help="Merge CoNLL-U subtokens (as spacy convert -T)"),
+    morphology: bool = Opt(False, "--morphology", "-m", help="Enable appending morphology to tags (as spacy convert -m)"),
     limit: int = Opt(0, "--limit", help="Keep only the first N docs (0: all)", min=0),
     # fmt: on
 ):
@@ -119,10 +121,14 @@ def conllu_cli(
     line break before each paragraph is kept as a token, for a senter that
     learns the line breaks of raw text.
     """
+    text = input_path.read_text(encoding="utf8")
     try:
-        docs = conllu_documents(input_path.read_text(encoding="utf8"), n_sents, line_breaks)
+        docs = conllu_documents(text, n_sents, line_breaks, merge_subtokens, morphology)
     except ValueError as err:
         msg.fail(f"{input_path}: {err}", exits=2)
+    if n_sents == 0 and len(docs) == 1 and "# newdoc" not in text:
+        msg.warn(f"{input_path.name} has no '# newdoc' mark: all its sentences are one doc. "
+                 f"Give -n N for docs of N sentences.")
     if line_breaks:
         n_breaks = sum(token.text == "\n" for doc in docs for token in doc)
         msg.info(f"Kept {n_breaks} line break(s) before paragraphs")

@@ -71,6 +71,16 @@ def test_a_line_break_ends_each_sentence_a_paragraph_follows(n_sents):
     assert not any(doc[0].text == LINE_BREAK or doc[-1].text == LINE_BREAK for doc in broken)
 
 
+@pytest.mark.parametrize("option", ["merge_subtokens", "append_morphology"])
+def test_spacys_reading_options_pass_through(option):
+    ours = conllu_documents(TEXT, n_sents=10, **{option: True})
+    spacys = list(conllu_to_docs(TEXT, n_sents=10, no_print=True, **{option: True}))
+    assert [without_breaks(d) for d in ours] == [without_breaks(d) for d in spacys]
+    # and they change what is read: fewer tokens, or tags with the FEATS
+    plain = conllu_documents(TEXT, n_sents=10)
+    assert [without_breaks(d) for d in ours] != [without_breaks(d) for d in plain]
+
+
 def test_bad_input_names_the_problem():
     assert conllu_documents("") == []
     with pytest.raises(ValueError, match=r"CRF-E232.*10 tab-separated columns"):
@@ -90,6 +100,16 @@ def test_cli_writes_documents_with_line_breaks(tmp_path):
     assert f"Kept {n_breaks} line break(s)" in stdout and n_breaks > 0
     assert f"Wrote {len(docs)} docs" in stdout and len(docs) == -(-len(BLOCKS) // 10)
     assert all(isinstance(doc, Doc) and doc.has_annotation("SENT_START") for doc in docs)
+
+
+def test_cli_warns_when_a_file_without_newdoc_becomes_one_doc(tmp_path):
+    text = "\n".join(line for line in TEXT.split("\n") if not line.startswith("# newdoc"))
+    (tmp_path / "flat.conllu").write_text(text, encoding="utf8")
+    proc = run_main(main, ["conllu", tmp_path / "flat.conllu", tmp_path / "flat.spacy"])
+    assert proc.returncode == 0, proc.stderr
+    assert "no '# newdoc' mark" in " ".join(proc.stdout.split()) and "Wrote 1 docs" in proc.stdout
+    proc = run_main(main, ["conllu", SAMPLE, tmp_path / "docs.spacy"])
+    assert "newdoc' mark" not in proc.stdout
 
 
 def test_cli_errors_exit_2_without_a_traceback(tmp_path):
