@@ -670,7 +670,8 @@ def add_uner_entities(corpus: Path, conllu: Path, iob2: Optional[Path]) -> Dict[
     """Universal NER's entities on the docs of ``corpus`` (a ``.spacy`` file that
     :func:`convert_conllu` made from ``conllu``), rewritten in place.
 
-    The docs hold the CoNLL-U file's sentences in order (its syntactic words).
+    The docs hold the CoNLL-U file's sentences in order (its syntactic words,
+    each sentence perhaps closed by a line-break token: ``line_breaks``).
     Each sentence whose ``# sent_id`` the UNER file ``iob2`` has, with the same
     tokens, gets its entities (``spacy_crf.converters.convert_uner``'s reading;
     its other tokens outside, "O"); every other sentence stays unannotated
@@ -687,6 +688,7 @@ def add_uner_entities(corpus: Path, conllu: Path, iob2: Optional[Path]) -> Dict[
     from spacy.tokens import DocBin, Span
     from spacy.vocab import Vocab
 
+    from spacy_crf.conllu_documents import LINE_BREAK
     from spacy_crf.converters import convert_uner, read_conllu
 
     vocab = Vocab()
@@ -698,7 +700,9 @@ def add_uner_entities(corpus: Path, conllu: Path, iob2: Optional[Path]) -> Dict[
     sentences = [(sid, [r[1] for r in rows])
                  for sid, rows in read_conllu(Path(conllu).read_text(encoding="utf8")) if rows]
     docs = list(DocBin().from_disk(corpus).get_docs(vocab))
-    if sum(len(d) for d in docs) != sum(len(words) for _, words in sentences):
+    # a line-break token (convert_conllu's line_breaks) closes a sentence: outside
+    n_words = sum(1 for d in docs for t in d if t.text != LINE_BREAK)
+    if n_words != sum(len(words) for _, words in sentences):
         raise ValueError(f"{corpus}: its docs' tokens are not {conllu}'s syntactic words")
     unmatched: Dict[str, List[str]] = {"no_sent_id": [], "tokens_differ": []}
     labels: Dict[str, int] = {}
@@ -718,7 +722,7 @@ def add_uner_entities(corpus: Path, conllu: Path, iob2: Optional[Path]) -> Dict[
                 for s, e, label in found[1]:
                     entities.append(Span(doc, start + s, start + e, label))
                     labels[label] = labels.get(label, 0) + 1
-            start = end
+            start = end + (end < len(doc) and doc[end].text == LINE_BREAK)
         doc.set_ents(entities, missing=missing, default="outside")
     DocBin(docs=docs, store_user_data=True).to_disk(corpus)
     n_unmatched = sum(len(ids) for ids in unmatched.values())

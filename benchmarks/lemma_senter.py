@@ -42,6 +42,9 @@ peak RSS is per phase. Four tasks, each on its own conversion of the corpus:
   ``"\\n"`` token closes each sentence that a paragraph (``# newpar``)
   follows (``spacy crf-convert conllu --line-breaks``), in the training docs
   and the scored ones, for every row (1, 3 and 4).
+* ``pipeline_lines`` (not run unless named): the ``pipeline`` task below on
+  docs that keep the raw text's line breaks (``crf-convert conllu -n 10
+  --line-breaks``), for training and for the raw text it runs on.
 * ``pipeline`` (not run unless named): the ``-n 10`` docs with Universal NER
   English EWT's PER / ORG / LOC entities (``--data-dir``, folder
   ``uner_english_ewt``, the files ``uner.py`` reads) joined to their sentences
@@ -114,6 +117,12 @@ TASKS: Dict[str, Dict[str, Any]] = {
                  "peer": ",".join(pipe for _, pipe in PIPELINE), "attr": None,
                  "metric": "lemma_acc", "label": "lemma acc", "rows": ["tuned", "peer"],
                  "entities": True},
+    "pipeline_lines": {"title": "UD English EWT raw text with its line breaks, docs of 10 "
+                              "sentences", "n_sents": 10, "line_breaks": True,
+                       "target": "pipeline", "config": "ewt_pipeline.cfg",
+                       "peer": ",".join(pipe for _, pipe in PIPELINE), "attr": None,
+                       "metric": "lemma_acc", "label": "lemma acc", "rows": ["tuned", "peer"],
+                       "entities": True},
 }
 #: the summary's title, by the targets of the run's tasks (the pipeline's: pipeline_title)
 TITLES = {"lemma": "lemmas: the lemma target against spaCy's trainable_lemmatizer",
@@ -124,8 +133,13 @@ GOALS = {"lemma_acc": 0.975, "sents_f": 0.910, "sents_over_senter": 0.01,
          "sents_tok_s": 1_000_000}
 
 
+def is_pipeline(task: str) -> bool:
+    """Whether ``task`` trains and runs the pipeline of four components."""
+    return TASKS[task]["target"] == "pipeline"
+
+
 def tuned_name(task: str) -> str:
-    if task == "pipeline":  # no tuning: each component as the factory fills it
+    if is_pipeline(task):  # no tuning: each component as the factory fills it
         return f"configs/{TASKS[task]['config']} (the factory's defaults), spacy train"
     return f"tuned config (configs/{TASKS[task]['config']}), spacy train"
 
@@ -311,7 +325,7 @@ def run_task(task: str, args: Any, workdir: Path) -> Dict[str, Any]:
             model = out / "model-best"
         row["train_peak_rss_mb"] = row.pop("peak_rss_mb")
         upos = key == "upos"
-        if task == "pipeline":
+        if is_pipeline(task):
             result = run_isolated(phase_raw_text, str(model), str(corpus["test"]),
                                   args.decode_runs)
             result["decode"]["peak_rss_mb"] = result.pop("peak_rss_mb")
@@ -373,7 +387,7 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
             if spec["metric"] == "sents_f":
                 note.append(f"P {100 * s['sents_p']:.2f}, R {100 * s['sents_r']:.2f}; "
                             f"start F {100 * s['starts_f']:.2f}")
-            if task == "pipeline":
+            if is_pipeline(task):
                 note.append(f"sents F {100 * s['sents_f']:.2f}, UFeats {100 * s['morph_acc']:.2f}"
                             f", UPOS {100 * s['pos_acc']:.2f}" + (
                                 f", ents F {100 * s['ents_f']:.2f}"
@@ -383,7 +397,8 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                                     d["decode_tokens_per_s"], r["train_peak_rss_mb"],
                                     d.get("peak_rss_mb"), d["model_bytes"], "; ".join(note)))
         goal_rows += goals(task, result)
-    pipeline = report["tasks"].get("pipeline", {})
+    pipeline = next((result for task, result in report["tasks"].items() if is_pipeline(task)),
+                    {})
     with_ents = any("ents_f" in r["scores"] for r in pipeline.get("systems", {}).values())
     s = report["settings"]
     notes = [f"Test split; train s: initialize + loop for the nlp.update rows, the whole "
@@ -398,7 +413,7 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                             " and morphologizer_score") + ", on Docs made from the gold test words"
              + ("; the pipeline rows run on the test docs' raw text (spaCy's tokenizer, then "
                 "every component), their predicted tokens aligned with the gold ones by "
-                "spaCy's Example, tok/s counted in gold tokens." if "pipeline" in report["tasks"]
+                "spaCy's Example, tok/s counted in gold tokens." if pipeline
                 else "."),
              *entities_note(pipeline.get("entities")),
              *slow_decodes(report),
@@ -426,12 +441,13 @@ def goals(task: str, result: Dict[str, Any]) -> List[List[str]]:
     """Issue #52's goals that this task's rows measure: pass / fail, or the
     measured ratio where the goal is a comparison without a bound."""
     systems = result["systems"]
-    if task == "pipeline":
+    if is_pipeline(task):
         ours, theirs = pipeline_rows(systems)
         if not (ours and theirs):
             return []
         mine, other = (r["decode"]["decode_tokens_per_s"] for r in (ours, theirs))
-        return [["CRF pipeline's raw-text tok/s against spaCy's pipeline's",
+        text = " (the text with its line breaks)" if TASKS[task].get("line_breaks") else ""
+        return [[f"CRF pipeline's raw-text tok/s against spaCy's pipeline's{text}",
                  f"{mine / other:.2f}x ({mine:,.0f} / {other:,.0f})", "reported"]]
     if PLAIN not in systems:
         return []

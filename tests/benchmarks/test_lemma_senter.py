@@ -96,16 +96,20 @@ def test_the_pipeline_config_has_the_factory_defaults(tmp_path):
 SAMPLE_IOB2 = SAMPLE.with_suffix(".iob2")
 
 
-def sample_with_entities(tmp_path, iob2=SAMPLE_IOB2):
+def sample_with_entities(tmp_path, iob2=SAMPLE_IOB2, line_breaks=False):
     """The sample's test split as docs of 10 sentences with UNER's entities from
     ``iob2`` (by default the sample's own .iob2 file): the stats and the docs."""
-    path = common.convert_conllu(SAMPLE, tmp_path / "corpus", 10)
+    path = common.convert_conllu(SAMPLE, tmp_path / "corpus", 10, line_breaks)
     stats = common.add_uner_entities(path, SAMPLE, iob2)
     return stats, gold_docs(path)
 
 
-def test_uner_entities_on_every_matching_sentence(tmp_path):
-    stats, docs = sample_with_entities(tmp_path)
+@pytest.mark.parametrize("line_breaks", [False, True])
+def test_uner_entities_on_every_matching_sentence(tmp_path, line_breaks):
+    stats, docs = sample_with_entities(tmp_path, line_breaks=line_breaks)
+    # a line-break token closing a sentence is outside every entity
+    breaks = [t for doc in docs for t in doc if t.text == "\n"]
+    assert bool(breaks) == line_breaks and all(t.ent_iob_ == "O" for t in breaks)
     text = SAMPLE_IOB2.read_text(encoding="utf8")
     assert stats["sentences"] == stats["matched"] == text.count("# sent_id") == 200
     assert stats["unmatched"] == {"no_sent_id": 0, "tokens_differ": 0}
