@@ -60,7 +60,7 @@ def _sentence_docs(text: str, vocab: Vocab, merge_subtokens: bool,
             err=f"{len(_blocks(text))} blocks between blank lines gave {len(docs)} sentences"))
     # the reader's vocab has no lexical attributes (a line break is not
     # is_space there, and Doc.from_docs would put a space after it)
-    return list(DocBin(docs=docs).get_docs(vocab))
+    return list(DocBin(docs=docs, store_user_data=True).get_docs(vocab))
 
 
 def _end_with_line_break(doc: Doc, nlp: MultiLanguage) -> Doc:

@@ -81,6 +81,21 @@ def test_spacys_reading_options_pass_through(option):
     assert [without_breaks(d) for d in ours] != [without_breaks(d) for d in plain]
 
 
+def test_a_sentence_that_cannot_take_a_line_break_is_named():
+    # spaCy's whitespace augmentation leaves alone a doc with spans; the
+    # converter says which sentence, rather than drop the break unsaid
+    from spacy.lang.xx import MultiLanguage
+
+    from spacy_crf.conllu_documents import _end_with_line_break
+
+    nlp = MultiLanguage()
+    doc = Doc(nlp.vocab, words=["Hello", "there"], sent_starts=[True, False])
+    assert [t.text for t in _end_with_line_break(doc, nlp)] == ["Hello", "there", "\n"]
+    doc.spans["greeting"] = [doc[0:1]]
+    with pytest.raises(ValueError, match="CRF-E233.*Hello there"):
+        _end_with_line_break(doc, nlp)
+
+
 def test_bad_input_names_the_problem():
     assert conllu_documents("") == []
     with pytest.raises(ValueError, match=r"CRF-E232.*10 tab-separated columns"):
