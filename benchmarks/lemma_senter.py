@@ -240,13 +240,28 @@ def decoded(row: Dict[str, Any], model_dir: Path, test_path: Path, target: str, 
     return row
 
 
+def whitespace_unscored(gold: Sequence[Any]) -> None:
+    """Take the POS, morphology and lemma off the whitespace tokens (the line
+    breaks) of the gold docs ``gold``, in place. spaCy's token scores
+    (``Scorer.score_token_attr``: pos_acc, morph_acc, lemma_acc) skip a
+    predicted whitespace token but count a gold one as missed, so each line
+    break would cost every system recall on a token none of them is scored on."""
+    for doc in gold:
+        for token in doc:
+            if token.is_space:
+                token.pos = 0
+                token.set_morph(None)
+                token.lemma = 0
+
+
 def phase_raw_text(model_dir: str, test_path: str, decode_runs: int) -> Dict[str, Any]:
     """Load a saved pipeline and run it on the raw text of the test docs (the
     tokenizer and every component: ``nlp.pipe``, best of ``decode_runs`` after a
     warm-up); spaCy's scores of its sentences, morphology and lemmas against the
     gold docs (``Example`` aligns the tokenisations), and of its entities
     (``get_ner_prf``: a predicted entity over gold tokens without entity
-    annotation counts neither way). For ``run_isolated``."""
+    annotation counts neither way); the gold line breaks' POS, morphology and
+    lemma left out (:func:`whitespace_unscored`). For ``run_isolated``."""
     import spacy
     from spacy.pipeline.lemmatizer import lemmatizer_score
     from spacy.pipeline.morphologizer import morphologizer_score
@@ -260,6 +275,7 @@ def phase_raw_text(model_dir: str, test_path: str, decode_runs: int) -> Dict[str
     texts = [doc.text for doc in gold]
     timing = time_pipe(nlp, lambda: list(texts), decode_runs, warmup_docs=20)
     best = min(timing["times"])
+    whitespace_unscored(gold)
     examples = [Example(doc, ref) for doc, ref in zip(timing["docs"], gold)]
     scores = {**senter_score(examples), **morphologizer_score(examples),
               **lemmatizer_score(examples), **get_ner_prf(examples)}

@@ -192,3 +192,32 @@ def test_the_pipeline_config_trains_and_its_pipeline_annotates_raw_text(tmp_path
     assert all(t.pos_ and t.lemma_ for t in doc) and any(str(t.morph) for t in doc)
     assert doc.has_annotation("ENT_IOB")
     assert {t.lemma_ for t in doc} >= {"the", "."}
+
+
+def test_gold_line_breaks_are_left_out_of_the_token_scores():
+    # spaCy's token scores skip a predicted whitespace token but count a gold
+    # one as missed: perfect predictions score below 1 until the gold line
+    # breaks hold no POS, morphology or lemma
+    import spacy
+    from spacy.pipeline.lemmatizer import lemmatizer_score
+    from spacy.pipeline.morphologizer import morphologizer_score
+    from spacy.training import Example
+
+    from spacy_crf.conllu_documents import conllu_documents
+
+    docs = conllu_documents(SAMPLE.read_text(encoding="utf8"), 10, line_breaks=True)[:3]
+    assert any(t.is_space for doc in docs for t in doc)
+
+    def scores(gold):
+        examples = [Example(doc.copy(), ref) for doc, ref in zip(docs, gold)]
+        return {**morphologizer_score(examples), **lemmatizer_score(examples)}
+
+    gold = [doc.copy() for doc in docs]
+    before = scores(gold)
+    assert all(before[k] < 1.0 for k in ("pos_acc", "morph_acc", "lemma_acc"))
+    lemma_senter.whitespace_unscored(gold)
+    after = scores(gold)
+    assert all(after[k] == 1.0 for k in ("pos_acc", "morph_acc", "lemma_acc"))
+    # the words keep their annotation
+    assert [t.lemma_ for t in gold[0] if not t.is_space] == [t.lemma_ for t in docs[0]
+                                                             if not t.is_space]
