@@ -429,7 +429,11 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                             " and morphologizer_score") + ", on Docs made from the gold test words"
              + ("; the pipeline rows run on the test docs' raw text (spaCy's tokenizer, then "
                 "every component), their predicted tokens aligned with the gold ones by "
-                "spaCy's Example, tok/s counted in gold tokens." if pipeline
+                "spaCy's Example, tok/s counted in gold tokens"
+                + ("; the gold line breaks hold no POS, morphology or lemma there (spaCy's "
+                   "token scores would count each as missed: whitespace_unscored)."
+                   if any(is_pipeline(t) and TASKS[t].get("line_breaks")
+                          for t in report["tasks"]) else ".") if pipeline
                 else "."),
              *entities_note(pipeline.get("entities")),
              *slow_decodes(report),
