@@ -43,7 +43,7 @@ import typer
 from spacy.tokens import Doc, DocBin
 from spacy.vocab import Vocab
 
-from ..conllu_documents import conllu_documents
+from ..conllu_documents import LINE_BREAK, conllu_documents
 from ..converters import convert_chunks, convert_conll, convert_uner
 from ._util import Arg, Opt, command, group, msg, run
 
@@ -130,7 +130,7 @@ def conllu_cli(
         msg.warn(f"{input_path.name} has no '# newdoc' mark: all its sentences are one doc. "
                  f"Give -n N for docs of N sentences.")
     if line_breaks:
-        n_breaks = sum(token.text == "\n" for doc in docs for token in doc)
+        n_breaks = sum(token.text == LINE_BREAK for doc in docs for token in doc)
         msg.info(f"Kept {n_breaks} line break(s) before paragraphs")
     write_docs(docs, output_path, limit)
 
