@@ -3,12 +3,13 @@
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-from spacy.attrs import IDS
+from spacy.attrs import IDS, IS_SPACE, LOWER, ORTH
 from spacy.tokens import Doc
 
 from .._kernels import features as kernels
 from .._kernels import tree_features as tree
 from ..errors import Errors
+from . import whitespace
 from .affixes import N_COLUMNS as N_AFFIX_COLUMNS, affix_columns
 from .doc_arrays import attribute_matrix, batch_heads, batch_memo, batch_sequence_lengths
 from .lexicon import Lexicon
@@ -17,7 +18,8 @@ from .templates import FeatureTemplates
 
 def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
                      by_sentence: bool = True, lexicon: Optional[Lexicon] = None,
-                     owner: str = "the feature templates", held_out: bool = False) -> np.ndarray:
+                     owner: str = "the feature templates", held_out: bool = False,
+                     fold_whitespace: bool = False) -> np.ndarray:
     """Hash every template at every token of the batch.
 
     Parameters
@@ -37,6 +39,9 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     held_out : bool
         Training: a gazetteer drawn from the training data holds out what
         each document gave it (``gazetteer.py``); no other feature changes.
+    fold_whitespace : bool
+        Read every whitespace token as a line break or a space, whatever its
+        variant (``whitespace.py``; a featurize layer's ``WHITESPACE`` attr).
 
     Returns
     -------
@@ -64,9 +69,10 @@ def extract_features(docs: Sequence[Doc], templates: FeatureTemplates,
     hashed = batch_memo(docs, "features")
     held_out = bool(held_out and lexicon is not None and lexicon.holds_out)
     tables = _tables(templates, lexicon, held_out)
-    key = (by_sentence, tables, source)
+    key = (by_sentence, tables, source, fold_whitespace)
     if key not in hashed:
-        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, owner, hashed, held_out)
+        hashed[key] = _from_hashed(docs, templates, by_sentence, lexicon, owner, hashed, held_out,
+                                   fold_whitespace)
     return hashed[key]
 
 
@@ -78,31 +84,32 @@ def _tables(templates: FeatureTemplates, lexicon: Optional[Lexicon], held_out: b
 
 def _from_hashed(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
                  lexicon: Optional[Lexicon], owner: str, hashed: dict,
-                 held_out: bool = False) -> np.ndarray:
+                 held_out: bool = False, fold: bool = False) -> np.ndarray:
     """The features of ``templates``, from the batch's ``hashed`` lists where one
     begins with them or they begin with the longest of those that can serve."""
     source = tuple(templates.source)
     tables = _tables(templates, lexicon, held_out)
     done, done_source = None, ()
-    for (sequence, other_tables, other), features in hashed.items():
-        if sequence != by_sentence or (other_tables is not None and other_tables != tables):
+    for (sequence, other_tables, other, other_fold), features in hashed.items():
+        if (sequence != by_sentence or other_fold != fold
+                or (other_tables is not None and other_tables != tables)):
             continue
         if other[:len(source)] == source:  # a longer list, hashed already
             return np.ascontiguousarray(features[:, :len(templates)])
         if source[:len(other)] == other and len(other) > len(done_source):
             done, done_source = features, other
     if done is None:
-        return _hash(docs, templates, by_sentence, 0, lexicon, owner, held_out)
+        return _hash(docs, templates, by_sentence, 0, lexicon, owner, held_out, fold)
     rest = FeatureTemplates(source[len(done_source):])
     return np.hstack([done, _hash(docs, rest, by_sentence, done.shape[1], lexicon, owner,
-                                  held_out)])
+                                  held_out, fold)])
 
 
 def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
           first: int, lexicon: Optional[Lexicon], owner: str,
-          held_out: bool = False) -> np.ndarray:
+          held_out: bool = False, fold: bool = False) -> np.ndarray:
     """The features of ``templates``, placed at ``first`` in their list."""
-    values = _value_columns(docs, templates, lexicon, held_out)
+    values = _value_columns(docs, templates, lexicon, held_out, fold)
     n_tokens = values.shape[0]
     if templates.uses_tree:
         values = np.ascontiguousarray(np.hstack([values, tree_columns(docs, templates, values,
@@ -122,11 +129,15 @@ def _hash(docs: Sequence[Doc], templates: FeatureTemplates, by_sentence: bool,
 
 
 def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
-                   lexicon: Optional[Lexicon], held_out: bool = False) -> np.ndarray:
+                   lexicon: Optional[Lexicon], held_out: bool = False,
+                   fold: bool = False) -> np.ndarray:
     """The spaCy attribute columns of the batch, then the affix and word-table columns.
 
     The affixes and tables are looked up by word hashes (``LOWER``, ``ORTH``)
     read in the same ``Doc.to_array`` call as the attributes, after them.
+    With ``fold``, whitespace tokens then take the word columns of the line
+    break or space they are (``whitespace.py``); ``IS_SPACE`` and the text
+    (``ORTH`` or ``LOWER``), which tell them, are read in that call too.
     """
     keys: List[str] = []
     if templates.uses_affixes:
@@ -138,18 +149,35 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
     # a key the templates read already (ORTH for the cluster table when "ORTH"
     # is a template) comes from their column, not from a second read
     columns = attr_ids + [IDS[k] for k in keys if IDS[k] not in attr_ids]
+    n_read = len(columns)
+    if fold:
+        # the text tells a line break from a space: LOWER (read for the
+        # affixes) serves as well as ORTH, since lowercasing keeps whitespace
+        text = next((attr for attr in (ORTH, LOWER) if attr in columns), ORTH)
+        columns += [attr for attr in (IS_SPACE, text) if attr not in columns]
     values = attribute_matrix(docs, columns)
+    space_rows = (np.flatnonzero(values[:, columns.index(IS_SPACE)]) if fold
+                  else np.zeros(0, dtype=np.int64))
+    texts = values[space_rows, columns.index(text)] if space_rows.size else space_rows
     if not templates.uses_affixes and not templates.lexicon_attrs:
-        return values
-    key_columns: Dict[str, np.ndarray] = {k: np.ascontiguousarray(values[:, columns.index(IDS[k])])
-                                          for k in keys}
-    blocks = [values[:, :n_attrs]]
-    if templates.uses_affixes:
-        blocks.append(affix_columns(key_columns["LOWER"], docs[0].vocab.strings)
-                      if docs else np.zeros((0, N_AFFIX_COLUMNS), dtype=np.uint64))
-    if templates.lexicon_attrs:
-        blocks.append(lexicon.columns(docs, templates.lexicon_attrs, key_columns, held_out))
-    return np.ascontiguousarray(np.hstack(blocks))
+        result = values if n_read == len(columns) else np.ascontiguousarray(values[:, :n_read])
+    else:
+        key_columns: Dict[str, np.ndarray] = {
+            k: np.ascontiguousarray(values[:, columns.index(IDS[k])]) for k in keys}
+        blocks = [values[:, :n_attrs]]
+        if templates.uses_affixes:
+            blocks.append(affix_columns(key_columns["LOWER"], docs[0].vocab.strings)
+                          if docs else np.zeros((0, N_AFFIX_COLUMNS), dtype=np.uint64))
+        if templates.lexicon_attrs:
+            blocks.append(lexicon.columns(docs, templates.lexicon_attrs, key_columns, held_out))
+        result = np.ascontiguousarray(np.hstack(blocks))
+    if space_rows.size:
+        vocab = docs[0].vocab
+        whitespace.fold_rows(
+            result, space_rows, texts, vocab.strings,
+            whitespace.word_columns(templates.token_attrs, result.shape[1]),
+            lambda: _value_columns([whitespace.canonical_doc(vocab)], templates, lexicon))
+    return result
 
 
 def tree_columns(docs: Sequence[Doc], templates: FeatureTemplates, values: np.ndarray,

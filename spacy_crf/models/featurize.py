@@ -12,6 +12,7 @@ from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..features.extract import extract_features
 from ..features.lexicon import Lexicon
 from ..features.templates import FeatureTemplates
+from ..features.whitespace import FOLDED, WHITESPACE, folds
 
 InT = List[Doc]
 OutT = np.ndarray  # (N, n_templates) uint64
@@ -48,10 +49,13 @@ def featurize(templates: Sequence[str], cluster_templates: Sequence[str] = ()) -
     if optional:
         FeatureTemplates(optional)
     # the tree templates are a tree structure's (set_tree_templates), none until then
+    # WHITESPACE: a layer built now reads whitespace tokens folded; one saved
+    # before the attr existed loads without it, as written (serialize.py)
     return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: [],
                                                   CLUSTER_TEMPLATES: optional,
                                                   CLUSTER_TEMPLATES_ADDED: [],
-                                                  SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None})
+                                                  SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None,
+                                                  WHITESPACE: FOLDED})
 
 
 def add_optional_templates(model: Model, templates: Sequence[str]) -> None:
@@ -264,7 +268,7 @@ def forward(model: Model[InT, OutT], docs: InT, is_train: bool) -> Tuple[OutT, C
     features = extract_features(docs, model.attrs["templates"], by_sentence(model),
                                 model.attrs.get(LEXICON),
                                 model.attrs.get(OWNER) or "the feature templates",
-                                held_out=is_train)
+                                held_out=is_train, fold_whitespace=folds(model.attrs))
 
     def backprop(d_features: OutT) -> InT:
         return []

@@ -32,6 +32,7 @@ from thinc.api import Model
 
 from ..features.extract import extract_features
 from ..features.templates import FeatureTemplates
+from ..features.whitespace import FOLDED, WHITESPACE, folds
 from ..ragged import previous_in_sequence
 from .grow import LABEL_AXES
 from .hooks import FIT_COUNTS, STRUCTURES
@@ -58,7 +59,8 @@ def hmm(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
         attrs={LABEL_AXES: {"lexicon": (None, "out"), "suffix": (None, "out"),
                             "transitions": ("out", "out"), "start": ("out",), "end": ("out",)},
                "templates": FeatureTemplates(list(TEMPLATES)), "n_buckets": n_buckets,
-               "smoothing": float(smoothing), FIT_COUNTS: fit_counts, STRUCTURES: ("chain",)},
+               "smoothing": float(smoothing), FIT_COUNTS: fit_counts, STRUCTURES: ("chain",),
+               WHITESPACE: FOLDED},
     )
 
 
@@ -170,5 +172,6 @@ def fit_counts(model: Model, docs: Sequence[Doc], gold: np.ndarray, lengths: np.
 
 def _buckets(model: Model, docs: Sequence[Doc]) -> np.ndarray:
     """(N, 6) int64 hashed-table rows of the word and its suffix levels."""
-    features = extract_features(docs, model.attrs["templates"])
+    features = extract_features(docs, model.attrs["templates"],
+                                fold_whitespace=folds(model.attrs))
     return (features % np.uint64(model.attrs["n_buckets"])).astype(np.int64)

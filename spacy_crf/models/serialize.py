@@ -21,7 +21,8 @@ entry under :data:`KEY` giving their indices and the table's full height.
 Bytes without that key (dense, as saved by spacy-crf 0.1.0 before this
 module) load as they are. A table saved without the ``crf_bucketing`` attr
 (see ``hashed_linear.py``) keeps the signed id-to-row mapping it was trained
-with.
+with, and a featurize layer saved without the ``crf_whitespace`` attr keeps
+reading whitespace tokens as written (``features/whitespace.py``).
 """
 
 from functools import partial
@@ -32,6 +33,7 @@ import srsly
 from thinc.api import Model
 from thinc.util import convert_recursive, is_xp_array
 
+from ..features.whitespace import AS_WRITTEN, WHITESPACE
 from .hashed_linear import BUCKETING, SIGNED, check_table_size
 from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
 
@@ -147,6 +149,10 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
             # saved before the mapping was explicit: its rows were filled with
             # numba's signed modulo, so it keeps reading them that way
             msg["attrs"][i][BUCKETING] = srsly.msgpack_dumps(SIGNED)
+        if WHITESPACE in nodes[i].attrs and WHITESPACE not in msg["attrs"][i]:
+            # saved before whitespace tokens were folded: it keeps reading each
+            # variant as written, as it was trained (features/whitespace.py)
+            msg["attrs"][i][WHITESPACE] = srsly.msgpack_dumps(AS_WRITTEN)
     for key, entry in (msg.pop(KEY, None) or {}).items():
         params = msg["params"][int(key)]
         # the stored height is checked before the dense table is allocated

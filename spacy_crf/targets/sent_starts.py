@@ -26,12 +26,14 @@ from .token_attrs import TokenAttrTarget
 BOUNDARY_TEMPLATES = ("SHAPE[-1]|SHAPE[0]", "SHAPE[-1]|SHAPE[0]|SHAPE[1]", "NORM[-2]|NORM[-1]")
 #: whether the token before, and the token itself, is whitespace. spaCy's
 #: tokenizer keeps a line break of raw text as a token ("\n", "\n\n",
-#: "\r\n", ...), each variant its own NORM and SHAPE; this reads them all
-#: alike, so a senter trained on one variant (``crf-convert conllu
-#: --line-breaks`` writes "\n") finds boundaries after the others. UD English
-#: EWT in docs of 10 sentences, trained with "\n" breaks, plain loop: test
-#: sents_f with "\n\n" breaks 65.15 -> 77.76, with "\n" 89.90 -> 90.00;
-#: trained and tested without breaks 76.45 -> 76.37 (docs/usage.md)
+#: "\r\n", ...), each variant its own NORM and SHAPE. Before the features
+#: folded whitespace (``features/whitespace.py``) these were what read the
+#: variants alike: trained with "\n" breaks, test sents_f with "\n\n"
+#: breaks 65.15 -> 77.76. Folded, every variant reads as "\n" anyway (90.00
+#: with them, 89.90 without; with "\n" breaks the same; trained and tested
+#: without breaks 76.37 against 76.45): they stay, for the models saved
+#: before the fold. UD English EWT in docs of 10 sentences, plain loop
+#: (``benchmarks/line_breaks.py``, docs/usage.md)
 LINE_BREAK_TEMPLATES = ("IS_SPACE[-1]", "IS_SPACE")
 
 
