@@ -71,8 +71,10 @@ def test_readme_keeps_the_two_commands():
     section = section[:section.index("\n## ", 1)]
     blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     assert blocks[0].strip().endswith(".venv/bin/python -m spacy project run all")
-    assert blocks[1:] == [".venv/bin/python -m pytest -q\n",
-                          '.venv/bin/python -m pytest -q -m "not slow"\n']
+    assert blocks[1:] == [".venv/bin/python -m pytest -q -n auto\n",
+                          '.venv/bin/python -m pytest -q -n auto -m "not slow"\n']
+    # CI runs the README's command
+    assert ".venv/bin/python -m pytest -q -n auto\n" in (ROOT / ".ci" / "run").read_text()
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
