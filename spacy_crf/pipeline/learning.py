@@ -125,7 +125,9 @@ def mask_candidates(state: ComponentState, scores: CRFScores,
 
     def masked(part: CRFScores) -> CRFScores:
         emissions = part.emissions
-        return part.replace(emissions=np.where(allowed, emissions, -np.inf).astype(emissions.dtype))
+        # -inf of the emissions' own dtype: np.where then writes them once, no cast after
+        return part.replace(emissions=np.where(allowed, emissions,
+                                               emissions.dtype.type(-np.inf)))
 
     out = masked(scores)
     if scores.experts is not None:

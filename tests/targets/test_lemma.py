@@ -231,6 +231,30 @@ def test_lemmas_written_again_come_from_the_kept_keys_into_any_vocab():
     assert [t.lemma_ for t in other] == ["cats", "is"]
 
 
+def test_a_batch_writes_each_tokens_own_form_and_tree():
+    """The batch numbers each distinct (form, tree) pair once: a form under
+    two trees, a tree over two forms, across docs, each token gets the lemma
+    its own pair gives (the form where the tree does not apply)."""
+    from spacy.vocab import Vocab
+
+    labels = [STRIP_S, "(s 'is' 'be')", "(m 0 0 () ())", "lower (m 0 0 () ())"]
+    target = make_target("lemma")
+    target.set_labels(labels, Vocab())
+    rng = np.random.default_rng(0)
+    forms = ["cats", "is", "Dogs", "cats", "is", "Dogs", "ox", "Ox"]
+    vocab = Vocab()  # a batch's docs share the pipeline's
+    docs = [Doc(vocab, words=["cats", "is", "Dogs", "cats"])]
+    docs += [Doc(vocab, words=[str(w) for w in rng.choice(forms, size=n)])
+             for n in (5, 0, 9, 1, 7)]
+    ids = np.concatenate([[0, 1, 3, 1], rng.integers(0, len(labels), size=22)])
+    target.write_batch(docs, ids, np.asarray([len(d) for d in docs]), False)
+    tokens = [t for d in docs for t in d]
+    assert [t.lemma_ for t in tokens[:4]] == ["cat", "be", "dogs", "cats"]
+    assert [t.lemma_ for t in tokens] == [target._lemma_of(t.text, int(i))
+                                          for t, i in zip(tokens, ids)]
+    assert len({(t.text, int(i)) for t, i in zip(tokens, ids)}) > 10
+
+
 def test_a_token_with_no_applicable_tree_keeps_every_label_open():
     nlp, _ = trained(n_iter=0)
     pipe = nlp.get_pipe("crf_tagger")
