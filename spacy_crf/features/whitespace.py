@@ -27,7 +27,9 @@ predicts what it predicted when it was saved.
 from typing import Callable, Sequence
 
 import numpy as np
+from spacy.strings import StringStore
 from spacy.tokens import Doc
+from spacy.vocab import Vocab
 
 #: the attr of a layer that reads features, and its two values
 WHITESPACE = "crf_whitespace"
@@ -51,13 +53,14 @@ def has_line_break(text: str) -> bool:
     return any(char in LINE_BREAK_CHARS for char in text)
 
 
-def canonical_doc(vocab) -> Doc:
+def canonical_doc(vocab: Vocab) -> Doc:
     """A doc of the two canonical words: row 0 a line break, row 1 a space."""
     return Doc(vocab, words=[LINE_BREAK, SPACE], spaces=[False, False])
 
 
-def fold_rows(values: np.ndarray, space_rows: np.ndarray, texts: np.ndarray, strings,
-              word_columns: np.ndarray, canonical: Callable[[], np.ndarray]) -> None:
+def fold_rows(values: np.ndarray, space_rows: np.ndarray, texts: np.ndarray,
+              strings: StringStore, word_columns: np.ndarray,
+              canonical: Callable[[], np.ndarray]) -> None:
     """Write the canonical words' values over the whitespace tokens' word columns.
 
     Parameters

@@ -91,6 +91,19 @@ def test_whitespace_tokens_across_a_batch_of_docs():
     assert np.array_equal(features(batch), alone)
 
 
+def test_every_template_attribute_is_the_words_or_the_tokens():
+    # a new attribute must be placed: the word's is folded, the token's kept
+    from spacy_crf.features.templates import TOKEN_ATTRS
+    from spacy_crf.features.whitespace import TOKEN_LEVEL_ATTRS
+
+    words = {"ORTH", "LOWER", "NORM", "SHAPE", "PREFIX", "SUFFIX", "LENGTH", "IS_ALPHA",
+             "IS_ASCII", "IS_DIGIT", "IS_LOWER", "IS_UPPER", "IS_TITLE", "IS_PUNCT", "IS_SPACE",
+             "IS_STOP", "IS_BRACKET", "IS_QUOTE", "IS_LEFT_PUNCT", "IS_RIGHT_PUNCT",
+             "IS_CURRENCY", "LIKE_NUM", "LIKE_URL", "LIKE_EMAIL"}
+    assert set(TOKEN_ATTRS) == words | TOKEN_LEVEL_ATTRS
+    assert not words & TOKEN_LEVEL_ATTRS
+
+
 def test_line_break_characters():
     assert all(has_line_break(text) for text in LINE_BREAKS)
     assert not any(has_line_break(text) for text in SPACES)
