@@ -153,12 +153,12 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
     if fold:
         # the text tells a line break from a space: LOWER (read for the
         # affixes) serves as well as ORTH, since lowercasing keeps whitespace
-        text = next((attr for attr in (ORTH, LOWER) if attr in columns), ORTH)
-        columns += [attr for attr in (IS_SPACE, text) if attr not in columns]
+        text_attr = next((attr for attr in (ORTH, LOWER) if attr in columns), ORTH)
+        columns += [attr for attr in (IS_SPACE, text_attr) if attr not in columns]
     values = attribute_matrix(docs, columns)
     space_rows = (np.flatnonzero(values[:, columns.index(IS_SPACE)]) if fold
                   else np.zeros(0, dtype=np.int64))
-    texts = values[space_rows, columns.index(text)] if space_rows.size else space_rows
+    texts = values[space_rows, columns.index(text_attr)] if space_rows.size else space_rows
     if not templates.uses_affixes and not templates.lexicon_attrs:
         result = values if n_read == len(columns) else np.ascontiguousarray(values[:, :n_read])
     else:
