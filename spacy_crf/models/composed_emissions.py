@@ -81,6 +81,17 @@ class ComposedEmissions:
             return out.astype(dtype)
         return out.copy() if copy else out
 
+    def with_label_scores(self, label_scores: np.ndarray) -> "ComposedEmissions":
+        """These emissions plus ``label_scores`` (``(N, K)``, a score per token
+        and whole label: ``whole_label.py``), still held as parts: each label
+        gets a part of its own, column ``P + k``, so the structure composes
+        and searches them as before."""
+        n_parts = self.part_scores.shape[1]
+        starts, index = own_parts(self.starts, self.index, n_parts)
+        parts = np.concatenate([self.part_scores,
+                                np.asarray(label_scores, dtype=self.part_scores.dtype)], axis=1)
+        return ComposedEmissions(parts, starts, index, self.bias)
+
     def candidates(self, n: int, keep: np.ndarray, margin: float
                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each token's ``n`` best labels within ``margin`` of its best (finite),
@@ -95,3 +106,20 @@ class ComposedEmissions:
                            self.bias, n, np.ascontiguousarray(keep, dtype=np.int64),
                            float(margin), cand, counts, scores)
         return cand, counts, scores
+
+
+def own_parts(starts: np.ndarray, index: np.ndarray, n_parts: int
+              ) -> Tuple[np.ndarray, np.ndarray]:
+    """The composition ``(starts, index)`` with one more part per label, its
+    own (part ``n_parts + k`` for label ``k``), after its other parts."""
+    starts = np.asarray(starts, dtype=np.int64)
+    index = np.asarray(index, dtype=np.int64)
+    n_labels = len(starts) - 1
+    new_starts = starts + np.arange(n_labels + 1, dtype=np.int64)
+    own = new_starts[1:] - 1  # each label's last slot
+    new_index = np.empty(len(index) + n_labels, dtype=np.int64)
+    kept = np.ones(len(new_index), dtype=bool)
+    kept[own] = False
+    new_index[kept] = index
+    new_index[own] = n_parts + np.arange(n_labels, dtype=np.int64)
+    return new_starts, new_index

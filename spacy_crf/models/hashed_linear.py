@@ -16,7 +16,7 @@ from .grow import LABEL_AXES
 from .label_parts import (FACTORED, LABEL_PARTS, PARTS, compose_labels, composition, factors,
                           width)
 from .layer_attrs import HASHED_TABLE, LABEL_SIZED  # noqa: F401 (LABEL_SIZED: its importers')
-from .sparse_table import ATTR, SparseTable
+from .sparse_table import ATTR, BOOST_UPDATES, UPDATES_DONE, SparseTable
 
 InT = np.ndarray  # (N, K) uint64 feature ids
 OutT = Floats2d  # (N, nO) emission scores
@@ -59,6 +59,10 @@ WIDE_TABLE_BYTES = 2 ** 30
 #: attrs key: the table's rows follow its width (n_buckets = null), resolved
 #: again at each initialize
 AUTO_ROWS = "crf_auto_rows"
+#: attrs key: columns that count with the table's own when its rows are sized
+#: (n_buckets = null): those of the whole-label table beside a factored one
+#: (``whole_label.py``), so the two together stay within TABLE_WEIGHTS
+ROW_COLUMNS = "crf_row_columns"
 
 
 def table_rows(n_columns: int) -> int:
@@ -152,6 +156,21 @@ def hashed_linear(n_buckets: Optional[int], nO: Optional[int] = None,
     )
 
 
+def companion_table(of: Model, n_buckets: int, shared: Sequence[str]) -> Model:
+    """A table of a weight per label (``n_buckets`` rows) trained as the table
+    ``of`` is: it takes the attrs of ``of`` named in ``shared`` (learning-rate
+    scale, head start, averaging, L1), its head start counted from its own
+    first update. The tables that input-dependent transitions and whole-label
+    weights add beside a model's own."""
+    table = hashed_linear(n_buckets)
+    for key in shared:
+        if key in of.attrs:
+            table.attrs[key] = of.attrs[key]
+    if BOOST_UPDATES in table.attrs:
+        table.attrs[UPDATES_DONE] = 0
+    return table
+
+
 def forward(model: Model[InT, OutT], features: InT, is_train: bool) -> Tuple[OutT, Callable]:
     W = model.get_param("W")
     b = model.get_param("b")
@@ -228,7 +247,7 @@ def init(model: Model[InT, OutT], X: Optional[InT] = None, Y: Optional[OutT] = N
     nO = model.get_dim("nO")
     columns = width(model)  # a column per label, or per label part (label_parts.py)
     if model.attrs.get(AUTO_ROWS):
-        auto_rows(model, columns)
+        auto_rows(model, columns + int(model.attrs.get(ROW_COLUMNS) or 0))
     nV = model.get_dim("nV")
     check_table_size(nV, columns)  # before the allocation, which may not fail cleanly
     model.set_param("W", model.ops.alloc2f(nV, columns))

@@ -35,6 +35,7 @@ from thinc.util import convert_recursive, is_xp_array
 
 from ..features.whitespace import AS_WRITTEN, WHITESPACE
 from .hashed_linear import BUCKETING, SIGNED, check_table_size
+from .whole_label import fit_saved_layout
 from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
 
 #: the message key listing the compacted tables: {node index: {"rows", "n_rows"}},
@@ -132,7 +133,9 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
     Returns
     -------
     Model
-        ``model``, loaded.
+        ``model``, loaded: the same object (in place), but where the bytes were
+        saved before whole-label weights existed, its whole-label layer is
+        taken out first (``whole_label.fit_saved_layout``).
 
     Raises
     ------
@@ -142,6 +145,8 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
         (E161); :class:`NonFiniteWeights` if a weight is NaN or inf.
     """
     msg = srsly.msgpack_loads(data)
+    # saved before whole-label weights: the model loads without them
+    model = fit_saved_layout(model, [node["name"] for node in msg.get("nodes", [])])
     _check_finite(msg)  # on the saved (compact) rows, before any table is expanded
     nodes = list(model.walk())  # to_dict numbers the nodes in walk order
     for i, node in enumerate(msg["nodes"]):

@@ -20,10 +20,10 @@ from thinc.types import Floats2d, Floats3d
 
 from ..errors import Errors
 from .featurize import TREE_TEMPLATES, featurize
-from .hashed_linear import hashed_linear
+from .hashed_linear import companion_table
 from .layer_attrs import AVERAGE_WEIGHTS, LABEL_PAIR_SIZED
 from .potentials import ROW, register_scores
-from .sparse_table import BOOST_UPDATES, LR_SCALE, UPDATES_DONE
+from .sparse_table import BOOST_UPDATES, LR_SCALE
 
 #: the per-token score: label i at token t - 1 then j at t, added to the
 #: transitions at row t (row 0 of a sequence unused)
@@ -90,13 +90,8 @@ def add_token_transitions(model: Model, templates: Sequence[str], n_buckets: int
     if model.name != FEATURE_CRF or len(model.layers) != 3:
         raise ValueError(Errors.E183.format(model=model.name))
     features, linear, potentials = model.layers
-    pair_linear = hashed_linear(n_buckets)
+    pair_linear = companion_table(linear, n_buckets, _SHARED_ATTRS)
     pair_linear.attrs[LABEL_PAIR_SIZED] = True
-    for key in _SHARED_ATTRS:
-        if key in linear.attrs:
-            pair_linear.attrs[key] = linear.attrs[key]
-    if BOOST_UPDATES in pair_linear.attrs:
-        pair_linear.attrs[UPDATES_DONE] = 0
     pair_features = featurize(templates)
     # its templates are the block's alone: a tree's templates go to the emissions
     del pair_features.attrs[TREE_TEMPLATES]

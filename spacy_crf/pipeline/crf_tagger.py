@@ -28,6 +28,7 @@ from ..features.doc_arrays import SEQUENCE_DOC, DocBatch, doc_lengths
 from ..models.featurize import add_optional_templates, set_owner, set_sequence
 from ..models.potentials import CRFScores, relation_groups
 from ..models.sparse_table import sync_averages
+from ..models.whole_label import add_whole_label_weights
 from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
                           migrate_model_settings)
@@ -58,13 +59,13 @@ class CRFTagger(TrainablePipe):
         # was given moved into the block; those left null chosen for this component
         spec = migrate_model_settings(as_spec(structure), model)
         spec = resolve_structure(spec, model, target, scheme)
-        settings = dict(target=target, sequence=sequence, scheme=scheme, loss=loss,
-                        keep_existing=keep_existing, store_confidence=store_confidence,
-                        n_best=n_best)
+        settings = dict(target=target, sequence=sequence, scheme=scheme, loss=loss, n_best=n_best,
+                        keep_existing=keep_existing, store_confidence=store_confidence)
         crf_structure, target = check_settings(model, name, structure=spec, **settings)
         self.vocab, self.name, self.scorer = vocab, name, scorer
         self._inputs_checked = False
         register_extensions(name)
+        model = add_whole_label_weights(model, target.whole_label_templates)  # before a wrap
         model = crf_structure.prepare_model(model, target, spec.settings) or model
         add_optional_templates(model, target.optional_templates)
         set_sequence(model, sequence)
@@ -120,8 +121,7 @@ class CRFTagger(TrainablePipe):
 
     @property
     def keep_existing(self) -> bool:
-        """Whether labels already on a doc are kept (``cfg["keep_existing"]``;
-        ``None`` as spaCy's own pipe for the target: only ``ents`` keeps them)."""
+        """Whether labels on a doc are kept (``cfg["keep_existing"]``; None: as spaCy's pipe)."""
         return self._state.keep_existing
 
     @property

@@ -115,7 +115,7 @@ def load(state: ComponentState, cfg: Optional[Dict[str, Any]], model_bytes: Opti
         # attrs); one saved before tables could has a column per label
         forget_label_parts(model)
         try:
-            model_from_bytes(model, model_bytes)
+            model = model_from_bytes(model, model_bytes)
             check_label_parts(model, [target.label_parts(label) for label in cfg["labels"]])
             restore_lexicon(model)  # the saved word tables, and the templates they add
             set_owner(model, state.name)

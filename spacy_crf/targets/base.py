@@ -74,6 +74,9 @@ class Target:
     #: its labels come by the hundred (morphology): a chain whose order the
     #: config leaves null prunes each token's labels (``spacy-crf.PrunedChain.v1``)
     many_labels = False
+    #: templates whose features get a weight per whole label beside a table
+    #: factored over the labels' parts (``models/whole_label.py``); none here
+    whole_label_templates: Tuple[str, ...] = ()
     #: templates its component adds to the model's optional ones
     #: (``cluster_templates``), each read where the pipeline has the tables it
     #: reads and left out where it has not (with W041 if

@@ -46,6 +46,11 @@ class MorphTarget(Target):
     assigns = ("token.morph", "token.pos")
     many_labels = True  # 321 on UD English EWT, 500-1,500 in German or Czech treebanks
     optional_templates = TAGGING_DEFAULTS
+    #: the word itself, and the lemmas spaCy's rules give it as a noun, a verb
+    #: and an adjective (where spacy-lookups-data has the tables), score each
+    #: label as a whole, beside the parts' scores of every feature
+    #: (``models/whole_label.py``): UD English EWT UFeats dev 95.57 -> 95.75
+    whole_label_templates = ("NORM", "RULE_LEMMA_ADJ|RULE_LEMMA_NOUN|RULE_LEMMA_VERB")
     #: the field the POS takes in a label (spaCy's ``Morphologizer.POS_FEAT``)
     POS_FEAT = "POS"
     #: an odd multiplier: ``morph * MIX`` is one-to-one modulo 2**64, so a

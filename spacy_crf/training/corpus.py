@@ -28,6 +28,7 @@ from ..features.doc_arrays import doc_lengths
 from ..models.featurize import OWNER
 from ..models.hashed_linear import BUCKETING, UNSIGNED
 from ..models.label_parts import factors
+from ..models.whole_label import NAME as WHOLE_LABEL
 from ..models.potentials import CRFScores
 from .objective import FeaturizedShard, ParameterLayout
 
@@ -47,7 +48,9 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
     if len(model.layers) != 3:  # transition templates add a branch
         raise ValueError(Errors.E106)
     featurize, linear, potentials = model.layers
-    if factors(linear):  # a weight per label part: the shards' kernels read one per label
+    # a weight per label part (and whole-label weights beside them, which only
+    # a factored table has): the shards' kernels read one table of one per label
+    if factors(linear) or linear.name == WHOLE_LABEL:
         raise ValueError(Errors.E241.format(name=featurize.attrs.get(OWNER) or "crf_tagger"))
     return featurize, linear, potentials
 
