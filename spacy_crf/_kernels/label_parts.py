@@ -62,6 +62,16 @@ def compose_block(parts, parent, part, label_node, bias, nodes, labels):
             row[u] = node[u] + b
 
 
+@njit(cache=True, inline="always")
+def add_label_scores(label_scores, t0, m, labels):
+    """``labels[k, u] += label_scores[t0 + u, k]`` for the block's ``m``
+    tokens: what a token scores for each whole label beside its parts
+    (``models/whole_label.py``); nothing where ``label_scores`` has no column."""
+    for u in range(m):
+        for k in range(label_scores.shape[1]):
+            labels[k, u] += label_scores[t0 + u, k]
+
+
 @njit(cache=True)
 def compose_parts(part_scores, parent, part, label_node, bias, out):
     """out[t, k] = bias[k] + sum of part_scores[t, p] over the parts p of label k

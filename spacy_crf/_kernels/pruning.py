@@ -34,7 +34,7 @@ arrays of indices first.
 import numpy as np
 from numba import njit
 
-from .label_parts import BLOCK, compose_block, load_block
+from .label_parts import BLOCK, add_label_scores, compose_block, load_block
 
 
 #: labels read first, in the caller's order, to set the threshold: a multiple
@@ -121,13 +121,15 @@ def _finish(out, t, m, n, k):
 
 
 @njit(cache=True, nogil=True)
-def compose_candidates(part_scores, parent, part, label_node, bias, n, keep, margin, out, counts,
-                       scores):
+def compose_candidates(part_scores, parent, part, label_node, bias, label_scores, n, keep, margin,
+                       out, counts, scores):
     """:func:`best_candidates` with a ``margin`` over the emissions of a
     factored table, composed from its part scores (``label_parts.py``: the
     labels' trie ``parent``, ``part``, ``label_node``, and ``bias``) a block
     of tokens at a time, without writing the (N, L) emissions out: the
-    same ``out``, ``counts`` and ``scores``.
+    same ``out``, ``counts`` and ``scores``. ``label_scores`` (N, L), or (N,
+    0) for none: each token's scores for whole labels, added to its
+    composed ones (``models/whole_label.py``).
 
     Composing a block leaves its labels' scores transposed (a row per label,
     in cache), where each token's best, then the labels within ``margin`` of
@@ -148,6 +150,7 @@ def compose_candidates(part_scores, parent, part, label_node, bias, n, keep, mar
     for t0 in range(0, n_tokens, BLOCK):
         m = load_block(part_scores, t0, parts)
         compose_block(parts, parent, part, label_node, bias, nodes, labels)
+        add_label_scores(label_scores, t0, m, labels)
         for u in range(BLOCK):
             threshold[u] = labels[0, u]
         for k in range(1, n_labels):

@@ -60,11 +60,15 @@ class ComposedEmissions:
     """
 
     def __init__(self, part_scores: np.ndarray, starts: np.ndarray, index: np.ndarray,
-                 bias: np.ndarray) -> None:
+                 bias: np.ndarray, label_scores: Optional[np.ndarray] = None) -> None:
         self.part_scores = np.ascontiguousarray(part_scores)
         self.starts = starts
         self.index = index
         self.bias = np.ascontiguousarray(bias, dtype=self.part_scores.dtype)
+        # (N, K) scores of whole labels added to the composed ones; (N, 0): none
+        self.label_scores = np.ascontiguousarray(
+            np.zeros((len(self.part_scores), 0)) if label_scores is None else label_scores,
+            dtype=self.part_scores.dtype)
         self.shape = (self.part_scores.shape[0], len(self.bias))
         self.dtype = self.part_scores.dtype
         self.ndim = 2
@@ -76,21 +80,21 @@ class ComposedEmissions:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if self._composed is None:
             self._composed = compose_labels(self.part_scores, self.starts, self.index, self.bias)
+            if self.label_scores.shape[1]:  # added after the bias, as the kernels add them
+                self._composed += self.label_scores
         out = self._composed
         if dtype is not None and np.dtype(dtype) != out.dtype:
             return out.astype(dtype)
         return out.copy() if copy else out
 
     def with_label_scores(self, label_scores: np.ndarray) -> "ComposedEmissions":
-        """These emissions plus ``label_scores`` (``(N, K)``, a score per token
-        and whole label: ``whole_label.py``), still held as parts: each label
-        gets a part of its own, column ``P + k``, so the structure composes
-        and searches them as before."""
-        n_parts = self.part_scores.shape[1]
-        starts, index = own_parts(self.starts, self.index, n_parts)
-        parts = np.concatenate([self.part_scores,
-                                np.asarray(label_scores, dtype=self.part_scores.dtype)], axis=1)
-        return ComposedEmissions(parts, starts, index, self.bias)
+        """These emissions plus ``label_scores`` (``(N, K)``: a score per token
+        and whole label, ``whole_label.py``), still held as parts; the
+        structure's search adds them to each block it composes."""
+        if self.label_scores.shape[1]:
+            label_scores = self.label_scores + label_scores
+        return ComposedEmissions(self.part_scores, self.starts, self.index, self.bias,
+                                 label_scores)
 
     def candidates(self, n: int, keep: np.ndarray, margin: float
                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -103,23 +107,8 @@ class ComposedEmissions:
         counts = np.zeros(n_tokens, dtype=np.int64)
         scores = np.zeros((n_tokens, n), dtype=self.dtype)
         compose_candidates(self.part_scores, *composition_trie(self.starts, self.index),
-                           self.bias, n, np.ascontiguousarray(keep, dtype=np.int64),
-                           float(margin), cand, counts, scores)
+                           self.bias, self.label_scores, n,
+                           np.ascontiguousarray(keep, dtype=np.int64), float(margin),
+                           cand, counts, scores)
         return cand, counts, scores
 
-
-def own_parts(starts: np.ndarray, index: np.ndarray, n_parts: int
-              ) -> Tuple[np.ndarray, np.ndarray]:
-    """The composition ``(starts, index)`` with one more part per label, its
-    own (part ``n_parts + k`` for label ``k``), after its other parts."""
-    starts = np.asarray(starts, dtype=np.int64)
-    index = np.asarray(index, dtype=np.int64)
-    n_labels = len(starts) - 1
-    new_starts = starts + np.arange(n_labels + 1, dtype=np.int64)
-    own = new_starts[1:] - 1  # each label's last slot
-    new_index = np.empty(len(index) + n_labels, dtype=np.int64)
-    kept = np.ones(len(new_index), dtype=bool)
-    kept[own] = False
-    new_index[kept] = index
-    new_index[own] = n_parts + np.arange(n_labels, dtype=np.int64)
-    return new_starts, new_index

@@ -27,8 +27,9 @@ memory. The whole-label table has :data:`ROWS` rows, and the factored table
 beside it is sized as if it held the labels' columns too
 (``hashed_linear.table_rows``: 2^18 rows, not 2^19, for EWT), so training
 takes no more memory than the factored table alone did (about 1.0 GB).
-Decoding costs a quarter more: the labels' scores are gathered for each
-token, and the pruned chain composes them as one more part per label.
+Decoding costs a fifth more: the labels' scores are gathered for each
+token, and the pruned chain's search adds them to each block it composes
+(``_kernels/pruning.py:compose_candidates``).
 
 Which templates read a whole label is the target's
 (:attr:`~spacy_crf.targets.Target.whole_label_templates`: ``NORM`` for

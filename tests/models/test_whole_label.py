@@ -9,7 +9,7 @@ from spacy.tokens import Doc
 
 from conftest import FROM_INITIALIZE, SMALL_MODEL, train
 from finite_differences import central_difference
-from spacy_crf.models.composed_emissions import ComposedEmissions, own_parts
+from spacy_crf.models.composed_emissions import ComposedEmissions
 from spacy_crf.models.hashed_linear import NAME as TABLE_LAYER
 from spacy_crf.models.hashed_linear import table_rows
 from spacy_crf.models.label_parts import compose_labels, factors
@@ -86,9 +86,10 @@ def test_its_gradient_matches_finite_differences():
                                    rtol=1e-3, atol=1e-3)
 
 
-def test_the_structure_composes_them_as_parts_of_their_own(seed=0):
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_structures_search_adds_them_to_what_it_composes(seed):
     rng = np.random.default_rng(seed)
-    n_tokens, n_parts, n_labels = 7, 5, 9
+    n_tokens, n_parts, n_labels = 150, 5, 9  # three blocks of 64, the last short
     starts = np.asarray([0, 1, 3, 3, 5, 6, 8, 9, 11, 12])
     index = rng.integers(0, n_parts, size=starts[-1])
     part_scores = rng.normal(size=(n_tokens, n_parts)).astype(np.float32)
@@ -97,17 +98,16 @@ def test_the_structure_composes_them_as_parts_of_their_own(seed=0):
     composed = ComposedEmissions(part_scores, starts, index, bias).with_label_scores(label_scores)
     want = compose_labels(part_scores, starts, index, bias) + label_scores
     np.testing.assert_allclose(np.asarray(composed), want, rtol=1e-5, atol=1e-5)
-    new_starts, new_index = own_parts(starts, index, n_parts)
-    for k in range(n_labels):  # each label: its parts, then its own column
-        assert new_index[new_starts[k]:new_starts[k + 1]].tolist() == \
-            index[starts[k]:starts[k + 1]].tolist() + [n_parts + k]
+    again = composed.with_label_scores(label_scores)  # a second layer's scores add up
+    np.testing.assert_allclose(np.asarray(again), want + label_scores, rtol=1e-5, atol=1e-5)
     keep = np.full(n_tokens, -1)
     keep[2] = 4
-    got = composed.candidates(3, keep, 2.0)
-    brute = best_candidates(want, 3, keep, 2.0)
-    for a, b in zip(got[:2], brute[:2]):
-        assert np.array_equal(a, b)
-    np.testing.assert_allclose(got[2], brute[2], rtol=1e-5, atol=1e-5)
+    for n, margin in ((3, 2.0), (2, 50.0), (n_labels, 1.0)):
+        got = composed.candidates(n, keep, margin)
+        brute = best_candidates(want, n, keep, margin)  # over the composed array
+        for a, b in zip(got[:2], brute[:2]):
+            assert np.array_equal(a, b)
+        np.testing.assert_allclose(got[2], brute[2], rtol=1e-5, atol=1e-5)
 
 
 def test_the_factored_table_beside_them_is_sized_with_the_labels_columns():
