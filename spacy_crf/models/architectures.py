@@ -138,8 +138,10 @@ def FeatureCRF(
         or per label part). null (the factory's default model): sized by the
         table's width at initialize, 2^20 rows up to 64 columns, then the
         most that keep it under 2^26 weights, at least 2^18
-        (``spacy_crf.models.hashed_linear.table_rows``): 2^19 for EWT's
-        morphology (80 parts), 2^18 for its lemmas (531 edit trees). The
+        (``spacy_crf.models.hashed_linear.table_rows``; a factored table counts
+        the columns of the whole-label table beside it): 2^18 for EWT's
+        morphology (80 parts beside 321 labels) and for its lemmas (531
+        edit trees). The
         rows chosen are saved with the model.
     learn_rate_scale : float
         Multiplies the optimizer's learning rate for this model's weights.
@@ -189,7 +191,10 @@ def FeatureCRF(
         rare label learns from every label that shares its parts. null (the
         default): factor where the target's labels are made of parts
         (``morph``), not elsewhere (every other target: its labels are
-        atomic, so factoring would change nothing but the cost). The batch
+        atomic, so factoring would change nothing but the cost). Where the
+        table may factor, the component adds the target's whole-label
+        weights beside it (``spacy_crf.models.whole_label``: for ``morph``
+        the word and its rule lemmas keep a weight per label). The batch
         trainer ``fit`` trains unfactored tables only.
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
