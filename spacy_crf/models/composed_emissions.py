@@ -111,4 +111,3 @@ class ComposedEmissions:
                            np.ascontiguousarray(keep, dtype=np.int64), float(margin),
                            cand, counts, scores)
         return cand, counts, scores
-

@@ -35,8 +35,8 @@ from thinc.util import convert_recursive, is_xp_array
 
 from ..features.whitespace import AS_WRITTEN, WHITESPACE
 from .hashed_linear import BUCKETING, SIGNED, check_table_size
-from .whole_label import fit_saved_layout
 from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
+from .whole_label import fit_saved_layout
 
 #: the message key listing the compacted tables: {node index: {"rows", "n_rows"}},
 #: and ``"mask"`` (packed bits, a row per written row) where ``W`` holds the

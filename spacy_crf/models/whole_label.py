@@ -22,19 +22,20 @@ those features lift UFeats from 95.57 to 95.75 on dev and from 95.90 to
 91.78 to 91.85 on dev. Reading every optional template of the target as well
 (16 columns, not 2) scored the same (95.83 dev, 96.09 test) and decoded at
 360k tok/s against 430k (before the search added the labels' scores in
-place, which took the default to 508k; the parts alone 607k). A table with a weight per label for every feature
-(``factored = false``) scores 96.14 on test, at 1.7 times the training
-memory. The whole-label table has :data:`ROWS` rows, and the factored table
-beside it is sized as if it held the labels' columns too
-(``hashed_linear.table_rows``: 2^18 rows, not 2^19, for EWT), so training
-takes no more memory than the factored table alone did (about 1.0 GB).
+place, which took the default to 508k; the parts alone 607k). A table with
+a weight per label for every feature (``factored = false``) scores 96.14 on
+test, at 1.7 times the training memory. The whole-label table has
+:data:`ROWS` rows, and the factored table beside it is sized as if it held
+the labels' columns too (``hashed_linear.table_rows``: 2^18 rows, not 2^19,
+for EWT), so training takes no more memory than the factored table alone did
+(about 1.0 GB).
 Decoding costs a fifth more: the labels' scores are gathered for each
 token, and the pruned chain's search adds them to each block it composes
 (``_kernels/pruning.py:compose_candidates``).
 
 Which templates read a whole label is the target's
-(:attr:`~spacy_crf.targets.Target.whole_label_templates`: ``NORM`` for
-``morph``); the component adds the layer when it is made
+(:attr:`~spacy_crf.targets.Target.whole_label_templates`: the word and its
+rule lemmas for ``morph``); the component adds the layer when it is made
 (:func:`add_whole_label_weights`), where its model is a
 ``spacy-crf.FeatureCRF`` whose table may factor (``factored`` not false). The
 layer reads the columns of those templates from the model's own featurize
@@ -93,7 +94,7 @@ def add_whole_label_weights(model: Optional[Model], templates: Sequence[str]) ->
     if table.name != TABLE_LAYER or table.attrs.get(FACTORED) is False:
         return model  # no parts (factored = false): every feature has whole labels already
     names = [name for text in templates for name in FeatureTemplates([text]).names]
-    if not set(names[:1]) & set(features.attrs["templates"].names):
+    if names[0] not in features.attrs["templates"].names:
         return model  # its templates lack the word: the others are its extras
     label_table = companion_table(table, ROWS, _SHARED_ATTRS)
     label_table.attrs[LABEL_SIZED] = True
