@@ -87,10 +87,10 @@ def add_whole_label_weights(model: Optional[Model], templates: Sequence[str]) ->
         their tables are there). A model whose templates lack the first is
         returned as it is.
     """
-    if (model is None or not templates or model.name != FEATURE_CRF or len(model.layers) != 3
-            or any(node.name == NAME for node in model.walk())):
+    if model is None or not templates or model.name != FEATURE_CRF or len(model.layers) != 3:
         return model
     features, table, potentials = model.layers
+    # (a model that has them holds this layer, not a table, in the middle)
     if table.name != TABLE_LAYER or table.attrs.get(FACTORED) is False:
         return model  # no parts (factored = false): every feature has whole labels already
     names = [name for text in templates for name in FeatureTemplates([text]).names]
