@@ -240,8 +240,10 @@ def phase_factory(parser: Optional[str], train: str, settings: Dict[str, Any],
     parser stays as trained; it annotates the training docs once, as a frozen
     annotating component would in every epoch of spacy train (the same trees)."""
     import spacy
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
     from spacy.training import Example
+
+    from spacy_crf.util import tokens_only
 
     from defaults import update_loop
 
@@ -249,8 +251,7 @@ def phase_factory(parser: Optional[str], train: str, settings: Dict[str, Any],
     nlp.add_pipe("crf_tagger", config={"target": "pos", **settings})
     gold = list(DocBin().from_disk(train).get_docs(nlp.vocab))
     start = time.perf_counter()
-    words = (Doc(nlp.vocab, words=[t.text for t in ref], spaces=[bool(t.whitespace_) for t in ref])
-             for ref in gold)
+    words = (tokens_only(ref, nlp.vocab) for ref in gold)
     with nlp.select_pipes(disable=["crf_tagger"]):
         predicted = list(nlp.pipe(words, batch_size=256))
     examples = [Example(doc, ref) for doc, ref in zip(predicted, gold)]

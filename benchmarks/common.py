@@ -740,8 +740,10 @@ def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epoc
     their words and spaces); the pipeline is saved to ``out_dir``. ``model``:
     settings that replace the factory's in its model block (the rest as it is)."""
     import spacy
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
     from spacy.training import Example
+
+    from spacy_crf.util import tokens_only
 
     from defaults import update_loop
 
@@ -751,8 +753,7 @@ def phase_plain_loop(lang: str, target: str, train_path: str, out_dir: str, epoc
         config["model"] = {**nlp.get_factory_meta("crf_tagger").default_config["model"], **model}
     nlp.add_pipe("crf_tagger", config=config)
     refs = list(DocBin().from_disk(train_path).get_docs(nlp.vocab))
-    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d],
-                            spaces=[bool(t.whitespace_) for t in d]), d) for d in refs]
+    examples = [Example(tokens_only(d, nlp.vocab), d) for d in refs]
     train_s, _ = update_loop(nlp, examples, epochs, batch_size)
     nlp.to_disk(out_dir)
     pipe = nlp.get_pipe("crf_tagger")

@@ -69,20 +69,20 @@ def with_predicted_trees(parser: Path, gold: Path, out: Path) -> Dict[str, float
     """``gold``'s docs (words, POS) with the trees ``parser`` predicts over their
     tokens instead of the treebank's; returns the parser's UAS on them."""
     import spacy
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
+
+    from spacy_crf.util import tokens_only
 
     nlp = spacy.load(parser)
     refs = list(DocBin().from_disk(gold).get_docs(nlp.vocab))
-    inputs = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d])
-              for d in refs]
+    inputs = [tokens_only(d, nlp.vocab) for d in refs]
     docs, right, total = [], 0, 0
     for ref, parsed in zip(refs, nlp.pipe(inputs, batch_size=256)):
         heads = [t.head.i for t in parsed]
         right += sum(h == t.head.i for h, t in zip(heads, ref) if not t.is_punct)
         total += sum(not t.is_punct for t in ref)
-        docs.append(Doc(nlp.vocab, words=[t.text for t in ref],
-                        spaces=[bool(t.whitespace_) for t in ref], pos=[t.pos_ for t in ref],
-                        heads=heads, deps=[t.dep_ for t in parsed]))
+        docs.append(tokens_only(ref, nlp.vocab, pos=[t.pos_ for t in ref], heads=heads,
+                                deps=[t.dep_ for t in parsed]))
     DocBin(docs=docs).to_disk(out)
     return {"uas": right / max(total, 1)}
 

@@ -180,8 +180,10 @@ def score_predictions(target: str, test_path: Path,
     import spacy
     from spacy.pipeline.lemmatizer import lemmatizer_score
     from spacy.pipeline.senter import senter_score
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
     from spacy.training import Example
+
+    from spacy_crf.util import tokens_only
 
     vocab = spacy.blank(DATA["lang"]).vocab
     gold = list(DocBin().from_disk(test_path).get_docs(vocab))
@@ -193,7 +195,7 @@ def score_predictions(target: str, test_path: Path,
     for ref, values in zip(gold, pred):
         if len(ref) != len(values):
             raise ValueError("a predicted doc differs in length from its gold doc")
-        doc = Doc(vocab, words=[t.text for t in ref], spaces=[bool(t.whitespace_) for t in ref])
+        doc = tokens_only(ref, vocab)
         for i, (token, value) in enumerate(zip(doc, values)):
             if target == "lemma":
                 token.lemma_ = value

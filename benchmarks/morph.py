@@ -102,10 +102,11 @@ def score_labels(test_path: Path, lang: str, pred: Sequence[Sequence[str]]) -> D
     import spacy
     from spacy.morphology import Morphology
     from spacy.pipeline.morphologizer import morphologizer_score
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
     from spacy.training import Example
 
     from spacy_crf.targets import make_target
+    from spacy_crf.util import tokens_only
 
     target = make_target("morph")
     vocab = spacy.blank(lang).vocab
@@ -117,7 +118,7 @@ def score_labels(test_path: Path, lang: str, pred: Sequence[Sequence[str]]) -> D
     for ref, labels in zip(gold, pred):
         if len(ref) != len(labels):
             raise ValueError("a predicted doc differs in length from its gold doc")
-        doc = Doc(vocab, words=[t.text for t in ref], spaces=[bool(t.whitespace_) for t in ref])
+        doc = tokens_only(ref, vocab)
         for token, label in zip(doc, labels):
             feats = Morphology.feats_to_dict(label) if label and label != "_" else {}
             token.pos_ = feats.pop("POS", "")

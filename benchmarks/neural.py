@@ -57,13 +57,14 @@ FITTED = ("crf_tagger, NeuralCRF.v2 as above, pool weight fitted on dev "
 def upos_as_tags(corpus: Path, out: Path) -> Path:
     """EWT's .spacy files with each token's UPOS as its tag (and nothing else)."""
     import spacy
-    from spacy.tokens import Doc, DocBin
+    from spacy.tokens import DocBin
+
+    from spacy_crf.util import tokens_only
 
     vocab = spacy.blank("en").vocab
     out.mkdir(parents=True, exist_ok=True)
     for name in TASKS["upos"]["files"]:
-        docs = [Doc(vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d],
-                    tags=[t.pos_ for t in d])
+        docs = [tokens_only(d, vocab, tags=[t.pos_ for t in d])
                 for d in DocBin().from_disk(corpus / name).get_docs(vocab)]
         DocBin(docs=docs).to_disk(out / name)
     return out

@@ -18,11 +18,10 @@ from typing import Callable, Iterator, List
 
 from spacy.attrs import IDS, SENT_START
 from spacy.language import Language
-from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.util import registry
 
-from .util import same_tokens
+from .util import same_tokens, tokens_only
 
 COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START", "HEAD", "DEP")
 
@@ -52,8 +51,7 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
         if not same_tokens(ref, pred):
             # gold inputs come with gold tokens: spaCy's tokenizer may split the
             # text otherwise (e.g. "***" or "wheel-chair" against UD's tokens)
-            pred = Doc(ref.vocab, words=[t.text for t in ref],
-                       spaces=[bool(t.whitespace_) for t in ref])
+            pred = tokens_only(ref)
             example = Example(pred, ref)
         if len(ref):
             values = ref.to_array(attr_ids).reshape(len(ref), len(attr_ids))

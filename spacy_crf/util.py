@@ -29,6 +29,25 @@ def same_tokens(a: Doc, b: Doc) -> bool:
     return bool(np.array_equal(a.to_array(attrs), b.to_array(attrs)))
 
 
+def tokens_only(doc: Doc, vocab=None, **annotations) -> Doc:
+    """A new Doc of ``doc``'s words and spaces alone: the input a component
+    sees for a gold doc (``Example(tokens_only(ref), ref)``), its gold tokens
+    kept (spaCy's tokenizer may split the text otherwise, e.g. "***" or
+    "wheel-chair" against UD's tokens).
+
+    Parameters
+    ----------
+    doc : Doc
+        The doc whose tokens are copied.
+    vocab : Vocab, optional
+        The new doc's vocab (``doc``'s where not given).
+    **annotations
+        Passed on to ``Doc``'s constructor (``pos=``, ``heads=``, ...).
+    """
+    return Doc(vocab if vocab is not None else doc.vocab, words=[t.text for t in doc],
+               spaces=[bool(t.whitespace_) for t in doc], **annotations)
+
+
 def training_seed(nlp) -> int:
     """The pipeline config's ``[training] seed`` (``${system.seed}`` resolved, as
     ``spacy train --system.seed N`` sets it); where there is none (no pipeline,

@@ -1,0 +1,35 @@
+"""spacy_crf.util's tokens_only, and the copy_attrs augmenter that uses it
+where spaCy's tokenizer split the gold text otherwise."""
+
+import spacy
+from spacy.tokens import Doc
+from spacy.training import Example
+
+from spacy_crf.augmenters import create_copy_attrs
+from spacy_crf.util import same_tokens, tokens_only
+
+
+def test_tokens_only_keeps_words_and_spaces_and_nothing_else():
+    nlp = spacy.blank("en")
+    ref = Doc(nlp.vocab, words=["wheel-chair", "***", "ok", "."], spaces=[True, False, False, True],
+              pos=["NOUN", "PUNCT", "INTJ", "PUNCT"], lemmas=["wheelchair", "***", "ok", "."])
+    doc = tokens_only(ref)
+    assert doc is not ref and doc.vocab is ref.vocab
+    assert same_tokens(doc, ref) and doc.text == ref.text == "wheel-chair ***ok. "
+    assert not doc.has_annotation("POS") and not doc.has_annotation("LEMMA")
+    other = spacy.blank("en").vocab
+    tagged = tokens_only(ref, other, pos=[t.pos_ for t in ref])
+    assert tagged.vocab is other and [t.pos_ for t in tagged] == [t.pos_ for t in ref]
+    assert len(tokens_only(Doc(nlp.vocab, words=[]))) == 0
+
+
+def test_copy_attrs_gives_gold_tokens_where_the_tokenizer_split_otherwise():
+    nlp = spacy.blank("en")
+    ref = Doc(nlp.vocab, words=["a", "wheel-chair", "***"], spaces=[True, True, False],
+              pos=["DET", "NOUN", "PUNCT"])
+    predicted = nlp.make_doc(ref.text)
+    assert not same_tokens(predicted, ref)  # spaCy splits "wheel-chair" and "***"
+    (out,) = list(create_copy_attrs(["POS"])(nlp, Example(predicted, ref)))
+    assert same_tokens(out.predicted, ref)
+    assert [t.pos_ for t in out.predicted] == ["DET", "NOUN", "PUNCT"]
+    assert out.reference is ref
