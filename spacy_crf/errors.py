@@ -415,14 +415,20 @@ class Errors(metaclass=_Codes):
     E200 = ("Label '{label}' (target 'morph') has POS '{pos}', which is not a Universal POS "
             "tag: the component writes it to Token.pos. Give the POS field as UPOS (NOUN, "
             "VERB, ...), e.g. 'Number=Sing|POS=NOUN'.")
+    E201 = ("Label {label!r} (target 'morph') is not FEATS: a morph label is Field=Value "
+            "pairs joined by '|', the POS among them as a field, e.g. "
+            "'Number=Sing|POS=NOUN' ('POS=PUNCT' for a POS alone, '_' for neither). Take "
+            "the labels from a trained component (its 'labels') or from spacy init labels.")
     # E210-E211: the pruned chain (issue 51)
     E210 = ("candidates of spacy-crf.PrunedChain.v1 must be an integer of at least 1 (the "
             "labels each token keeps; at least the label count for the exact chain), got "
             "{value!r}.")
     E211 = ("python -m spacy_crf.fit does not train spacy-crf.PrunedChain.v1 (its lattice "
-            "changes with the weights): train this config with python -m spacy train, or "
-            "with fit and spacy-crf.Chain.v1 (the same parameters: the model loads in "
-            "either).")
+            "changes with the weights), which spacy-crf.Chain.v1 with order = null also "
+            "picks for a target whose labels come by the hundred (morph, lemma): train "
+            "this config with python -m spacy train, or with fit and spacy-crf.Chain.v1 "
+            "with order = 1 in the component's structure block (the same parameters: the "
+            "model loads in either).")
     # E212-E219: the sent_starts target (issue 52)
     E212 = ("'{name}' (target '{target}') predicts the sentence boundaries, so its CRF "
             "sequence is the whole doc: {what} would cut it at the boundaries the doc "
@@ -555,6 +561,13 @@ class Warnings(metaclass=_Codes):
             "tables: its rows are shared by more features, so rare ones collide more. Set "
             "n_buckets in the [components.NAME.model] block for more rows (E161 above "
             "SPACY_CRF_MAX_TABLE_BYTES), or use fewer labels.")
+    # W044: keep_existing and values that are no label
+    W044 = ("'{name}' keeps the {target} values already on {n} token(s) (keep_existing), "
+            "but some are not among its labels (e.g. {value!r}): they stay as they are, "
+            "with confidence 1.0, yet the CRF cannot condition on them, so the tokens around "
+            "them are decoded as if they were free, and the n-best lists show the label "
+            "decoded there. Give the component that label (add_label, or the training "
+            "data) to have the rest decoded consistently with it. Said once per component.")
     # W043: structure settings at a component's top level (issue 50)
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "

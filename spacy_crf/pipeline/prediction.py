@@ -59,12 +59,19 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
     and n-best lists the component's settings ask for (``store_confidence``,
     ``n_best``); labels already on the docs are kept where ``keep_existing``."""
     fixed = had_existing = None
+    live = [doc for doc in docs if len(doc)]
     if state.keep_existing:
         # a batch of fresh docs (the usual one) has nothing to keep: asked once
         # per doc here, not again as each doc is read and written
-        had_existing = any(state.target.has_existing(doc) for doc in docs if len(doc))
+        had_existing = any(state.target.has_existing(doc) for doc in live)
+    kept = None
     if had_existing:
-        fixed, scores = state.target.fixed_labels([doc for doc in docs if len(doc)], scores)
+        fixed, scores = state.target.fixed_labels(live, scores)
+        if not state.target.is_span_target:
+            kept = state.target.kept_values(live, fixed, state.name)
+    forced = state.target.forced_labels(live)
+    if forced is not None:
+        fixed = forced if fixed is None else np.where(forced >= 0, forced, fixed)
     if fixed is not None and not (fixed >= 0).any():
         fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
     label_ids, _ = inference.viterbi(scores, layout, fixed)
@@ -77,6 +84,8 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
         # marginals are float32: a sure label can round a few ulps above 1
         confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
                              ).astype(np.float32)
+        if kept is not None:  # a value kept is given, not predicted
+            confidence[kept] = 1.0
         spans = state.target.span_confidence(scores, layout, label_ids, fixed)
     return CRFPrediction(label_ids, lengths, confidence, spans, nbest, had_existing)
 

@@ -16,7 +16,7 @@ from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from ..errors import Errors, Warnings
+from ..errors import Errors, Warnings, warn
 from ..models.potentials import CRFScores
 from ..structures import BatchLayout
 from ..util import same_tokens
@@ -285,6 +285,30 @@ class Target:
         label constrains a free one, else ``scores`` (never written to)."""
         return (np.concatenate([self.ids_of_keys(self.reference_keys(doc)) for doc in docs]),
                 scores)
+
+    def kept_values(self, docs: Sequence[Doc], fixed: np.ndarray, name: str) -> np.ndarray:
+        """Which tokens of the (non-empty) docs have a value that keep_existing
+        keeps, (N,) bool: those that :meth:`fixed_labels` fixed (``fixed``) and
+        those whose value is no label (-1 there), which ``write_batch`` keeps
+        too but which cannot constrain the decoding (W044, once; ``name``: the
+        component's)."""
+        keys = np.concatenate([self.reference_keys(doc) for doc in docs])
+        kept = keys != np.uint64(self.missing_key)
+        unknown = np.flatnonzero(kept & (fixed < 0))
+        if len(unknown) and "kept unknown" not in self._warned:
+            self._warned.add("kept unknown")
+            doc = docs[int(np.searchsorted(np.cumsum([len(d) for d in docs]), unknown[0],
+                                           side="right"))]
+            warn(Warnings.W044.format(name=name, target=self.name, n=len(unknown),
+                                      value=self.string_of(doc, int(keys[unknown[0]]))))
+        return kept
+
+    def forced_labels(self, docs: Sequence[Doc]) -> Optional[np.ndarray]:
+        """Labels the (non-empty) docs' tokens must take whatever the model
+        says, as ids over their tokens (-1 where free), or None (here): decoding,
+        the confidences and the n-best lists are conditioned on them, so they
+        describe what is written."""
+        return None
 
     def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
                     keep_existing: bool) -> None:

@@ -17,7 +17,7 @@ Its score is ``NAME_score``: the chunk F1 (``NAME_f``, with ``NAME_p``,
 
 import re
 from functools import partial
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 from spacy.strings import hash_string
@@ -78,6 +78,20 @@ class ExtensionTarget(Target):
 
     def write(self, doc: Doc, ids: np.ndarray) -> None:
         token_values.store_per_token(doc, LABELS, self.attr, self._label_array[ids].tolist())
+
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        end = 0
+        for doc, n in zip(docs, doc_lengths.tolist()):
+            end += n
+            if not n:
+                continue
+            labels = self._label_array[label_ids[end - n:end]].tolist()
+            if keep_existing:  # a value that is no label stays too (W044)
+                there = self.labels_of(doc)
+                labels = [old if old is not None else new
+                          for old, new in zip(there or [None] * n, labels)]
+            token_values.store_per_token(doc, LABELS, self.attr, labels)
 
     def getter(self) -> Callable[[Token, str], object]:
         attr = self.attr

@@ -25,6 +25,15 @@ from .token_attrs import TAGGING_DEFAULTS
 EMPTY_MORPH_KEY = SYMBOL_IDS[Morphology.EMPTY_MORPH]
 
 
+def feats_of(label: str) -> Dict[str, str]:
+    """The fields of a morph label (``Morphology.feats_to_dict``); E201 for a
+    string that is not FEATS (spaCy's own message there is an unpacking error)."""
+    try:
+        return Morphology.feats_to_dict(label)
+    except (ValueError, TypeError, AttributeError):
+        raise ValueError(Errors.E201.format(label=label)) from None
+
+
 @register_target
 class MorphTarget(Target):
     """Morphology with the POS joined in, as spaCy's morphologizer labels it:
@@ -61,6 +70,7 @@ class MorphTarget(Target):
         super().__init__()
         self._label_morph = np.zeros((0,), dtype=np.uint64)
         self._label_pos = np.zeros((0,), dtype=np.uint64)
+        self._no_pos_field: set = set()  # morph hashes known to hold no POS field
 
     @classmethod
     def mix(cls, morph: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -80,7 +90,7 @@ class MorphTarget(Target):
     def normalize(label: str) -> str:
         """``label`` in spaCy's normal form: fields sorted, and the values of a
         field (``PronType=Int,Rel``); ``"_"`` for no feature at all."""
-        return Morphology.dict_to_feats(Morphology.feats_to_dict(label)) or Morphology.EMPTY_MORPH
+        return Morphology.dict_to_feats(feats_of(label)) or Morphology.EMPTY_MORPH
 
     def label_parts(self, label: str) -> List[str]:
         """The parts of a label: its POS part first, then each feature.
@@ -97,7 +107,7 @@ class MorphTarget(Target):
             no FEATS). A field with several values stays one part
             (``"PronType=Int,Rel"``).
         """
-        feats = Morphology.feats_to_dict(label)
+        feats = feats_of(label)
         group = self.label_group(label)
         return ([group] if group else []) + [f"{field}{Morphology.FIELD_SEP}{value}"
                                              for field, value in sorted(feats.items())
@@ -105,13 +115,13 @@ class MorphTarget(Target):
 
     def label_group(self, label: str) -> str:
         """The POS part of a label (``"POS=NOUN"``), ``""`` for a label without one."""
-        pos = Morphology.feats_to_dict(label).get(self.POS_FEAT)
+        pos = feats_of(label).get(self.POS_FEAT)
         return f"{self.POS_FEAT}{Morphology.FIELD_SEP}{pos}" if pos else ""
 
     def _split(self, label: str, vocab: Vocab) -> Tuple[int, int]:
         """The morph hash of a label's FEATS without the POS (added to
         ``vocab.morphology``, so ``Doc.from_array`` can write it) and its POS id."""
-        feats = Morphology.feats_to_dict(label)
+        feats = feats_of(label)
         pos = feats.pop(self.POS_FEAT, "")
         if pos and pos not in POS_IDS:
             raise ValueError(Errors.E200.format(label=label, pos=pos))
@@ -122,6 +132,8 @@ class MorphTarget(Target):
         return int(self.mix(np.asarray([morph]), np.asarray([pos]))[0])
 
     def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
+        for label in labels:  # E201 before anything changes
+            feats_of(label)
         super().set_labels(labels, vocab)
         parts = [self._split(label, vocab) for label in self._labels]
         self._label_morph = np.asarray([m for m, _ in parts], dtype=np.uint64).reshape(-1)
@@ -132,8 +144,36 @@ class MorphTarget(Target):
         return [self.normalize(label)]
 
     def _arrays(self, doc: Doc) -> np.ndarray:
-        """(n, 2) morph hash and POS id of every token."""
-        return doc.to_array([MORPH, POS]).astype(np.uint64).reshape(len(doc), 2)
+        """(n, 2) morph hash and POS id of every token; a POS written into the
+        FEATS (``"Definite=Def|POS=DET"``, as ``Example.from_dict``'s
+        ``morphs`` may give the labels) moved to the POS column, where the
+        token has no POS of its own (as :meth:`label_of` reads it)."""
+        arr = doc.to_array([MORPH, POS]).astype(np.uint64).reshape(len(doc), 2)
+        if not len(doc):
+            return arr
+        morphs, inverse = np.unique(arr[:, 0], return_inverse=True)
+        folded = [self._pos_in_feats(doc.vocab, morph) for morph in morphs.tolist()]
+        if all(fold is None for fold in folded):
+            return arr
+        new_morph = np.asarray([m if f is None else f[0] for m, f in zip(morphs.tolist(), folded)],
+                               dtype=np.uint64)[inverse.reshape(-1)]
+        new_pos = np.asarray([0 if f is None else f[1] for f in folded],
+                             dtype=np.uint64)[inverse.reshape(-1)]
+        arr[:, 1] = np.where(arr[:, 1] == 0, new_pos, arr[:, 1])
+        arr[:, 0] = new_morph
+        return arr
+
+    def _pos_in_feats(self, vocab: Vocab, morph: int) -> Optional[Tuple[int, int]]:
+        """``(morph hash of the FEATS without the POS field, its POS id)`` for a
+        morph that holds a POS field, None for one that does not (kept)."""
+        if morph in self._no_pos_field:
+            return None
+        text = vocab.strings[morph] if morph else ""
+        if f"{self.POS_FEAT}{Morphology.FIELD_SEP}" not in text:
+            if len(self._no_pos_field) < 100_000:
+                self._no_pos_field.add(morph)
+            return None
+        return self._split(text, vocab)
 
     def reference_keys(self, doc: Doc) -> np.ndarray:
         arr = self._arrays(doc)
@@ -176,7 +216,11 @@ class MorphTarget(Target):
         for doc, n in zip(docs, doc_lengths.tolist()):
             end += n
             if n:
-                doc.from_array([MORPH, POS], values[end - n:end])
+                mine = values[end - n:end]
+                if keep_existing:  # a morph or POS that is no label stays too (W044)
+                    there = doc.to_array([MORPH, POS]).astype(np.uint64).reshape(n, 2)
+                    mine = np.where((there != 0).any(axis=1, keepdims=True), there, mine)
+                doc.from_array([MORPH, POS], mine)
 
     def getter(self) -> Callable[[Token, str], object]:
         """``pos`` and ``morph`` as spaCy's morphologizer scores them (POS id,

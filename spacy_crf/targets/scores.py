@@ -58,6 +58,8 @@ def token_accuracy(examples: List[Example], tgt: "Target", attr: str,
         if not same_tokens(pred, gold):
             _add_aligned(score, eg, attr, getter)
             continue
+        if not len(gold):  # no token to count (and no row length to reshape to)
+            continue
         gold_keys = keys_of(gold).reshape(len(gold), -1)
         pred_keys = keys_of(pred).reshape(len(pred), -1)
         # spaCy scores the gold tokens with a label, and the predicted

@@ -108,11 +108,19 @@ class SentStartsTarget(TokenAttrTarget):
     def write(self, doc: Doc, ids: np.ndarray) -> None:
         self.write_batch([doc], ids, np.asarray([len(doc)], dtype=np.int64), False)
 
+    def forced_labels(self, docs: Sequence[Doc]) -> np.ndarray:
+        """``S`` at each doc's first token (``doc.sents`` starts every doc with
+        a sentence), so its confidence is 1 and every n-best labelling starts so."""
+        lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+        forced = np.full(int(lengths.sum()), -1, dtype=np.int64)
+        forced[(np.cumsum(lengths) - lengths)[lengths > 0]] = self._labels.index(self.START)
+        return forced
+
     def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
                     keep_existing: bool) -> None:
         keys = self._label_keys[label_ids]
         firsts = (np.cumsum(doc_lengths) - doc_lengths)[doc_lengths > 0]
-        # whatever the CRF decoded there: doc.sents starts every doc with a sentence
+        # decoded as S already (forced_labels); written so for ids given by hand too
         keys[firsts] = self.KEYS[self.START]
         attrs = [SENT_START]
         end = 0

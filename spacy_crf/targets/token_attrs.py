@@ -45,7 +45,11 @@ class TokenAttrTarget(Target):
         for doc, n in zip(docs, doc_lengths.tolist()):
             end += n
             if n:
-                doc.from_array(attrs, keys[end - n:end])
+                mine = keys[end - n:end]
+                if keep_existing:  # a value that is no label stays too (W044)
+                    there = self.reference_keys(doc)
+                    mine = np.where(there != 0, there, mine)
+                doc.from_array(attrs, mine)
 
 
 #: what the tagging targets (``tag``, ``pos``, ``morph``) read beside the model's

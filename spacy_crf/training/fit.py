@@ -328,6 +328,8 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagg
                    f"it has several ({', '.join(p.name for p in featured)})")
             raise ValueError(Errors.E030.format(why=why, pipeline=pipeline))
         pipe = featured[0]
+    if pipe.crf_structure.batch_trainer_error:  # a FeatureCRF whose structure fit cannot train
+        raise _not_fittable(pipe)
     loss = get_loss(pipe.cfg.get("loss", "nll"))
     if not loss.supports_batch_fit:  # the loss says whether the batch trainer can minimise it
         supported = [repr(name) for name, other in registered_losses().items()

@@ -71,3 +71,27 @@ def test_token_accuracy_equals_spacys(target, seed):
     assert expected[attr + "_acc"] is not None
     assert got == pytest.approx(expected)
     assert any(len(eg.predicted) != len(eg.reference) for eg in examples)
+
+
+@pytest.mark.parametrize("target,annotations", [
+    ("tag", {"tags": ["DT", "NN"]}),
+    ("morph", {"morphs": ["Definite=Def", "Number=Sing"], "pos": ["DET", "NOUN"]}),
+    ("lemma", {"lemmas": ["the", "cat"]}),
+    ("sent_starts", {"sent_starts": [1, -1]}),
+])
+def test_an_empty_doc_counts_nothing(target, annotations):
+    """nlp.evaluate over a batch with an empty doc scores the others, as spaCy's
+    own pipes do (an empty doc has no row length to reshape its keys to)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": target})
+    example = Example.from_dict(nlp.make_doc("the cats"), annotations)
+    optimizer = nlp.initialize(lambda: [example])
+    for _ in range(5):
+        nlp.update([example], sgd=optimizer)
+    empty = Example(nlp.make_doc(""), nlp.make_doc(""))
+    with_empty = nlp.evaluate([example, empty])
+    alone = nlp.evaluate([example])
+    key = {"tag": "tag_acc", "morph": "morph_acc", "lemma": "lemma_acc",
+           "sent_starts": "sents_f"}[target]
+    assert with_empty[key] == alone[key] == 1.0
+    assert nlp.evaluate([empty])[key] is None

@@ -362,3 +362,32 @@ def test_the_lattice_viterbi_is_the_tree_kernels_over_the_written_lattice(seed):
         elif n:  # no labelling allowed: the fixed slots, 0 where free
             assert np.array_equal(slots[rows], want_slots[rows])
         o += n
+
+
+@pytest.mark.parametrize("target", ["lemma", "tag"])
+def test_the_batch_trainer_refuses_the_pruned_chain_with_the_fix(tmp_path, target):
+    """E211: fit's L-BFGS needs one objective, and the pruned lattice changes
+    with the weights. The factory's chain picks it for the lemma target (a
+    config filled from the target alone); order = 1 is the fix, and fits."""
+    import io
+
+    from conftest import ewt_sample_corpus, filled_config
+    from spacy_crf.training.fit import fit
+
+    config = filled_config(tmp_path, "lemmatizer", target)
+    if target == "tag":
+        config["components"]["lemmatizer"]["structure"] = dict(BLOCK)
+    path = tmp_path / "pruned.cfg"
+    config.to_disk(path)
+    paths = ewt_sample_corpus(tmp_path, train=60, dev=30)
+    overrides = {"paths.train": str(paths["train"]), "paths.dev": str(paths["dev"]),
+                 "components.lemmatizer.model.n_buckets": 4096}
+    with pytest.raises(ValueError, match=r"\[CRF-E211\].*order = 1"):
+        fit(path, tmp_path / "refused", max_iterations=2, stdout=io.StringIO(),
+            overrides=overrides)
+    assert not (tmp_path / "refused" / "model-last").exists()
+    if target == "lemma":
+        fit(path, tmp_path / "exact", max_iterations=2, stdout=io.StringIO(),
+            overrides={**overrides, "components.lemmatizer.structure.order": 1})
+        nlp = spacy.load(tmp_path / "exact" / "model-last")
+        assert nlp.get_pipe("lemmatizer").crf_structure.name == "chain"

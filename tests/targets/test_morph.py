@@ -91,6 +91,31 @@ def test_a_token_with_neither_morph_nor_pos_is_unannotated():
     assert ids.tolist() == [0, -1, 1]
 
 
+def test_a_pos_written_into_the_feats_reads_as_the_pos():
+    """Example.from_dict's "morphs" may carry the labels as the docs write them
+    ("Number=Plur|POS=NOUN"): the POS field is the token's POS, so the gold
+    keys are the labels' keys and the component learns them."""
+    nlp = spacy.blank("en")
+    target = make_target("morph")
+    joined = Doc(nlp.vocab, words=WORDS, morphs=LABELS)
+    assert joined[1].pos_ == "" and "POS=NOUN" in str(joined[1].morph)
+    assert sorted(target.label_strings(joined)) == sorted(LABELS)
+    assert target.reference_keys(joined).tolist() == \
+        target.reference_keys(gold_doc(nlp.vocab)).tolist()
+    # a POS of the token's own wins over one in its FEATS, as label_of reads it
+    both = Doc(nlp.vocab, words=["dogs"], pos=["PROPN"], morphs=["Number=Plur|POS=NOUN"])
+    assert target.label_strings(both) == ["Number=Plur|POS=PROPN"]
+
+    nlp = morph_nlp()
+    examples = [Example(Doc(nlp.vocab, words=WORDS), Doc(nlp.vocab, words=WORDS, morphs=LABELS))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no W001: every gold label is a label
+        train(nlp, examples * 4, 30, optimizer=FROM_INITIALIZE)
+    doc = nlp(Doc(nlp.vocab, words=WORDS))
+    assert [t.pos_ for t in doc] == POS_TAGS
+    assert [str(t.morph) or "_" for t in doc] == [f or "_" for f in FEATS]
+
+
 def test_feats_without_a_pos_is_a_label_of_its_own():
     nlp = spacy.blank("en")
     target = make_target("morph")
@@ -168,6 +193,22 @@ def test_label_parts_and_group():
     assert target.label_parts("_") == [] and target.label_group("_") == ""
     # a field with several values is one part
     assert target.label_parts("POS=PRON|PronType=Int,Rel") == ["POS=PRON", "PronType=Int,Rel"]
+
+
+@pytest.mark.parametrize("bad", ["Number", "Plural", "Number=Sing|Tense"])
+def test_a_label_that_is_not_feats_is_refused_before_anything_changes(bad):
+    nlp, examples = trained(n_iter=5)
+    pipe = nlp.get_pipe("crf_tagger")
+    labels, before = pipe.labels, [str(t.morph) for t in nlp(Doc(nlp.vocab, words=WORDS))]
+    with pytest.raises(ValueError, match=r"\[CRF-E201\].*'Number=Sing\|POS=NOUN'"):
+        pipe.add_label(bad)
+    with pytest.raises(ValueError, match=r"\[CRF-E201\]"):
+        make_target("morph").set_labels(["POS=NOUN", bad], nlp.vocab)
+    fresh = morph_nlp().get_pipe("crf_tagger")
+    with pytest.raises(ValueError, match=r"\[CRF-E201\]"):
+        fresh.initialize(lambda: examples, nlp=nlp, labels=["POS=NOUN", bad])
+    assert pipe.labels == labels
+    assert [str(t.morph) for t in nlp(Doc(nlp.vocab, words=WORDS))] == before
 
 
 def test_add_label_normalises_the_label():

@@ -119,6 +119,31 @@ def test_writing_sets_is_sent_start_and_the_first_token_is_always_a_start():
     assert target.ids_of_keys(target.reference_keys(docs[0])).tolist() == [1, 0, 0, 1, 0]
 
 
+def test_the_first_token_is_decoded_as_a_start_so_confidence_and_n_best_describe_it():
+    """A model that scores every token "I" still writes S first, and its
+    confidence and n-best lists are conditioned on it (not the free decode's)."""
+    nlp, _ = trained(n_iter=5, store_confidence=True, n_best=2)
+    pipe = nlp.get_pipe("crf_tagger")
+    bias = [node for node in pipe.model.walk() if node.has_param("b")][0]
+    b = bias.get_param("b").copy()
+    b[..., pipe.labels.index("I")] = 30.0
+    b[..., pipe.labels.index("S")] = -30.0
+    bias.set_param("b", b)
+    target = pipe.target
+    docs = list(nlp.pipe([Doc(nlp.vocab, words=w.split()) for w in (", and then", "x", "", "a b")]))
+    for doc in docs:
+        if not len(doc):
+            continue
+        assert starts(doc) == [True] + [False] * (len(doc) - 1)
+        confidence = [t._.crf_confidence for t in doc]
+        assert confidence[0] == pytest.approx(1.0)
+        for _, labels in doc._.crf_nbest[0]:
+            assert labels[0] == "S"
+        assert doc._.crf_nbest[0][0][1] == ["S"] + ["I"] * (len(doc) - 1)
+    forced = target.forced_labels([d for d in docs if len(d)])
+    assert forced.tolist() == [1, -1, -1, 1, 1, -1]
+
+
 def test_predictions_give_later_components_doc_sents():
     @Language.component("sents_counter_52")
     def count(doc):
