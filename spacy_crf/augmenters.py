@@ -21,6 +21,7 @@ from spacy.language import Language
 from spacy.training import Example
 from spacy.util import registry
 
+from .errors import Errors
 from .util import same_tokens, tokens_only
 
 COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START", "HEAD", "DEP")
@@ -35,15 +36,19 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
     attrs : list of str
         Any of TAG, POS, MORPH, LEMMA, SENT_START, HEAD, DEP. HEAD and DEP (a
         gold parse, for ``structure = "tree"`` or tree features) go together.
+
+    Raises
+    ------
+    ValueError
+        E245 for an attribute it cannot copy, E246 for HEAD without DEP (or DEP
+        without HEAD).
     """
     unknown = [a for a in attrs if a not in COPYABLE]
     if unknown:
-        raise ValueError(
-            f"spacy-crf.copy_attrs.v1 cannot copy {unknown}: use any of {list(COPYABLE)}."
-        )
+        raise ValueError(Errors.E245.format(unknown=", ".join(map(str, unknown)),
+                                            allowed=", ".join(COPYABLE)))
     if ("HEAD" in attrs) != ("DEP" in attrs):
-        raise ValueError("spacy-crf.copy_attrs.v1 copies a parse as HEAD and DEP together: "
-                         "list both.")
+        raise ValueError(Errors.E246.format(attrs=", ".join(attrs)))
     attr_ids = [IDS[a] for a in attrs]
 
     def copy_attrs(nlp: Language, example: Example) -> Iterator[Example]:

@@ -46,14 +46,47 @@ def iob_tags_from_ents(doc: Doc) -> List[str]:
     ]
 
 
+#: the document marker spaCy's ``conll_ner_to_docs`` splits on (not a token)
+_DOC_DELIMITER = "-DOCSTART- -X- O O"
+
+
 def convert_chunks(text: str, attr: str = "chunk") -> List[Doc]:
     """Docs (one per sentence) from CoNLL-2000 style text: chunks as ``doc.ents``
-    and ``doc.spans["chunks"]``, their IOB tags in ``_.attr``."""
+    and ``doc.spans["chunks"]``, their IOB tags in ``_.attr``.
+
+    Raises
+    ------
+    ValueError
+        E235 for a line that is not ``WORD POS CHUNK`` (three columns, the
+        chunk tag ``O``, ``B-TYPE`` or ``I-TYPE``), with its number.
+    """
+    _check_chunk_lines(text)
     docs = list(conll_ner_to_docs(text, n_sents=1, no_print=True))
     for doc in docs:
         set_doc_labels(doc, attr, iob_tags_from_ents(doc))
         doc.spans["chunks"] = list(doc.ents)
     return docs
+
+
+def _check_chunk_lines(text: str) -> None:
+    """E235 for the first line of a chunks file that is not ``WORD POS CHUNK``.
+
+    spaCy's reader zips the columns of a sentence, so one short line cut every
+    line of it to that width (a POS tag read as the chunk tag, or E177 from
+    spaCy), and it reads any tag's first letter as its IOB part (``Q-NP`` as
+    ``B-NP``).
+    """
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.strip() == _DOC_DELIMITER:
+            continue
+        row = line.split()
+        if len(row) != 3:
+            why = f"has {len(row)} column(s), not 3"
+        elif row[2] != "O" and not _is_iob(row[2]):
+            why = f"has an invalid chunk tag, '{row[2]}'"
+        else:
+            continue
+        raise ValueError(Errors.E235.format(line=number, why=why, text=line[:80]))
 
 
 def _blocks(text: str) -> List[List[str]]:

@@ -155,7 +155,7 @@ class Errors(metaclass=_Codes):
     E068 = ("Component '{name}' is not a crf_tagger (the pipeline has {pipes}): pass "
             "--component the name of a crf_tagger, or leave it out to take the first.")
     E069 = ("The pipeline has no crf_tagger (it has {pipes}): the plots show a crf_tagger's "
-            "labels and weights; pass --model a pipeline trained with one.")
+            "labels and weights; give as MODEL a pipeline trained with one.")
 
     E094 = ("order = {order} does not exist for structure = '{structure}': its orders are "
             "{available} (order = 1 scores label pairs; 2 label triples too; null, the default, "
@@ -464,7 +464,16 @@ class Errors(metaclass=_Codes):
             "Convert without --line-breaks, or give every word of the sentence a head.")
     E234 = ("n_sents must be 0 (the corpus's documents, cut at '# newdoc') or a positive "
             "number of sentences a doc, not {n_sents}.")
-    # E240-E249: emissions factored over label parts (issue 51)
+    # E235-E237: crf-convert's inputs and outputs (chunks lines, paths)
+    E235 = ("Line {line} of the chunks file {why}: '{text}'. A CoNLL-2000 line is WORD POS "
+            "CHUNK, three columns separated by spaces or tabs (e.g. 'He PRP B-NP'), the "
+            "chunk tag O, B-TYPE or I-TYPE, and a blank line ends each sentence. Fix that "
+            "line.")
+    E236 = ("Cannot read {name} '{path}': {why}. Give the path of an existing file (for a "
+            "folder of files, give each file).")
+    E237 = ("Cannot write {name} '{path}': {why}. Give {expected}; missing folders are "
+            "created.")
+    # E240-E241: emissions factored over label parts (issue 51)
     E240 = ("factored = {value!r} in a spacy-crf.FeatureCRF block: it takes true (a weight "
             "per label part), false (a weight per label) or null (factor where the target's "
             "labels are made of parts, as the morph target's are).")
@@ -482,11 +491,35 @@ class Errors(metaclass=_Codes):
     E244 = ("Feature source '{source}' takes the initialize setting(s) {settings}, which "
             "feature source '{other}' takes too: give the settings of a new source names "
             "of its own (e.g. prefixed with the source's name).")
+    # E245-E248: the inputs of crf-evaluate, crf-plots and the copy_attrs augmenter
+    E245 = ("spacy-crf.copy_attrs.v1 cannot copy {unknown}: it copies {allowed}. Name "
+            "attributes of that list, e.g. --copy HEAD,DEP (crf-evaluate, crf-plots) or "
+            "attrs = [\"TAG\"] in the augmenter of [corpora].")
+    E246 = ("spacy-crf.copy_attrs.v1 copies a parse as HEAD and DEP together, but it was "
+            "given {attrs}: list both (--copy HEAD,DEP, or attrs = [\"HEAD\", \"DEP\"] in the "
+            "augmenter of [corpora]).")
+    E247 = ("The pipeline has no component '{name}' (its crf_tagger components: {crf_pipes}): "
+            "pass --component one of them, or leave it out to take the first.")
+    E248 = ("Cannot load the pipeline '{model}': {why}. Give MODEL as the directory of a "
+            "trained pipeline (one holding config.cfg and meta.json, e.g. "
+            "training/model-best) or the name of an installed pipeline package.")
     # E250: spaCy's lemma tables as features (issue 52)
     E250 = ("The feature templates of '{name}' read {attrs}, but {why}. LOOKUP_LEMMA and "
             "RULE_LEMMA_POS read spaCy's lemma tables for the pipeline's language from "
             "spacy-lookups-data (pip install spacy-lookups-data): give the component a "
             "language that has them, or leave those templates out of its model.")
+    # E251-E252: a relabelled parse, and the settings the saved weights mean
+    E251 = ("Target 'dep' labels the relations of a doc's own parse, but a doc of {n} tokens "
+            "('{text}') has none (no heads): writing its labels would make every token its "
+            "own head, a broken parse. Put a parser before the component in the pipeline (or "
+            "list it in [training] annotating_components), or copy the gold trees onto the "
+            "docs with the augmenter spacy-crf.copy_attrs.v1 (attrs [\"HEAD\", \"DEP\"]); "
+            "python -m spacy_crf.evaluate MODEL DATA.spacy copies them as the training did.")
+    E252 = ("Cannot load '{name}' from {path}: its weights were trained with {key} = "
+            "{saved!r}, but the config it is loaded with says {key} = {given!r} (an override "
+            "given to spacy.load, an edited config.cfg, or another component's files). The "
+            "{key} is what the weights mean: drop the override, or train a component for "
+            "{given!r}.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
@@ -503,10 +536,11 @@ class Warnings(metaclass=_Codes):
             "corpus (the augmenter spacy-crf.copy_attrs.v1 in [corpora], or python -m "
             "spacy_crf.evaluate MODEL DATA instead of spacy evaluate). Said once per "
             "component.")
+    # {consequence}: what the component does without it (predicts worse, or cannot run)
     W004 = ("'{name}' reads {attr} (its {why}), but none of the {n} evaluation docs has "
-            "{attr} and no component before it sets it: its scores will be those of a model "
-            "without that input. Copy it from the corpus: python -m spacy_crf.evaluate MODEL "
-            "DATA --copy {copy}.")
+            "{attr} and no component before it sets it: {consequence}. Copy it from the "
+            "corpus with the --copy option of crf-evaluate and crf-plots: python -m "
+            "spacy_crf.evaluate MODEL DATA --copy {copy}.")
     W002 = ("doc.spans['{key}'] has {n} overlapping gold span(s): a tagging CRF cannot "
             "represent overlaps, so the longest of each overlapping group is kept "
             "(spacy.util.filter_spans).")

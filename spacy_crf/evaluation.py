@@ -25,6 +25,10 @@ from .augmenters import create_copy_attrs
 from .errors import Warnings
 
 COPY_AUGMENTER = "spacy-crf.copy_attrs.v1"
+#: what W004 says a component does without an input it reads: predicts without it, or
+#: (a parse, for a tree structure or tree features) nothing at all
+RUNS = "it predicts without that input, and its scores will be those of a model without it"
+STOPS = "it cannot predict without a parse (E015)"
 
 
 def training_copy(nlp: Language) -> Optional[List[str]]:
@@ -39,6 +43,13 @@ def training_copy(nlp: Language) -> Optional[List[str]]:
         if isinstance(augmenter, dict) and augmenter.get("@augmenters") == COPY_AUGMENTER:
             return list(augmenter.get("attrs", []))
     return None
+
+
+def attrs_to_copy(nlp: Language, copy: Optional[Sequence[str]] = None) -> List[str]:
+    """The attributes copied onto the inputs: ``copy``, or where it is None those the
+    pipeline's training config copied (:func:`training_copy`), the default of
+    :func:`evaluate`, ``crf-evaluate`` and ``crf-plots`` alike."""
+    return list(copy) if copy is not None else training_copy(nlp) or []
 
 
 def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] = None,
@@ -68,8 +79,7 @@ def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] 
         ``nlp.evaluate``'s scores.
     """
     nlp = model if isinstance(model, Language) else spacy.load(model)
-    if copy is None:
-        copy = training_copy(nlp) or []
+    copy = attrs_to_copy(nlp, copy)
     examples = read_examples(nlp, data, copy, gold_preproc=gold_preproc)
     return score(nlp, examples, copy, batch_size, per_component=per_component)
 
@@ -112,8 +122,21 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
                 if attr in missing and INPUT_ANNOTATIONS[attr] not in assigned:
                     needed = ["HEAD", "DEP"] if attr == "DEP" else [attr]
                     copy = ",".join(dict.fromkeys([*copied, *needed]))
+                    # no scores to promise where the component cannot run at all
+                    consequence = STOPS if attr == "DEP" and reads_tree(pipe) else RUNS
                     warnings.warn(Warnings.W004.format(name=name, attr=attr, why=why,
-                                                       n=len(docs), copy=copy))
+                                                       n=len(docs), copy=copy,
+                                                       consequence=consequence))
                     warned.append((name, attr))
         assigned.update(nlp.get_pipe_meta(name).assigns)
     return warned
+
+
+def reads_tree(pipe: Any) -> bool:
+    """Whether a crf_tagger stops (E015) at a doc without a parse: its structure or
+    its tree feature templates read the tree (a template reading a token's DEP
+    alone reads a value, 0 without a parse, and runs)."""
+    from .features.templates import templates_of
+
+    return bool(pipe.crf_structure.needs_parse
+                or any(getattr(t, "uses_tree", False) for t in templates_of(pipe.model)))

@@ -17,16 +17,18 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Unio
 
 import typer
 from spacy.cli._util import Arg, Opt, app, import_code, parse_config_overrides, string_to_list
+from spacy.language import Language
 from typer.main import get_command
 from wasabi import Printer
 
-from ..errors import is_ours
+from ..errors import Errors, is_ours
 
 #: the start of a message of spaCy's own, with its code
 SPACY_CODE = re.compile(r"\[E\d+\]")
 
 __all__ = ["Arg", "Opt", "app", "import_code", "msg", "command", "group", "run", "our_errors",
-           "config_overrides", "parse_copy", "CODE_HELP", "COPY_HELP"]
+           "check_input", "check_output", "config_overrides", "parse_copy", "copy_option",
+           "load_model", "CODE_HELP", "COPY_HELP"]
 
 class _Printer(Printer):
     """wasabi's printer with its ``✘`` lines on stderr: they are where these commands
@@ -47,7 +49,8 @@ EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 CODE_HELP = "Path to Python file with additional code (registered functions) to be imported"
 #: the help of ``--copy`` (evaluate and plots)
 COPY_HELP = ("Comma-separated attributes copied from the corpus onto the inputs, e.g. "
-             "HEAD,DEP or TAG; an empty string copies nothing")
+             "HEAD,DEP or TAG; an empty string copies nothing (default: those the model's "
+             "training config copied)")
 
 # the context settings each command was registered with, for its standalone app in run()
 _SETTINGS: Dict[Callable, Dict[str, bool]] = {}
@@ -136,6 +139,56 @@ def our_errors(exits: Union[int, Dict[type, int]] = 2) -> Iterator[None]:
         msg.fail(str(err), exits=code)
 
 
+def check_input(path: Path, name: str = "INPUT") -> None:
+    """E236 unless ``path`` is an existing file: a missing path or a folder would
+    otherwise reach the command's reader and end in a traceback.
+
+    Parameters
+    ----------
+    path : Path
+        The file the command reads.
+    name : str
+        Its name on the command line, for the message (``INPUT``, ``--conllu``).
+    """
+    if not path.exists():
+        why = "no such file"
+    elif path.is_dir():
+        why = "it is a folder, not a file"
+    elif not path.is_file():
+        why = "it is not a regular file"
+    else:
+        return
+    raise ValueError(Errors.E236.format(name=name, path=path, why=why))
+
+
+def check_output(path: Path, name: str = "OUTPUT", folder: bool = False) -> None:
+    """E237 unless ``path`` can be written: a file (``folder``: a folder) that is
+    new or of that kind already, under folders that are folders or missing (the
+    command creates those), so that nothing is written before the check fails.
+
+    Parameters
+    ----------
+    path : Path
+        The file (or folder) the command writes.
+    name : str
+        Its name on the command line, for the message (``OUTPUT``, ``OUTPUT_DIR``).
+    folder : bool
+        Whether the command writes a folder of files there.
+    """
+    expected = "a folder, new or existing" if folder else "a file name, new or existing"
+    blocking = next((parent for parent in path.parents
+                     if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        why = f"'{blocking}' is a file, not a folder"
+    elif folder and path.exists() and not path.is_dir():
+        why = "it is a file, not a folder"
+    elif not folder and path.is_dir():
+        why = "it is a folder, not a file"
+    else:
+        return
+    raise ValueError(Errors.E237.format(name=name, path=path, why=why, expected=expected))
+
+
 def config_overrides(ctx: typer.Context) -> Dict[str, Any]:
     """The config overrides (``--paths.train X``, ``--training.seed=1``) among a command's
     extra arguments; a usage error (exit 2) for any other argument, which spaCy's
@@ -166,5 +219,34 @@ def not_overrides(args: Sequence[str]) -> List[str]:
 
 
 def parse_copy(value: Optional[str]) -> Optional[List[str]]:
-    """``--copy HEAD,DEP`` as a list (``--copy ""`` as none); None where not given."""
-    return None if value is None else string_to_list(value)
+    """``--copy HEAD,DEP`` as a list (``--copy ""`` as none); None where not given.
+    Names are upper-cased: spaCy's attribute names are, and ``head,dep`` means them."""
+    return None if value is None else [name.upper() for name in string_to_list(value)]
+
+
+def copy_option(nlp: Language, value: Optional[str]) -> List[str]:
+    """The attributes ``--copy`` names, or where it is not given those the model's
+    training config copied (:func:`spacy_crf.evaluation.attrs_to_copy`, said in an
+    info line): crf-evaluate's and crf-plots' default alike."""
+    from ..evaluation import attrs_to_copy
+
+    attrs = attrs_to_copy(nlp, parse_copy(value))
+    if value is None:
+        msg.info(f"Copying {attrs or 'nothing'} from the corpus, as the model's training config "
+                 f"did (--copy overrides)")
+    return attrs
+
+
+def load_model(model: str) -> Language:
+    """``spacy.load(model)``; a path or name that holds no pipeline (spaCy's E050, or
+    E053 for a directory without config.cfg: OSErrors) is E248, a usage error that
+    :func:`our_errors` prints."""
+    import spacy
+
+    try:
+        return spacy.load(model)
+    except OSError as err:
+        if not SPACY_CODE.match(str(err)):
+            raise
+        # spaCy's message ends with a full stop, E248 goes on after it
+        raise ValueError(Errors.E248.format(model=model, why=str(err).rstrip("."))) from None

@@ -38,7 +38,7 @@ import typer
 from ..features.brown_clusters import import_paths, lookups_data_table, read_cluster_file
 from ..features.brown_induction import induce_file
 from ..features.word_table import word_keys
-from ._util import Arg, Opt, command, group, msg, run
+from ._util import Arg, Opt, check_output, command, group, msg, our_errors, run
 
 
 def path_bits(value: int) -> str:
@@ -59,6 +59,27 @@ def _input_errors() -> Iterator[None]:
         msg.fail(str(err), exits=2)
 
 
+@contextmanager
+def _output_folders(output: Path) -> Iterator[None]:
+    """Create the missing folders above ``output``, as the other commands do; if
+    the work fails (a bad input line), remove them again, so that it leaves
+    nothing behind. E237 (exit 2) first for an output under a file, which no
+    folder can be made for."""
+    with our_errors():
+        check_output(output)
+    missing = [folder for folder in output.parents if not folder.exists()]  # deepest first
+    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:  # msg.fail exits with SystemExit
+        for folder in missing:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: the work wrote something, which stays for a look
+                break
+        raise
+
+
 @command("import", parent=clusters_cli)
 def import_cli(
     # fmt: off
@@ -72,7 +93,7 @@ def import_cli(
     becomes {word: path} in spaCy's encoding (as Token.cluster stores it),
     for [initialize.components.NAME] clusters = "OUTPUT.json.gz".
     """
-    with _input_errors():
+    with _output_folders(output), _input_errors():
         n = import_paths(paths, output, min_count)
     msg.good(f"wrote the clusters of {n:,} words to {output}")
 
@@ -98,9 +119,10 @@ def induce_cli(
     except ImportError:
         raise typer.BadParameter(f"spaCy has no language '{lang}'", param_hint="'--lang'")
     start = time.perf_counter()
-    with _input_errors():
+    with _output_folders(output), _input_errors():
         n = induce_file(text, output, clusters, min_count, lang)
-    msg.good(f"wrote {clusters} Brown clusters of {n:,} words to {output} "
+    # (fewer words than clusters asked for: each word a cluster of its own)
+    msg.good(f"wrote {min(clusters, n):,} Brown clusters of {n:,} words to {output} "
              f"({time.perf_counter() - start:.1f} s)")
 
 

@@ -37,7 +37,7 @@ The command lines of :mod:`spacy_crf.converters`:
 """
 
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import typer
 from spacy.tokens import Doc, DocBin
@@ -45,7 +45,7 @@ from spacy.vocab import Vocab
 
 from ..conllu_documents import LINE_BREAK, conllu_documents
 from ..converters import convert_chunks, convert_conll, convert_uner
-from ._util import Arg, Opt, command, group, msg, run
+from ._util import Arg, Opt, check_input, check_output, command, group, msg, our_errors, run
 
 
 convert_cli = group("crf-convert", "Convert corpora to .spacy files. Chunking, Universal NER "
@@ -58,8 +58,8 @@ LIMIT_HELP = "Keep only the first N sentences (0: all)"
 @command("chunks", parent=convert_cli)
 def chunks_cli(
     # fmt: off
-    input_path: Path = Arg(..., help="CoNLL-2000 file of WORD POS CHUNK columns", exists=True, dir_okay=False),
-    output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
+    input_path: Path = Arg(..., help="CoNLL-2000 file of WORD POS CHUNK columns"),
+    output_path: Path = Arg(..., help="Output .spacy file"),
     attr: str = Opt("chunk", "--attr", help="Token extension for the chunk tags (Token._.ATTR)"),
     limit: int = Opt(0, "--limit", help=LIMIT_HELP, min=0),
     # fmt: on
@@ -69,15 +69,20 @@ def chunks_cli(
     Token.tag_, the chunks entities, doc.spans["chunks"] and the Token._.ATTR
     label list.
     """
-    write_docs(convert_chunks(input_path.read_text(encoding="utf8"), attr=attr), output_path, limit)
+    check_paths([("INPUT", input_path)], output_path)
+    try:
+        docs = convert_chunks(input_path.read_text(encoding="utf8"), attr=attr)
+    except ValueError as err:
+        msg.fail(f"{input_path}: {err}", exits=2)
+    write_docs(docs, output_path, limit)
 
 
 @command("uner", parent=convert_cli)
 def uner_cli(
     # fmt: off
-    input_path: Path = Arg(..., help="Universal NER IOB2 file", exists=True, dir_okay=False),
-    output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
-    conllu: Optional[Path] = Opt(None, "--conllu", help="CoNLL-U treebank to join the sentences to (on sent_id, else tokens, else position), for gold heads, relations, UPOS, XPOS and lemmas", exists=True, dir_okay=False),
+    input_path: Path = Arg(..., help="Universal NER IOB2 file"),
+    output_path: Path = Arg(..., help="Output .spacy file"),
+    conllu: Optional[Path] = Opt(None, "--conllu", help="CoNLL-U treebank to join the sentences to (on sent_id, else tokens, else position), for gold heads, relations, UPOS, XPOS and lemmas"),
     limit: int = Opt(0, "--limit", help=LIMIT_HELP, min=0),
     # fmt: on
 ):
@@ -88,6 +93,7 @@ def uner_cli(
     command says how the sentences were joined, and where no join works,
     which sentence fails and why.
     """
+    check_paths([("INPUT", input_path), ("--conllu", conllu)], output_path)
     text = input_path.read_text(encoding="utf8")
     treebank = conllu.read_text(encoding="utf8") if conllu else None
     report: Dict[str, str] = {}
@@ -105,8 +111,8 @@ def uner_cli(
 @command("conllu", parent=convert_cli)
 def conllu_cli(
     # fmt: off
-    input_path: Path = Arg(..., help="CoNLL-U file", exists=True, dir_okay=False),
-    output_path: Path = Arg(..., help="Output .spacy file", dir_okay=False),
+    input_path: Path = Arg(..., help="CoNLL-U file"),
+    output_path: Path = Arg(..., help="Output .spacy file"),
     n_sents: int = Opt(0, "--n-sents", "-n", help="Sentences a doc; 0: the corpus's documents (a new doc at each # newdoc)", min=0),
     line_breaks: bool = Opt(False, "--line-breaks", help="End each sentence that a paragraph follows (# newpar) with a line-break token, as raw text has it"),
     merge_subtokens: bool = Opt(False, "--merge-subtokens", "-T", help="Merge CoNLL-U subtokens (as spacy convert -T)"),
@@ -121,6 +127,7 @@ def conllu_cli(
     line break before each paragraph is kept as a token, for a senter that
     learns the line breaks of raw text.
     """
+    check_paths([("INPUT", input_path)], output_path)
     text = input_path.read_text(encoding="utf8")
     try:
         docs = conllu_documents(text, n_sents, line_breaks, merge_subtokens, morphology)
@@ -133,6 +140,29 @@ def conllu_cli(
         n_breaks = sum(token.text == LINE_BREAK for doc in docs for token in doc)
         msg.info(f"Kept {n_breaks} line break(s) before paragraphs")
     write_docs(docs, output_path, limit)
+
+
+def check_paths(inputs: Sequence[Tuple[str, Optional[Path]]], output: Path,
+                folder: bool = False) -> None:
+    """Before anything is read or written: a ``✘`` line (exit 2) for an input that
+    is missing or a folder (E236), or an output that is a folder where a file is
+    written, a file where a folder is, or under a file (E237).
+
+    Parameters
+    ----------
+    inputs : sequence of (str, Path or None)
+        Each input's name on the command line (``INPUT``, ``--conllu``) and its
+        path; None for an option not given.
+    output : Path
+        The output file, or with ``folder`` the output folder (``OUTPUT_DIR``).
+    folder : bool
+        Whether the command writes a folder of files.
+    """
+    with our_errors():
+        for name, path in inputs:
+            if path is not None:
+                check_input(path, name)
+        check_output(output, "OUTPUT_DIR" if folder else "OUTPUT", folder)
 
 
 def write_docs(docs: List[Doc], output_path: Path, limit: int = 0) -> None:
@@ -166,19 +196,20 @@ def conll_cli(
         raise typer.BadParameter(
             f"{out_dir} is a file name: conll writes one file per input, named by split; give "
             f"a folder (e.g. {out_dir.parent / 'corpus'})", param_hint="OUTPUT_DIR")
-    for path in inputs:
-        if not path.exists():
-            raise typer.BadParameter(f"input file not found: {path}", param_hint="INPUT")
     names = [path.name for path in inputs]
     if len(set(names)) != len(names):
         raise typer.BadParameter(f"two inputs have the same name ({names}): their outputs "
                                  f"would collide", param_hint="INPUT")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    check_paths([("INPUT", path) for path in inputs], out_dir, folder=True)
+    # every input converted before the first is written: a bad one leaves nothing behind
+    converted = []
     for path in inputs:
         try:
-            docs, counts = convert_conll(path.read_text(encoding="utf8"), Vocab(), pos_as_tag)
+            converted.append(convert_conll(path.read_text(encoding="utf8"), Vocab(), pos_as_tag))
         except ValueError as err:
             msg.fail(f"{path}: {err}", exits=2)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for path, (docs, counts) in zip(inputs, converted):
         target = out_dir / f"{path.name}.spacy"
         DocBin(docs=docs).to_disk(target)
         n_tokens = sum(len(doc) for doc in docs)

@@ -41,7 +41,7 @@ from spacy.training import Example
 from spacy.util import filter_spans
 from wasabi import Printer
 
-from ._util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, run
+from ._util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, our_errors, run
 from ..pipeline.inputs import INPUT_ANNOTATIONS
 from ..targets import Target, make_target
 from ..training.train_config import check_corpora, load_pipeline, training_corpora
@@ -441,8 +441,8 @@ def debug_data(config_path: Path, overrides: Dict[str, Any], component: Optional
         return checks
     components = crf_components(nlp, component)
     if not components:
-        which = f"'{component}'" if component else "any"
-        checks.fail(f"The pipeline has no crf_tagger {which}",
+        which = f" '{component}'" if component else ""
+        checks.fail(f"The pipeline has no crf_tagger{which}",
                     f"Its components: {', '.join(nlp.component_names) or 'none'}.")
         return checks
     # read once for every component: the readers (and augmenters) run as in training
@@ -475,10 +475,13 @@ def debug_data_cli(
     """
     overrides = config_overrides(ctx)
     import_code(code_path)
-    try:
-        checks = debug_data(config_path, overrides, component, min_count)
-    except UsageError as err:
-        raise typer.BadParameter(str(err), ctx, param_hint="'CONFIG_PATH'") from None
+    # a corpus that cannot be read (spaCy's E1014 for a file that is not a DocBin): a ✘
+    # line, as crf-fit gives
+    with our_errors():
+        try:
+            checks = debug_data(config_path, overrides, component, min_count)
+        except UsageError as err:
+            raise typer.BadParameter(str(err), ctx, param_hint="'CONFIG_PATH'") from None
     checks.printer.divider("Summary")
     checks.printer.text(checks.summary())
     if checks.n_fail:

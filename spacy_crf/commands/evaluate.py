@@ -12,15 +12,15 @@ prints and saves them.
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-import spacy
 import srsly
 from spacy.cli._util import setup_gpu
 from spacy.language import Language
 from spacy.training import Example
 
-from ..evaluation import read_examples, score, training_copy
+from ..evaluation import read_examples, score
 from ..pipeline.crf_tagger import CRFTagger
-from ._util import CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, parse_copy, run
+from ._util import (CODE_HELP, COPY_HELP, Arg, Opt, command, copy_option, import_code, load_model,
+                    msg, our_errors, run)
 
 
 @command("crf-evaluate")
@@ -35,7 +35,7 @@ def evaluate_cli(
     displacy_path: Optional[Path] = Opt(None, "--displacy-path", "-dp", help="Directory to output rendered parses as HTML", exists=True, file_okay=False),
     displacy_limit: int = Opt(25, "--displacy-limit", "-dl", help="Limit of parses to render as HTML"),
     per_component: bool = Opt(False, "--per-component", "-P", help="Return scores per component, only applicable when an output JSON file is specified."),
-    copy: Optional[str] = Opt(None, "--copy", help=COPY_HELP + " (default: those the model's training config copied)"),
+    copy: Optional[str] = Opt(None, "--copy", help=COPY_HELP),
     # fmt: on
 ):
     """
@@ -48,14 +48,13 @@ def evaluate_cli(
     """
     import_code(code_path)
     setup_gpu(use_gpu)
-    nlp = spacy.load(model)
-    attrs = parse_copy(copy)
-    if attrs is None:
-        attrs = training_copy(nlp) or []
-        msg.info(f"Copying {attrs or 'nothing'} from the corpus, as the model's training config "
-                 f"did (--copy overrides)")
-    examples = read_examples(nlp, data_path, attrs, gold_preproc=gold_preproc)
-    scores = score(nlp, examples, attrs, per_component=per_component)
+    # a model or corpus that cannot be read, a bad --copy, a model that cannot run
+    # without an input not copied (E015): a ✘ line, not a traceback
+    with our_errors():
+        nlp = load_model(model)
+        attrs = copy_option(nlp, copy)
+        examples = read_examples(nlp, data_path, attrs, gold_preproc=gold_preproc)
+        scores = score(nlp, examples, attrs, per_component=per_component)
     rows = [(key, f"{value:.4f}" if not key.endswith("speed") else f"{value:.0f}")
             for key, value in (flat_scores(scores) if per_component else scores).items()
             if isinstance(value, float)]

@@ -41,7 +41,8 @@ spacy_crf.plots``, the same) draws with :mod:`spacy_crf.plots` and writes into
 
 ``--copy`` copies attributes from the corpus onto the inputs, as
 ``python -m spacy_crf.evaluate`` does (e.g. ``TAG`` for CoNLL-2000 chunking,
-``HEAD,DEP`` for tree models).
+``HEAD,DEP`` for tree models): by default those the model's training config
+copied, ``--copy ""`` nothing.
 
 The figures need matplotlib: ``pip install matplotlib`` (``pip install -e ".[plots]"`` in a checkout). Reading the
 training log (``train_log``) and the HTML view (``confidence_html``) do not.
@@ -51,22 +52,34 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 import numpy as np
-import spacy
-from spacy.training import Corpus, Example
+from spacy.language import Language
+from spacy.training import Example
 
-from ..augmenters import create_copy_attrs
 from ..errors import Errors
+from ..evaluation import read_examples, warn_missing_inputs
 from ..pipeline.crf_tagger import CRFTagger
 from ..plots.confidence_html import render_html
 from ..plots.entities import span_confidences, span_confusion
 from ..plots.train_log import find_log_file, parse_train_log
-from ._util import (CODE_HELP, COPY_HELP, Arg, Opt, command, import_code, msg, our_errors,
-                    parse_copy, run)
+from ._util import (CODE_HELP, COPY_HELP, Arg, Opt, command, copy_option, import_code,
+                    load_model, msg, our_errors, run)
 
 
-def find_component(nlp, name: Optional[str]) -> Tuple[str, CRFTagger]:
-    """The named component, or the first ``crf_tagger`` of the pipeline."""
+def find_component(nlp: Language, name: Optional[str]) -> Tuple[str, CRFTagger]:
+    """The named component, or the first ``crf_tagger`` of the pipeline.
+
+    Raises
+    ------
+    ValueError
+        E247 for a name the pipeline does not have, E068 for a component that is
+        not a crf_tagger, E069 for a pipeline without one.
+    """
     if name is not None:
+        if name not in nlp.pipe_names:
+            crf_pipes = [n for n, pipe in nlp.pipeline if isinstance(pipe, CRFTagger)]
+            if not crf_pipes:  # no name to suggest: E069 says what MODEL needs
+                raise ValueError(Errors.E069.format(pipes=nlp.pipe_names))
+            raise ValueError(Errors.E247.format(name=name, crf_pipes=", ".join(crf_pipes)))
         component = nlp.get_pipe(name)
         if not isinstance(component, CRFTagger):
             raise ValueError(Errors.E068.format(name=name, pipes=nlp.pipe_names))
@@ -135,15 +148,18 @@ def plots_cli(
     except ImportError as err:  # E067: names the extra to install
         msg.fail(str(err), exits=1)
     import_code(code_path)
-    nlp = spacy.load(model)
+    # a model or corpus that cannot be read, a bad --component or --copy, a model that
+    # cannot run without an input not copied (E015): a ✘ line, and no OUTPUT_DIR
     with our_errors():
+        nlp = load_model(model)
         name, component_ = find_component(nlp, component)
+        attrs = copy_option(nlp, copy)
+        examples = read_examples(nlp, data_path, attrs)
+        if not examples:
+            msg.fail(f"No examples in {data_path}", exits=1)
+        warn_missing_inputs(nlp, examples, attrs)
+        docs, gold, pred = predict(nlp, component_, examples, batch_size)
     labels = list(component_.tags)
-    attrs = parse_copy(copy)
-    augmenter = create_copy_attrs(attrs) if attrs else None
-    examples = list(Corpus(data_path, augmenter=augmenter)(nlp))
-    if not examples:
-        msg.fail(f"No examples in {data_path}", exits=1)
     output_dir.mkdir(parents=True, exist_ok=True)
     written: List[Tuple[Path, str]] = []
 
@@ -155,7 +171,6 @@ def plots_cli(
         msg.warn(f"transitions.png skipped: no drawing of the label-interaction scores of "
                  f"structure '{structure}' (chain, pruned_chain and tree have one)")
 
-    docs, gold, pred = predict(nlp, component_, examples, batch_size)
     counts, n_unknown = figures.confusion_matrix(gold, pred, len(labels))
     path = output_dir / "confusion.png"
     info = figures.plot_confusion(labels, counts, path)

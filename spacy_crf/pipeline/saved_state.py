@@ -27,7 +27,7 @@ from .state import ComponentState
 
 #: settings that do not change the weights: a loaded component keeps its own,
 #: those of nlp.config (overrides given to spacy.load(..., config=...) included)
-RUNTIME_SETTINGS = ("store_confidence", "n_best", "keep_existing", "sequence")
+RUNTIME_SETTINGS = ("store_confidence", "n_best", "keep_existing", "sequence", "loss")
 
 
 def to_disk(state: ComponentState, path: Union[str, Path], exclude: Iterable[str]) -> None:
@@ -142,17 +142,19 @@ def _unfit(state: ComponentState, where: str, why: Any) -> str:
                               why=why)
 
 
+def _same_as_saved(state: ComponentState, saved: Dict[str, Any], where: str, key: str) -> None:
+    """E252 where the component's ``key`` is not the one its weights were saved with."""
+    if key in saved and saved[key] != state.cfg[key]:
+        raise ValueError(Errors.E252.format(name=state.name, path=where, key=key,
+                                            saved=saved[key], given=state.cfg[key]))
+
+
 def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]:
     """The cfg a load swaps in: the saved one, checked with the factory's
     E-codes, with the component's own runtime settings (RUNTIME_SETTINGS)."""
     if not isinstance(saved, dict) or not isinstance(saved.get("labels"), list):
         raise ValueError(Errors.E010.format(name=state.name, path=where,
                                             why="cfg has no label list"))
-    if saved.get("target", state.cfg["target"]) != state.cfg["target"]:
-        raise ValueError(Errors.E010.format(
-            name=state.name, path=where,
-            why=f"it was trained for target '{saved.get('target')}', this component has "
-                f"'{state.cfg['target']}'"))
     labels = saved["labels"]
     if not all(isinstance(label, str) for label in labels) or len(set(labels)) < len(labels):
         raise ValueError(Errors.E162.format(name=state.name, key="labels", value=labels,
@@ -161,8 +163,14 @@ def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]
     if not isinstance(unseen, list) or not all(label in labels for label in unseen):
         raise ValueError(Errors.E162.format(name=state.name, key="unseen_labels", value=unseen,
                                             why="they must be some of its labels"))
+    # what the weights mean: the config it is loaded with must agree (an
+    # override to spacy.load, an edited config.cfg, another component's files);
+    # the target first, the scheme once the saved one is known to be valid
+    _same_as_saved(state, saved, where, "target")
     cfg = {**state.cfg, **saved, "unseen_labels": list(unseen)}
     check_settings(state.model, state.name, **settings_of(cfg))
+    if state.target.is_span_target:
+        _same_as_saved(state, saved, where, "scheme")
     for key in RUNTIME_SETTINGS:
         cfg[key] = state.cfg[key]
     if "sequence" not in saved:

@@ -101,6 +101,16 @@ class DepTarget(TagTarget):
     token_attr = DEP
     optional_templates = ()  # (not measured for relation labels)
 
+    def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
+                    keep_existing: bool) -> None:
+        """``Token.dep_`` of each doc's own parse; E251, before any doc is
+        written, for a doc of two tokens or more without one (spaCy would
+        make every token its own head: a broken parse, ``doc.sents`` E030)."""
+        for doc in docs:
+            if len(doc) > 1 and not doc.has_annotation("HEAD"):
+                raise ValueError(Errors.E251.format(n=len(doc), text=doc[:8].text))
+        super().write_batch(docs, label_ids, doc_lengths, keep_existing)
+
     def check_model(self, model: Any, n_relation_groups: int) -> None:
         """E017: the features must not read the relations the target predicts,
         and its labels are the relation groups' own (one group)."""

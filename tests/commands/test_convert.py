@@ -220,7 +220,7 @@ def test_conll_cli_errors(tmp_path):
     proc = run(["conll", "a.txt", "out.spacy"], tmp_path)
     assert proc.returncode != 0 and "give a folder" in proc.stderr
     proc = run(["conll", "missing.txt", "out"], tmp_path)
-    assert proc.returncode != 0 and "input file not found: missing.txt" in proc.stderr
+    assert proc.returncode == 2 and "[CRF-E236] Cannot read INPUT 'missing.txt'" in proc.stderr
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.txt").write_text(CONLL2003, encoding="utf8")
     proc = run(["conll", "a.txt", "d/a.txt", "out"], tmp_path)

@@ -421,9 +421,15 @@ def test_loss_setting_survives_disk_bytes_and_pickle(toy, tmp_path):
     loaded = spacy.load(tmp_path / "pipeline")
     assert loaded.get_pipe("crf_tagger").cfg["loss"] == "hinge"
     assert loaded.config["components"]["crf_tagger"]["loss"] == "hinge"
-    fresh = toy.make_nlp()
-    fresh.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
-    assert fresh.get_pipe("crf_tagger").cfg["loss"] == "hinge"
+    # the loss is the loading component's own, as store_confidence is: it does
+    # not change what the weights mean, and spacy.load's config overrides it
+    for own in ("hinge", "perceptron"):
+        fresh = toy.make_nlp(loss=own)
+        fresh.get_pipe("crf_tagger").from_bytes(nlp.get_pipe("crf_tagger").to_bytes())
+        assert fresh.get_pipe("crf_tagger").cfg["loss"] == own
+    override = {"components": {"crf_tagger": {"loss": "perceptron"}}}
+    assert spacy.load(tmp_path / "pipeline", config=override).get_pipe(
+        "crf_tagger").cfg["loss"] == "perceptron"
     clone = pickle.loads(pickle.dumps(nlp.get_pipe("crf_tagger")))
     assert clone.cfg["loss"] == "hinge"
     # and a pipeline saved before the setting existed trains with the likelihood

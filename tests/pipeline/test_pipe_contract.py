@@ -529,7 +529,8 @@ def test_a_segment_length_above_the_bound_is_refused_by_the_factory():
 
 
 @pytest.mark.parametrize("setting,value", [
-    ("store_confidence", False), ("n_best", 0), ("keep_existing", False), ("sequence", "sentence")])
+    ("store_confidence", False), ("n_best", 0), ("keep_existing", False), ("sequence", "sentence"),
+    ("loss", "perceptron")])
 def test_runtime_overrides_given_to_spacy_load_are_honoured(tmp_path, setting, value):
     nlp = trained(store_confidence=True, n_best=2, keep_existing=True, sequence="doc")
     nlp.to_disk(tmp_path / "p")
@@ -546,6 +547,25 @@ def test_runtime_overrides_given_to_spacy_load_are_honoured(tmp_path, setting, v
         assert doc._.crf_nbest is None
     elif setting == "keep_existing":
         assert ("Alice", "LOC") not in ents_of(doc)
+    elif setting == "loss":  # training goes on with it (the weights mean the same)
+        losses = loaded.update(ner_examples(loaded))
+        assert losses["crf_tagger"] >= 0.0
+
+
+@pytest.mark.parametrize("setting,value", [("target", "_.chunk"), ("scheme", "BIO")])
+def test_an_override_of_what_the_weights_mean_is_named_and_changes_nothing(tmp_path, setting,
+                                                                            value):
+    """E252 names the setting, the saved value and the config's, not a damaged
+    directory (E010): the target and a span target's scheme are the weights'."""
+    nlp = trained()
+    nlp.to_disk(tmp_path / "p")
+    with pytest.raises(ValueError, match=rf"\[CRF-E252\].*{setting}.*{value}"):
+        spacy.load(tmp_path / "p", config={"components": {"crf_tagger": {setting: value}}})
+    pipe = make_nlp(**{setting: value}).get_pipe("crf_tagger")
+    cfg = dict(pipe.cfg)
+    with pytest.raises(ValueError, match=r"\[CRF-E252\]"):
+        pipe.from_disk(tmp_path / "p" / "crf_tagger")
+    assert pipe.cfg == cfg
 
 
 def _saved(tmp_path, **cfg_changes):
