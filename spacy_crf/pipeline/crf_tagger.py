@@ -34,7 +34,7 @@ from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpe
                           migrate_model_settings)
 from ..targets import Target
 from . import learning, saved_state
-from .extensions import register_extensions
+from .extensions import FollowsItsName, register_extensions
 from .source_settings import with_source_settings
 from .initialize import initialize
 from .inputs import input_attrs, warn_missing_inputs
@@ -45,7 +45,7 @@ from .settings import check_settings, initial_cfg, resolve_structure, settings_o
 from .state import ComponentState
 
 
-class CRFTagger(TrainablePipe):
+class CRFTagger(FollowsItsName, TrainablePipe):
     """A conditional random field over the tokens of each Doc (its model's
     columns, the tags, in ``cfg["labels"]``)."""
 

@@ -1,0 +1,55 @@
+"""A crf_tagger sourced under another name (``add_pipe(..., source=nlp1,
+name=...)``) stores its confidences and n-best lists under that name at once,
+so two components trained under the default name keep their values apart;
+after ``nlp.rename_pipe``, setting the component's name does the same."""
+
+import pytest
+import spacy
+from spacy.tokens import Doc, Token
+from spacy.training import Example
+
+from conftest import FROM_INITIALIZE, make_nlp, train
+
+WORDS = ["the", "cat", "sat", "."]
+
+
+def trained(target, annotations):
+    nlp = make_nlp(target, store_confidence=True, n_best=2)  # named crf_tagger
+    examples = [Example.from_dict(Doc(nlp.vocab, words=WORDS), annotations)] * 4
+    train(nlp, examples, 10, optimizer=FROM_INITIALIZE)
+    return nlp
+
+
+def confidences(doc, name):
+    return [token._.get(f"{name}_confidence") for token in doc]
+
+
+def test_two_components_sourced_under_new_names_keep_their_values_apart(tmp_path):
+    tags = trained("tag", {"tags": ["DT", "NN", "VBD", "."]})
+    pos = trained("pos", {"pos": ["DET", "NOUN", "VERB", "PUNCT"]})
+    alone = {name: confidences(src(Doc(src.vocab, words=WORDS)), "crf_tagger")
+             for name, src in (("tags", tags), ("upos", pos))}
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", source=tags, name="tags")
+    nlp.add_pipe("crf_tagger", source=pos, name="upos")
+    assert nlp.get_pipe("upos").name == "upos"
+    doc = nlp(Doc(nlp.vocab, words=WORDS))
+    assert Token.has_extension("upos_confidence") and Token.has_extension("tags_confidence")
+    assert confidences(doc, "tags") == alone["tags"]
+    assert confidences(doc, "upos") == alone["upos"]
+    assert len(doc._.upos_nbest[0]) == 2
+    with pytest.raises(ValueError, match="E191"):  # two stored: the shared name is ambiguous
+        doc[0]._.crf_confidence
+    nlp.to_disk(tmp_path / "p")
+    again = spacy.load(tmp_path / "p")(Doc(nlp.vocab, words=WORDS))
+    assert confidences(again, "upos") == alone["upos"]
+
+
+def test_after_rename_pipe_setting_the_name_moves_the_values():
+    nlp = trained("tag", {"tags": ["DT", "NN", "VBD", "."]})
+    before = confidences(nlp(Doc(nlp.vocab, words=WORDS)), "crf_tagger")
+    nlp.rename_pipe("crf_tagger", "tagger2")
+    nlp.get_pipe("tagger2").name = "tagger2"
+    doc = nlp(Doc(nlp.vocab, words=WORDS))
+    assert confidences(doc, "tagger2") == before
+    assert confidences(doc, "crf_tagger") == [None] * len(WORDS)
