@@ -52,6 +52,31 @@ def batch_memo(docs: Sequence[Doc], name: str) -> Dict:
     return _shared(name, docs, dict)
 
 
+class BatchStrings:
+    """The strings of a batch whose docs come from several vocabs (examples
+    made before ``spacy.load`` beside the loaded pipeline's): a hash looked up
+    in each vocab's ``StringStore`` in turn, as one store would."""
+
+    def __init__(self, stores: Sequence[Any]) -> None:
+        self.stores = list(stores)
+
+    def __contains__(self, key: Any) -> bool:
+        return any(key in store for store in self.stores)
+
+    def __getitem__(self, key: Any) -> str:
+        for store in self.stores:
+            if key in store:
+                return store[key]
+        return self.stores[0][key]  # spaCy's own KeyError (E018)
+
+
+def batch_strings(docs: Sequence[Doc]) -> Any:
+    """The ``StringStore`` the batch's hashes are read from: its docs' (a
+    :class:`BatchStrings` over each where they come from several vocabs)."""
+    stores = list({id(doc.vocab.strings): doc.vocab.strings for doc in docs}.values())
+    return stores[0] if len(stores) == 1 else BatchStrings(stores)
+
+
 #: the component's ``sequence`` setting: what one CRF sequence is (chain-like structures)
 SEQUENCE_SENTENCE, SEQUENCE_DOC = "sentence", "doc"
 SEQUENCES = (SEQUENCE_SENTENCE, SEQUENCE_DOC)

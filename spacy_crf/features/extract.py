@@ -11,7 +11,8 @@ from .._kernels import tree_features as tree
 from ..errors import Errors
 from . import whitespace
 from .affixes import N_COLUMNS as N_AFFIX_COLUMNS, affix_columns
-from .doc_arrays import attribute_matrix, batch_heads, batch_memo, batch_sequence_lengths
+from .doc_arrays import (attribute_matrix, batch_heads, batch_memo, batch_sequence_lengths,
+                         batch_strings)
 from .lexicon import Lexicon
 from .templates import FeatureTemplates
 
@@ -166,7 +167,7 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
             k: np.ascontiguousarray(values[:, columns.index(IDS[k])]) for k in keys}
         blocks = [values[:, :n_attrs]]
         if templates.uses_affixes:
-            blocks.append(affix_columns(key_columns["LOWER"], docs[0].vocab.strings)
+            blocks.append(affix_columns(key_columns["LOWER"], batch_strings(docs))
                           if docs else np.zeros((0, N_AFFIX_COLUMNS), dtype=np.uint64))
         if templates.lexicon_attrs:
             blocks.append(lexicon.columns(docs, templates.lexicon_attrs, key_columns, held_out))
@@ -174,7 +175,7 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
     if space_rows.size:
         vocab = docs[0].vocab
         whitespace.fold_rows(
-            result, space_rows, texts, vocab.strings,
+            result, space_rows, texts, batch_strings(docs),
             whitespace.word_columns(templates.token_attrs, result.shape[1]),
             lambda: _value_columns([whitespace.canonical_doc(vocab)], templates, lexicon))
     return result

@@ -34,7 +34,7 @@ from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpe
                           migrate_model_settings)
 from ..targets import Target
 from . import learning, saved_state
-from .extensions import FollowsItsName, register_extensions
+from .component_name import FollowsItsName
 from .source_settings import with_source_settings
 from .initialize import initialize
 from .inputs import input_attrs, warn_missing_inputs
@@ -63,8 +63,7 @@ class CRFTagger(FollowsItsName, TrainablePipe):
                         keep_existing=keep_existing, store_confidence=store_confidence)
         crf_structure, target = check_settings(model, name, structure=spec, **settings)
         self.vocab, self.name, self.scorer = vocab, name, scorer
-        self._inputs_checked = False
-        register_extensions(name)
+        self._inputs_checked = False  # (setting the name registered its extensions)
         model = add_whole_label_weights(model, target.whole_label_templates)  # before a wrap
         model = crf_structure.prepare_model(model, target, spec.settings) or model
         add_optional_templates(model, target.optional_templates)

@@ -19,7 +19,6 @@ functions, so they pickle (``nlp.pipe(n_process=...)`` with spawn).
 from functools import partial
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from spacy.pipeline.pipe import Pipe
 from spacy.tokens import Doc, Span, Token
 
 from .. import token_values
@@ -94,29 +93,6 @@ def register_extensions(component: str) -> None:
         _set(Token, name + CONFIDENCE, partial(_token_confidence, owner))
         _set(Span, name + CONFIDENCE, partial(_span_confidence, owner))
         _set(Doc, name + NBEST, partial(_doc_n_best, owner))
-
-
-class FollowsItsName:
-    """``name`` for a crf_tagger, whose extensions, stored values and messages
-    follow it. spaCy sets the name of a component it sources under another
-    (``nlp.add_pipe(NAME, source=nlp1, name=OTHER)``, ``source`` in a config);
-    ``nlp.rename_pipe`` tells no component (spaCy's own keep their old name
-    too), so set ``nlp.get_pipe(NEW).name = NEW`` after it."""
-
-    @property
-    def name(self) -> str:
-        return Pipe.name.__get__(self)  # the slot spaCy's compiled methods read
-
-    @name.setter
-    def name(self, value: str) -> None:
-        Pipe.name.__set__(self, value)
-        state = self.__dict__.get("_state")
-        if state is not None and state.name != value:
-            from ..models.featurize import set_owner
-
-            register_extensions(value)
-            state.name = value
-            set_owner(state.model, value)
 
 
 def check_own_place(component: str, others: Iterable[str]) -> None:

@@ -20,7 +20,7 @@ from ..structures.config import migrate_flat_settings, move_flat_settings
 from ..targets import assignable_attributes
 from .crf_tagger import CRFTagger
 from .extensions import check_own_place
-from .pipe_meta import declare_pipe_config, declare_pipe_meta
+from .pipe_meta import declare_component_meta, declare_pipe_config
 
 DEFAULT_MODEL_CONFIG = """
 [model]
@@ -156,8 +156,7 @@ def make_crf_tagger(
                         .kept_config(move_flat_settings(config)))
     # what this component writes and scores depends on its target: tell
     # nlp.analyze_pipes() and the score weights of nlp.config
-    declare_pipe_meta(nlp, name, "crf_tagger", assigns=component.assigns,
-                      default_score_weights=default_score_weights(target))
+    declare_component_meta(nlp, name, component)
     return component
 
 

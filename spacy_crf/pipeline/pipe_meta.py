@@ -12,8 +12,12 @@ puts it in place of the factory's as ``add_pipe`` stores it; every way of
 adding a component through its factory (``add_pipe``, ``replace_pipe``,
 ``from_config``, ``spacy.load``) goes through that one store.
 
-A component copied with ``add_pipe(source=...)`` is not made by its factory in
-the new pipeline: it keeps the factory's meta there.
+A component copied with ``add_pipe(source=...)`` (or ``source`` in a config)
+is not made by its factory in the new pipeline, and spaCy would give it the
+factory's meta there: the ``tag`` target's score weights, which then weigh in
+choosing ``model-best``. spaCy sets the copy's name while it sources it, the
+one call a component gets then: the component's ``name`` setter finds the
+pipeline that sources it (:func:`sourcing_pipeline`) and declares its meta.
 
 The component's config (``nlp._pipe_configs``, what ``nlp.config``, ``spacy
 init fill-config`` and a saved pipeline's config.cfg show) is stored the same
@@ -24,7 +28,8 @@ that holds it now.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping
+import sys
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from spacy.language import FactoryMeta, Language
 from spacy.pipe_analysis import validate_attrs
@@ -96,6 +101,30 @@ def declare_pipe_meta(nlp: Language, name: str, factory: str, **fields: Any) -> 
     meta = dataclasses.replace(nlp.get_factory_meta(factory), **fields)
     _pending(nlp, "_pipe_meta").own[name] = (factory, lambda _: meta)
     return meta
+
+
+def declare_component_meta(nlp: Language, name: str, component: Any) -> None:
+    """Declare the meta of the crf_tagger ``component`` named ``name`` in
+    ``nlp``: what its target writes and scores (:func:`declare_pipe_meta`)."""
+    from ..scoring import default_score_weights
+
+    declare_pipe_meta(nlp, name, "crf_tagger", assigns=component.assigns,
+                      default_score_weights=default_score_weights(component.cfg["target"]))
+
+
+def sourcing_pipeline(max_depth: int = 4) -> Optional[Language]:
+    """The pipeline whose ``Language.create_pipe_from_source`` is among the
+    callers (up to ``max_depth`` frames up), None elsewhere: spaCy gives a
+    component it sources no other sign of the pipeline it goes into."""
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "create_pipe_from_source":
+            nlp = frame.f_locals.get("self")
+            return nlp if isinstance(nlp, Language) else None
+        frame = frame.f_back
+    return None
 
 
 def declare_pipe_config(nlp: Language, name: str, factory: str,

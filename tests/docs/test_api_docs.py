@@ -63,3 +63,22 @@ def test_every_entry_point_is_documented(group, name):
 def test_the_check_detects_a_missing_name():
     assert not mentioned("crf_tagger_that_does_not_exist")
     assert not mentioned("predic")
+
+
+def test_every_registered_feature_source_has_an_entry_point_and_a_row():
+    """spacy.load without an import finds a source through its entry point, and
+    the registry's table in docs/api.md lists it with its initialize settings."""
+    from spacy_crf.feature_sources.registry import FEATURE_SOURCES
+
+    pointed = {name for group, name in entry_point_names() if group == "spacy_crf_feature_sources"}
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf8")
+    for name, cls in FEATURE_SOURCES.in_process().items():
+        if not cls.__module__.startswith("spacy_crf."):  # a test's own source
+            continue
+        assert name in pointed, f"feature source {name} has no entry point in pyproject.toml"
+        path = f"`{cls.__module__}:{cls.__name__}`"
+        row = next((line for line in text.splitlines()
+                    if line.startswith(f"| `{name}` | {path} |")), "")
+        assert row, f"no registry row for {name}"
+        for setting in cls.settings():
+            assert f"`{setting}`" in row, f"{name}'s setting {setting} is not in its row"

@@ -175,3 +175,29 @@ def test_chain_tree_hashes_the_chains_templates_once_per_batch(hashings):
         call()
         (n_chain, first_chain), (n_tree, first_tree) = hashings
         assert first_chain == 0 and first_tree == n_chain > 0 and n_tree > 0
+
+
+def test_a_batch_of_docs_from_two_vocabs_reads_each_ones_strings():
+    """Examples made before spacy.load beside the loaded pipeline's: the affixes
+    of a word only the other vocab knows are read from that vocab (spaCy's own
+    tagger trains on such a batch; this was E018 from the affix table)."""
+    import spacy
+    from spacy.training import Example
+
+    from conftest import make_nlp
+    from spacy_crf.features.doc_arrays import BatchStrings, batch_strings
+
+    nlp = make_nlp("tag")
+    old = [Example.from_dict(nlp.make_doc("the cat sat"), {"tags": ["DT", "NN", "VBD"]})]
+    optimizer = nlp.initialize(lambda: old)
+    other = spacy.blank("en")
+    new = [Example.from_dict(other.make_doc("zebras grazed quietly"),
+                             {"tags": ["NNS", "VBD", "RB"]})]
+    assert "quietly" not in nlp.vocab.strings
+    losses = [nlp.update(old + new, sgd=optimizer)["crf_tagger"] for _ in range(30)]
+    assert losses[-1] < losses[0] / 4
+    assert [t.tag_ for t in nlp(nlp.make_doc("the cat sat"))] == ["DT", "NN", "VBD"]
+    strings = batch_strings([old[0].predicted, new[0].predicted])
+    assert isinstance(strings, BatchStrings)
+    assert strings[other.vocab.strings["quietly"]] == "quietly"
+    assert batch_strings([old[0].predicted]) is nlp.vocab.strings

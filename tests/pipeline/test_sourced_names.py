@@ -53,3 +53,45 @@ def test_after_rename_pipe_setting_the_name_moves_the_values():
     doc = nlp(Doc(nlp.vocab, words=WORDS))
     assert confidences(doc, "tagger2") == before
     assert confidences(doc, "crf_tagger") == [None] * len(WORDS)
+
+
+def test_a_sourced_component_keeps_its_targets_meta(tmp_path):
+    """spaCy gives a sourced component its factory's meta (the tag target's
+    score weights, which would weigh in choosing model-best); the component's
+    own meta is declared as it is sourced, by add_pipe or by a config."""
+    pos = trained("pos", {"pos": ["DET", "NOUN", "VERB", "PUNCT"]})
+    pos.to_disk(tmp_path / "pos")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", source=pos, name="upos")
+    nlp.add_pipe("crf_tagger", name="lemmas", config={"target": "lemma"})
+    assert nlp.get_pipe_meta("upos").default_score_weights == {"pos_acc": 1.0}
+    assert "token.pos" in nlp.get_pipe_meta("upos").assigns
+    assert "token.tag" not in nlp.get_pipe_meta("upos").assigns
+    assert dict(nlp.config["training"]["score_weights"]) == {"pos_acc": 0.5, "lemma_acc": 0.5}
+
+    config = spacy.util.load_config_from_str(f"""
+[nlp]
+lang = "en"
+pipeline = ["upos"]
+
+[components]
+
+[components.upos]
+source = "{tmp_path / 'pos'}"
+component = "crf_tagger"
+""")
+    loaded = spacy.util.load_model_from_config(config, auto_fill=True)
+    assert loaded.get_pipe_meta("upos").default_score_weights == {"pos_acc": 1.0}
+    assert dict(loaded.config["training"]["score_weights"]) == {"pos_acc": 1.0}
+    doc = loaded(Doc(loaded.vocab, words=WORDS))
+    assert [t.pos_ for t in doc] == [t.pos_ for t in pos(Doc(pos.vocab, words=WORDS))]
+
+
+def test_a_component_sourced_under_a_name_that_reads_as_anothers_is_refused():
+    tags = trained("tag", {"tags": ["DT", "NN", "VBD", "."]})
+    pos = trained("pos", {"pos": ["DET", "NOUN", "VERB", "PUNCT"]})
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", source=tags, name="my-tags")
+    with pytest.raises(ValueError, match=r"\[CRF-E190\]"):  # my_tags: one place for both
+        nlp.add_pipe("crf_tagger", source=pos, name="my_tags")
+    assert pos.get_pipe("crf_tagger").name == "crf_tagger"  # the source's is left as it was
