@@ -491,7 +491,7 @@ class Errors(metaclass=_Codes):
     E244 = ("Feature source '{source}' takes the initialize setting(s) {settings}, which "
             "feature source '{other}' takes too: give the settings of a new source names "
             "of its own (e.g. prefixed with the source's name).")
-    # E245-E248: the inputs of crf-evaluate, crf-plots and the copy_attrs augmenter
+    # E245-E249: the inputs of crf-evaluate, crf-plots and the copy_attrs augmenter
     E245 = ("spacy-crf.copy_attrs.v1 cannot copy {unknown}: it copies {allowed}. Name "
             "attributes of that list, e.g. --copy HEAD,DEP (crf-evaluate, crf-plots) or "
             "attrs = [\"TAG\"] in the augmenter of [corpora].")
@@ -503,12 +503,15 @@ class Errors(metaclass=_Codes):
     E248 = ("Cannot load the pipeline '{model}': {why}. Give MODEL as the directory of a "
             "trained pipeline (one holding config.cfg and meta.json, e.g. "
             "training/model-best) or the name of an installed pipeline package.")
+    E249 = ("The corpus {path} holds no docs, so there is nothing to score or draw: give "
+            "DATA a .spacy file of annotated docs (python -m spacy crf-debug-data CONFIG, or "
+            "spacy debug data, shows what a corpus holds).")
     # E250: spaCy's lemma tables as features (issue 52)
     E250 = ("The feature templates of '{name}' read {attrs}, but {why}. LOOKUP_LEMMA and "
             "RULE_LEMMA_POS read spaCy's lemma tables for the pipeline's language from "
             "spacy-lookups-data (pip install spacy-lookups-data): give the component a "
             "language that has them, or leave those templates out of its model.")
-    # E251-E252: a relabelled parse, and the settings the saved weights mean
+    # E251-E253: a relabelled parse, the settings the saved weights mean, fit's warm start
     E251 = ("Target 'dep' labels the relations of a doc's own parse, but a doc of {n} tokens "
             "('{text}') has none (no heads): writing its labels would make every token its "
             "own head, a broken parse. Put a parser before the component in the pipeline (or "
@@ -520,6 +523,11 @@ class Errors(metaclass=_Codes):
             "given to spacy.load, an edited config.cfg, or another component's files). The "
             "{key} is what the weights mean: drop the override, or train a component for "
             "{given!r}.")
+    E253 = ("python -m spacy_crf.fit --init-from {path}: its component '{name}' replaces "
+            "the config's, its structure and model settings included, so the config's "
+            "settings do not apply, and fit cannot train that component: {why} Warm-start "
+            "from a pipeline whose '{name}' fit can train (one fit trained, or one spacy "
+            "train trained with those settings), or fit without --init-from.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -22,7 +22,7 @@ from spacy.language import Language
 from spacy.training import Corpus, Example
 
 from .augmenters import create_copy_attrs
-from .errors import Warnings
+from .errors import Errors, Warnings
 
 COPY_AUGMENTER = "spacy-crf.copy_attrs.v1"
 #: what W004 says a component does without an input it reads: predicts without it, or
@@ -86,9 +86,13 @@ def evaluate(model: Union[str, Language], data: Path, copy: Optional[List[str]] 
 
 def read_examples(nlp: Language, data: Path, copy: Sequence[str],
                   gold_preproc: bool = False) -> List[Example]:
-    """The examples of ``data``, the attributes ``copy`` copied onto their inputs."""
+    """The examples of ``data``, the attributes ``copy`` copied onto their inputs;
+    E249 for a corpus with none (there would be no score to give)."""
     augmenter = create_copy_attrs(list(copy)) if copy else None
-    return list(Corpus(data, augmenter=augmenter, gold_preproc=gold_preproc)(nlp))
+    examples = list(Corpus(data, augmenter=augmenter, gold_preproc=gold_preproc)(nlp))
+    if not examples:
+        raise ValueError(Errors.E249.format(path=data))
+    return examples
 
 
 def score(nlp: Language, examples: List[Example], copy: Sequence[str] = (),

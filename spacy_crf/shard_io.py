@@ -11,6 +11,7 @@ Parquet needs pyarrow (``pip install -e ".[distributed]"`` in a checkout); JSON 
 need nothing beyond srsly.
 """
 
+import json
 import os
 import sys
 import uuid
@@ -67,9 +68,12 @@ def read_rows(path: Path) -> Iterator[Tuple[int, Optional[Row], Optional[str]]]:
                 continue
             try:
                 row = srsly.json_loads(line)
-            except ValueError as err:
-                yield i, None, f"not valid JSON ({err})"
-                continue
+            except ValueError:
+                try:  # the standard parser's message names the place; ujson's
+                    row = json.loads(line)  # may not ("when decoding 'null'")
+                except ValueError as err:
+                    yield i, None, f"not valid JSON ({err})"
+                    continue
             if not isinstance(row, dict):
                 yield i, None, f"a JSON {type(row).__name__}, not an object"
                 continue

@@ -109,6 +109,8 @@ class CorpusStats:
     span_lengths: Counter = field(default_factory=Counter)
     with_input: Counter = field(default_factory=Counter)
     gold_input: Counter = field(default_factory=Counter)
+    #: of ``labels``, those at tokens whose label decoding fixes (``Target.forced_labels``)
+    forced: Counter = field(default_factory=Counter)
 
 
 # -- reading the data ----------------------------------------------------------
@@ -177,6 +179,10 @@ def _add_token_labels(stats: CorpusStats, target: Target, doc) -> None:
     uniq, counts = np.unique(keys[labelled], return_counts=True)
     for key, count in zip(uniq, counts):
         stats.labels[target.string_of(doc, int(key))] += int(count)
+    forced = target.forced_labels([doc])
+    if forced is not None:
+        for key in keys[labelled & (forced >= 0)].tolist():
+            stats.forced[target.string_of(doc, int(key))] += 1
 
 
 def _add_spans(stats: CorpusStats, target: Target, eg: Example) -> None:
@@ -319,6 +325,13 @@ def _report_labels(checks: Checks, target: Target, train: CorpusStats, dev: Corp
         checks.warn(f"{len(low)} {kind}(s) with fewer than {min_count} {what} in train: {shown}")
     elif train.labels:
         checks.good(f"Every {kind} has at least {min_count} {what} in train")
+    idle = sorted(label for label, n in train.labels.items() if n and train.forced[label] == n)
+    if idle:
+        checks.warn(f"{len(idle)} {kind}(s) occur in train only where decoding fixes the "
+                    f"label, so the model has nothing of them to learn: {', '.join(idle)}",
+                    "For sent_starts, whose S on each doc's first token is fixed: the docs "
+                    "are one sentence each; join sentences into docs (python -m spacy "
+                    "crf-convert conllu -n 10, or spacy convert -n 10).")
     if train.n_unannotated:
         checks.warn(f"{train.n_unannotated} of {train.n_nonempty} train docs have no "
                     f"'{target.name}' annotation: they train as unannotated (no gold label)")

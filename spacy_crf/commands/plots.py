@@ -154,9 +154,7 @@ def plots_cli(
         nlp = load_model(model)
         name, component_ = find_component(nlp, component)
         attrs = copy_option(nlp, copy)
-        examples = read_examples(nlp, data_path, attrs)
-        if not examples:
-            msg.fail(f"No examples in {data_path}", exits=1)
+        examples = read_examples(nlp, data_path, attrs)  # (E249 for none)
         warn_missing_inputs(nlp, examples, attrs)
         docs, gold, pred = predict(nlp, component_, examples, batch_size)
     labels = list(component_.tags)

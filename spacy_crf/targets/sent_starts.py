@@ -113,7 +113,9 @@ class SentStartsTarget(TokenAttrTarget):
         a sentence), so its confidence is 1 and every n-best labelling starts so."""
         lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
         forced = np.full(int(lengths.sum()), -1, dtype=np.int64)
-        forced[(np.cumsum(lengths) - lengths)[lengths > 0]] = self._labels.index(self.START)
+        # (its labels are always these two, in this order: set or not)
+        forced[(np.cumsum(lengths) - lengths)[lengths > 0]] = self.order_labels(()).index(
+            self.START)
         return forced
 
     def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,

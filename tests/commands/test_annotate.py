@@ -137,6 +137,8 @@ def test_bad_rows_are_listed_and_the_rest_goes_on(model, client, tmp_path):
         ("a.jsonl", 2, "x"), ("a.jsonl", 3, None), ("a.jsonl", 4, "y"), ("a.jsonl", 5, None),
         ("a.jsonl", 6, "z"), ("a.jsonl", 7, None)]
     assert "duplicate id" in errors[0]["error"] and "not valid JSON" in errors[1]["error"]
+    # the standard parser's message, which names the place (ujson's spoke of a 'null')
+    assert "line 1 column 1" in errors[1]["error"] and "null" not in errors[1]["error"]
     assert "'text' is a int" in errors[4]["error"] and "not an object" in errors[5]["error"]
     rows = read_output(tmp_path / "out" / "a.jsonl")
     assert [r["id"] for r in rows] == ["x", 7] and rows[1]["tokens"] == []

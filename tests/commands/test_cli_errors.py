@@ -173,6 +173,20 @@ def test_corrupt_corpus_is_a_usage_error(models, plots_main, command):
 
 
 @pytest.mark.parametrize("command", ["evaluate", "plots"])
+def test_an_empty_corpus_is_a_usage_error(models, plots_main, command):
+    """No docs: nothing to score or draw (crf-evaluate printed an empty table, exit 0)."""
+    empty = models["folder"] / "empty.spacy"
+    DocBin().to_disk(empty)
+    main = evaluate_main if command == "evaluate" else plots_main
+    args = [models["chain"], empty]
+    if command == "plots":
+        args.append(models["folder"] / "plots_empty")
+    text = assert_usage_error(run_main(main, args), "CRF-E249")
+    assert "empty.spacy holds no docs" in text
+    assert not (models["folder"] / "plots_empty").exists()
+
+
+@pytest.mark.parametrize("command", ["evaluate", "plots"])
 def test_missing_model_is_a_usage_error(models, plots_main, command):
     main = evaluate_main if command == "evaluate" else plots_main
     args = [models["folder"] / "no_model", models["tags"]]

@@ -114,6 +114,26 @@ def test_extension_target_counts(tmp_path, capsys):
     assert "Every train doc has '_.chunk' annotation" in out
 
 
+def test_sentence_docs_leave_the_senter_nothing_to_learn(tmp_path, capsys):
+    """Docs of one sentence each: the only S of each is its first token, which
+    decoding fixes, so the senter learns no boundary; docs of two sentences pass."""
+    vocab = spacy.blank("en").vocab
+    single = [Doc(vocab, words=w.split(), sent_starts=[True] + [False] * (len(w.split()) - 1))
+              for w in ("the cat sat .", "a dog ran home .")]
+    train = write_corpus(tmp_path / "single.spacy", single)
+    code, out, lines = run(capsys, write_config(tmp_path, "sent_starts"), train, train)
+    assert code == 0
+    assert table_counts(lines) == {"I": (7, 7), "S": (2, 2)}
+    assert "1 label(s) occur in train only where decoding fixes the label" in out
+    assert "S" in out.split("nothing of them to learn:")[1].split()[0]
+    assert "crf-convert conllu -n 10" in " ".join(out.split())
+    words = "the cat sat . a dog ran home .".split()
+    joined = [Doc(vocab, words=words, sent_starts=[i in (0, 4) for i in range(len(words))])]
+    train = write_corpus(tmp_path / "joined.spacy", joined)
+    code, out, _ = run(capsys, write_config(tmp_path, "sent_starts"), train, train)
+    assert code == 0 and "decoding fixes" not in out
+
+
 def test_span_group_counts_overlap_and_longest(tmp_path, capsys):
     vocab = spacy.blank("en").vocab
     doc = Doc(vocab, words="John Smith lives in New York City".split())

@@ -391,3 +391,18 @@ def test_the_batch_trainer_refuses_the_pruned_chain_with_the_fix(tmp_path, targe
             overrides={**overrides, "components.lemmatizer.structure.order": 1})
         nlp = spacy.load(tmp_path / "exact" / "model-last")
         assert nlp.get_pipe("lemmatizer").crf_structure.name == "chain"
+        # a warm start takes the trained component as it is, its pruned chain too:
+        # E253 says so, the config's order = 1 notwithstanding
+        from spacy.tokens import DocBin
+        from spacy.training import Example
+        from spacy.util import load_model_from_config
+
+        pruned = load_model_from_config(config, auto_fill=True)
+        docs = list(DocBin().from_disk(paths["train"]).get_docs(pruned.vocab))
+        pruned.initialize(lambda: [Example(d.copy(), d) for d in docs])
+        assert pruned.get_pipe("lemmatizer").crf_structure.name == "pruned_chain"
+        pruned.to_disk(tmp_path / "pruned_model")
+        with pytest.raises(ValueError, match=r"\[CRF-E253\].*init-from.*\[CRF-E211\]"):
+            fit(path, tmp_path / "warm", max_iterations=2, stdout=io.StringIO(),
+                init_from=tmp_path / "pruned_model",
+                overrides={**overrides, "components.lemmatizer.structure.order": 1})
