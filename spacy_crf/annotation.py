@@ -221,7 +221,8 @@ def annotate_shard(model: str, component: Optional[str], shard: str, output: str
         write_rows(errors_path, bad)
     elif errors_path.exists():
         errors_path.unlink()
-    schema = (output_schema(pipe.target.is_span_target, parquet_id_type(shard_path))
+    schema = (output_schema(pipe.target.is_span_target, parquet_id_type(shard_path),
+                            pipe.target.record_fields)
               if shard_path.suffix == ".parquet" else None)
     # the rename of the output is what marks the shard finished: its errors first
     write_rows(output_path, records, schema)
@@ -272,7 +273,8 @@ def _describe(err: BaseException) -> str:
 
 def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
     """The output row of an annotated doc: its tokens with ``pipe``'s labels and
-    confidences, and for a span target its spans."""
+    confidences (and the target's ``record_fields``: the lemma target's lemma
+    beside its tree), and for a span target its spans."""
     target = pipe.target
     ids = target.ids_of_keys(target.reference_keys(doc))
     labels = pipe.tags  # label ids are the model's columns
@@ -281,6 +283,9 @@ def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
     tokens = [{"text": token.text, "label": labels[i] if i >= 0 else None,
                "confidence": None if c is None else float(c)}
               for token, i, c in zip(doc, ids.tolist(), confidence)]
+    for field, values in target.record_values(doc).items():  # (the lemma target's lemma)
+        for token, value in zip(tokens, values):
+            token[field] = value
     record = {"id": doc_id, "tokens": tokens}
     if target.is_span_target:
         record["spans"] = [{"start": span.start, "end": span.end, "label": span.label_,

@@ -131,13 +131,17 @@ def remove_stale_temp_files(directory: Path) -> int:
     return len(stale)
 
 
-def output_schema(with_spans: bool, id_type: Optional[Any] = None):
+def output_schema(with_spans: bool, id_type: Optional[Any] = None,
+                  token_fields: Sequence[str] = ()):
     """The Parquet schema of annotate's output rows: ``id`` (of ``id_type``, the
-    input's; string by default), ``tokens`` and, with ``with_spans``, ``spans``."""
+    input's; string by default), ``tokens`` (with the string fields
+    ``token_fields`` after their label and confidence: the target's
+    ``record_fields``) and, with ``with_spans``, ``spans``."""
     import pyarrow as pa
 
     token = pa.struct([("text", pa.string()), ("label", pa.string()),
-                       ("confidence", pa.float64())])
+                       ("confidence", pa.float64())]
+                      + [(field, pa.string()) for field in token_fields])
     fields = [("id", id_type or pa.string()), ("tokens", pa.list_(token))]
     if with_spans:
         span = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("label", pa.string()),

@@ -303,6 +303,14 @@ class Target:
                                       value=self.string_of(doc, int(keys[unknown[0]]))))
         return kept
 
+    #: what ``crf-annotate`` writes of each token beside its label (:meth:`record_values`)
+    record_fields: Tuple[str, ...] = ()
+
+    def record_values(self, doc: Doc) -> Dict[str, List[Any]]:
+        """Per field of :attr:`record_fields`, a value per token of a predicted
+        ``doc``: what the label does not say itself (none here)."""
+        return {}
+
     def forced_labels(self, docs: Sequence[Doc]) -> Optional[np.ndarray]:
         """Labels the (non-empty) docs' tokens must take whatever the model
         says, as ids over their tokens (-1 where free), or None (here): decoding,

@@ -5,7 +5,7 @@ the strings that name them."""
 
 import re
 from collections import Counter
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.attrs import LEMMA, ORTH
@@ -436,6 +436,12 @@ class LemmaTarget(Target):
 
     def getter(self) -> Callable[[Token, str], object]:
         return lambda token, _: token.lemma_
+
+    #: the lemma itself beside the tree that is the label (a backed-off form has no tree)
+    record_fields = ("lemma",)
+
+    def record_values(self, doc: Doc) -> Dict[str, List[Any]]:
+        return {"lemma": [token.lemma_ for token in doc]}
 
     def score_keys(self, doc: Doc) -> np.ndarray:
         # Token.lemma_ compared as spaCy's lemmatizers score it, not the trees

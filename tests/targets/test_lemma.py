@@ -417,3 +417,28 @@ def test_a_short_training_on_the_sample_beats_the_lowercase_baseline():
     scores = nlp.evaluate([Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in dev])
     # (measured: lowercase 0.720; lemma_acc 0.954)
     assert scores["lemma_acc"] > lowercase + 0.15
+
+
+def test_annotate_records_hold_the_lemma_beside_the_tree(tmp_path):
+    """crf-annotate's rows: each token's label is its tree, and its lemma is
+    written beside it (a form no tree fits has no label, its lemma the form),
+    in JSON lines and in Parquet alike."""
+    pytest.importorskip("pyarrow")
+    from spacy_crf.annotation import doc_record
+    from spacy_crf.shard_io import output_schema, read_rows, write_rows
+
+    nlp, _ = trained()
+    pipe = nlp.get_pipe("crf_tagger")
+    doc = nlp(Doc(nlp.vocab, words=WORDS + ["xyzzy"]))
+    record = doc_record(pipe, doc, "d1")
+    assert [t["lemma"] for t in record["tokens"]] == [t.lemma_ for t in doc]
+    assert [t["lemma"] for t in record["tokens"]][:len(LEMMAS)] == LEMMAS
+    assert record["tokens"][1]["label"] == STRIP_S and record["tokens"][1]["lemma"] == "dog"
+    schema = output_schema(False, None, pipe.target.record_fields)
+    assert "lemma" in str(schema.field("tokens").type)
+    for name in ("out.jsonl", "out.parquet"):
+        write_rows(tmp_path / name, [record], schema if name.endswith("parquet") else None)
+        (line, row, error), = list(read_rows(tmp_path / name))
+        assert error is None and [t["lemma"] for t in row["tokens"]] == [t.lemma_ for t in doc]
+    tag = make_nlp("tag").get_pipe("crf_tagger")
+    assert tag.target.record_fields == () and tag.target.record_values(doc) == {}
