@@ -72,9 +72,13 @@ class BatchStrings:
 
 def batch_strings(docs: Sequence[Doc]) -> Any:
     """The ``StringStore`` the batch's hashes are read from: its docs' (a
-    :class:`BatchStrings` over each where they come from several vocabs)."""
-    stores = list({id(doc.vocab.strings): doc.vocab.strings for doc in docs}.values())
-    return stores[0] if len(stores) == 1 else BatchStrings(stores)
+    :class:`BatchStrings` over each where they come from several vocabs);
+    looked for once per :class:`DocBatch`."""
+    def find() -> Any:
+        stores = list({id(doc.vocab.strings): doc.vocab.strings for doc in docs}.values())
+        return stores[0] if len(stores) == 1 else BatchStrings(stores)
+
+    return _shared("strings", docs, find)
 
 
 #: the component's ``sequence`` setting: what one CRF sequence is (chain-like structures)

@@ -14,6 +14,7 @@ from spacy.vocab import Vocab
 from ..errors import Errors
 from ..feature_sources.lemma_lookups import TAGGING_TEMPLATES
 from ..feature_sources.usual_case import USUAL_CASE_TEMPLATES
+from ..features.doc_arrays import has_parse
 from ..features.templates import templates_of
 from .base import Target
 from .registry import register_target
@@ -107,7 +108,7 @@ class DepTarget(TagTarget):
         written, for a doc of two tokens or more without one (spaCy would
         make every token its own head: a broken parse, ``doc.sents`` E030)."""
         for doc in docs:
-            if len(doc) > 1 and not doc.has_annotation("HEAD"):
+            if not has_parse(doc):
                 raise ValueError(Errors.E251.format(n=len(doc), text=doc[:8].text))
         super().write_batch(docs, label_ids, doc_lengths, keep_existing)
 

@@ -153,11 +153,10 @@ def fit(
     check_corpora(train=train_corpus, dev=dev_corpus)
     pipe = _component(nlp, component, T)
     if init_from is not None:
-        try:  # the trained component replaces the config's, its structure and model too
-            pipe = _component(_source(nlp, pipe.name, Path(init_from)), pipe.name, T)
+        sourced = _source(nlp, pipe.name, Path(init_from))  # (E169: no such pipeline)
+        try:  # the trained component replaced the config's, its structure and model too
+            pipe = _component(sourced, pipe.name, T)
         except ValueError as err:
-            if "E169" in str(err):  # (the pipeline itself could not be read)
-                raise
             raise ValueError(Errors.E253.format(path=init_from, name=pipe.name, why=err)) from err
     _check_dev(dev_corpus, nlp)
     train_examples = read_corpus(train_corpus, nlp)
