@@ -101,8 +101,7 @@ class Errors(metaclass=_Codes):
             "spacy-crf.FeatureCRF model, but {why}. Pipeline: {pipeline}. Name the "
             "component with --component NAME, or train the pipeline with spacy train.")
     E031 = ("The model of this crf_tagger is '{model}', not spacy-crf.FeatureCRF: "
-            "python -m spacy_crf.fit fits hashed-feature CRFs only. Train NeuralCRF models "
-            "with spacy train.")
+            "python -m spacy_crf.fit fits hashed-feature CRFs only. {route}")
     E032 = ("{name} must be {what}, got {value!r}.")
     E033 = ("python -m spacy_crf.fit trains only '{name}', but the pipeline also has the "
             "trainable components {others}, which [training] frozen_components does not "
@@ -419,6 +418,17 @@ class Errors(metaclass=_Codes):
             "pairs joined by '|', the POS among them as a field, e.g. "
             "'Number=Sing|POS=NOUN' ('POS=PUNCT' for a POS alone, '_' for neither). Take "
             "the labels from a trained component (its 'labels') or from spacy init labels.")
+    # E202: a '_.NAME' target over a crf_tagger's own extension (issue 49, as E190-E192);
+    # E203: crf-debug-data --component
+    E202 = ("Target '_.{attr}' would keep its labels in token._.{attr}, which is {whose}: "
+            "the labels and the confidences would overwrite each other. Give the target "
+            "another name, e.g. '_.{attr}_label'.")
+    E203 = ("The pipeline has no crf_tagger '{name}' (its components: {pipes}; its "
+            "crf_tagger components: {crf_pipes}): pass --component the name of one of them, "
+            "or leave it out to report on every crf_tagger.")
+    E206 = ("Label {label!r} (target 'pos') is not a Universal POS tag: the component writes "
+            "it to Token.pos, which takes these only: {tags}. Map the labels to UPOS, or use "
+            "target 'tag' (Token.tag_) for a tag set of your own.")
     # E210-E211: the pruned chain (issue 51)
     E210 = ("candidates of spacy-crf.PrunedChain.v1 must be an integer of at least 1 (the "
             "labels each token keeps; at least the label count for the exact chain), got "
@@ -428,7 +438,7 @@ class Errors(metaclass=_Codes):
             "picks for a target whose labels come by the hundred (morph, lemma): train "
             "this config with python -m spacy train, or with fit and spacy-crf.Chain.v1 "
             "with order = 1 in the component's structure block (the same parameters: the "
-            "model loads in either).")
+            "model loads in either){also}.")
     # E212-E219: the sent_starts target (issue 52)
     E212 = ("'{name}' (target '{target}') predicts the sentence boundaries, so its CRF "
             "sequence is the whole doc: {what} would cut it at the boundaries the doc "
@@ -610,6 +620,13 @@ class Warnings(metaclass=_Codes):
             "them are decoded as if they were free, and the n-best lists show the label "
             "decoded there. Give the component that label (add_label, or the training "
             "data) to have the rest decoded consistently with it. Said once per component.")
+    # W045: a gold labelling outside a second-order chain's kept label pairs
+    W045 = ("'{name}' trains on {n} of the {total} sequence(s) of a batch as unannotated: "
+            "their gold labels need a label pair (two adjacent labels, or a first label) "
+            "that initialize did not see, and an order-2 chain keeps only the pairs it saw "
+            "(cfg['label_pairs']). Every loss (nll, perceptron, hinge) learns nothing from "
+            "them. Initialize with the whole training corpus (a sample of it leaves pairs "
+            "out), or use order = 1. Said once per component.")
     # W043: structure settings at a component's top level (issue 50)
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "

@@ -24,7 +24,8 @@ plugin cannot add to it. This command loads a training config the same way
 
 It ends with the number of checks passed, warnings and errors; the exit code
 is 1 if there was an error (e.g. no label at all, a missing parse a tree
-structure needs), 0 otherwise, and 2 for a usage error (bad arguments, a
+structure needs), 0 otherwise, and 2 for a usage error (bad arguments, such
+as a ``--component`` that names no crf_tagger of the pipeline, E203; a
 config or corpus file that is not there).
 """
 
@@ -42,6 +43,7 @@ from spacy.util import filter_spans
 from wasabi import Printer
 
 from ._util import CODE_HELP, Arg, Opt, command, config_overrides, import_code, our_errors, run
+from ..errors import Errors
 from ..pipeline.inputs import INPUT_ANNOTATIONS
 from ..targets import Target, make_target
 from ..training.train_config import check_corpora, load_pipeline, training_corpora
@@ -445,6 +447,8 @@ def debug_data(config_path: Path, overrides: Dict[str, Any], component: Optional
     ------
     UsageError
         The config or a corpus cannot be read.
+    ValueError
+        E203 for a ``component`` that is not a crf_tagger of the pipeline.
     """
     checks = Checks(printer or Printer())
     try:
@@ -453,9 +457,15 @@ def debug_data(config_path: Path, overrides: Dict[str, Any], component: Optional
         checks.fail("The pipeline cannot be built from the config", str(err))
         return checks
     components = crf_components(nlp, component)
+    if not components and component is not None:
+        # a bad argument, not a finding about the data: exit 2, as crf-plots gives for
+        # its --component (the config may well have crf_taggers to report on)
+        crf_pipes = [name for name, _ in crf_components(nlp, None)]
+        raise ValueError(Errors.E203.format(name=component,
+                                            pipes=", ".join(nlp.component_names) or "none",
+                                            crf_pipes=", ".join(crf_pipes) or "none"))
     if not components:
-        which = f" '{component}'" if component else ""
-        checks.fail(f"The pipeline has no crf_tagger{which}",
+        checks.fail("The pipeline has no crf_tagger",
                     f"Its components: {', '.join(nlp.component_names) or 'none'}.")
         return checks
     # read once for every component: the readers (and augmenters) run as in training
@@ -484,12 +494,14 @@ def debug_data_cli(
     without the annotation, overlapping or misaligned spans, and whether the
     inputs the component reads (a parse, TAG, POS) are given. Config
     overrides such as --paths.train are read as spacy train reads them.
-    Exit code 1 if a check failed, 0 otherwise.
+    Exit code 1 if a check failed, 2 for bad arguments (a --component that
+    is no crf_tagger of the pipeline), 0 otherwise.
     """
     overrides = config_overrides(ctx)
     import_code(code_path)
-    # a corpus that cannot be read (spaCy's E1014 for a file that is not a DocBin): a ✘
-    # line, as crf-fit gives
+    # a corpus that cannot be read (spaCy's E1014 for a file that is not a DocBin), a
+    # --component that is no crf_tagger of the pipeline (E203): a ✘ line and exit 2, as
+    # crf-fit and crf-plots give
     with our_errors():
         try:
             checks = debug_data(config_path, overrides, component, min_count)

@@ -18,9 +18,9 @@ spacy_crf.plots``, the same) draws with :mod:`spacy_crf.plots` and writes into
   column (no predicted span at a gold span's boundaries) and a ``spurious``
   row (no gold span at a predicted span's boundaries), and the exact-match
   precision, recall and F1.
-* ``span_confidence.png`` (span targets): a reliability diagram of
-  ``span._.crf_confidence`` and its histogram for correct and wrong
-  predicted spans.
+* ``span_confidence.png`` (span targets): a reliability diagram of the
+  component's span confidences (``span._.{name}_confidence``) and its
+  histogram for correct and wrong predicted spans.
 * ``learning_curve.png``: the scores against training steps, parsed from the
   console output of ``spacy train`` or from the JSON lines of
   ``spacy.ConsoleLogger.v3``'s ``output_file``, given with ``--train-log``
@@ -29,11 +29,16 @@ spacy_crf.plots``, the same) draws with :mod:`spacy_crf.plots` and writes into
   score it repeats), and the loss per step: spaCy logs the loss summed over
   the steps since the previous row, the plot divides by that number of steps.
 * ``confidence.html``: the first ``--n-docs`` docs, each token coloured by the
-  CRF's confidence in its predicted label (``token._.crf_confidence``), the
-  predicted label under it, the gold label on hover and errors underlined;
-  for span targets also each doc's predicted spans with their label and
-  ``span._.crf_confidence``, wrong ones marked and missed gold spans drawn
-  beside them. Self-contained: no external assets.
+  CRF's confidence in its predicted label (the component's own
+  ``token._.{name}_confidence``), the predicted label under it, the gold
+  label on hover and errors underlined; for span targets also each doc's
+  predicted spans with their label and ``span._.{name}_confidence``, wrong
+  ones marked and missed gold spans drawn beside them. Self-contained: no
+  external assets.
+
+The confidences are always the plotted component's own, never the shared
+``token._.crf_confidence``: in a pipeline of several crf_taggers, others
+may store theirs on the same docs (``store_confidence`` in their config).
 
     python -m spacy_crf.plots training/model-best corpus/dev.spacy plots/ \\
         --train-log training/train.log
@@ -104,20 +109,37 @@ def predict(nlp, component: CRFTagger, examples: List[Example],
 def entity_views(figures, component: CRFTagger, examples: List[Example], docs: List,
                  out: Path) -> List[Tuple[Path, str]]:
     """Span targets: ``entities.png`` and, where the predicted spans carry
-    confidences, ``span_confidence.png``; the files written and their notes."""
+    the component's own confidences, ``span_confidence.png``; the files
+    written and their notes."""
     target = component.target
     gold = [target.spans_of(eg.reference) for eg in examples]
     pred = [target.spans_of(doc) or [] for doc in docs]
     types, counts = span_confusion(gold, pred)
     path = out / "entities.png"
     written = [(path, figures.plot_span_confusion(types, counts, path))]
-    conf, correct = span_confidences(gold, pred)
+    conf, correct = span_confidences(gold, pred, component.name)
     if len(conf):
         path = out / "span_confidence.png"
         written.append((path, figures.plot_span_confidence(conf, correct, path)))
     else:
         msg.warn("span_confidence.png skipped: no predicted span with a stored confidence")
     return written
+
+
+def confidence_page(name: str, component: CRFTagger, data_path: Path,
+                    examples: List[Example], docs: List, gold: List[np.ndarray],
+                    pred: List[np.ndarray]) -> str:
+    """``confidence.html`` of ``docs`` (the predictions of ``examples``): each
+    token coloured by the component's own confidence, whatever other
+    crf_taggers of the pipeline stored on the docs."""
+    target = component.target
+    title = f"{name} ({component.cfg['target']}, {component.cfg['structure']}) on {data_path.name}"
+    spans = {}
+    if target.is_span_target:  # the entity view: predicted and gold spans
+        spans = {"gold_spans": [target.spans_of(eg.reference) for eg in examples],
+                 "pred_spans": [target.spans_of(doc) or [] for doc in docs]}
+    return render_html(docs, gold, pred, list(component.tags), title,
+                       component=component.name, **spans)
 
 
 @command("crf-plots")
@@ -149,7 +171,8 @@ def plots_cli(
         msg.fail(str(err), exits=1)
     import_code(code_path)
     # a model or corpus that cannot be read, a bad --component or --copy, a model that
-    # cannot run without an input not copied (E015): a ✘ line, and no OUTPUT_DIR
+    # cannot run without an input not copied (E015), a page that cannot be drawn: a ✘
+    # line, and no OUTPUT_DIR
     with our_errors():
         nlp = load_model(model)
         name, component_ = find_component(nlp, component)
@@ -157,6 +180,9 @@ def plots_cli(
         examples = read_examples(nlp, data_path, attrs)  # (E249 for none)
         warn_missing_inputs(nlp, examples, attrs)
         docs, gold, pred = predict(nlp, component_, examples, batch_size)
+        n = min(n_docs, len(docs))
+        page = confidence_page(name, component_, data_path, examples[:n], docs[:n], gold[:n],
+                               pred[:n])
     labels = list(component_.tags)
     output_dir.mkdir(parents=True, exist_ok=True)
     written: List[Tuple[Path, str]] = []
@@ -177,7 +203,8 @@ def plots_cli(
     written.append((path, info))
 
     if component_.target.is_span_target:
-        written.extend(entity_views(figures, component_, examples, docs, output_dir))
+        with our_errors():
+            written.extend(entity_views(figures, component_, examples, docs, output_dir))
 
     if train_log is None:
         msg.warn("learning_curve.png skipped: no --train-log given")
@@ -192,16 +219,8 @@ def plots_cli(
             path = output_dir / "learning_curve.png"
             written.append((path, figures.plot_learning_curve(columns, rows, path) + f", from {log}"))
 
-    n = min(n_docs, len(docs))
     path = output_dir / "confidence.html"
-    target = component_.target
-    title = f"{name} ({component_.cfg['target']}, {component_.cfg['structure']}) on {data_path.name}"
-    spans = {}
-    if target.is_span_target:  # the entity view: predicted and gold spans
-        spans = {"gold_spans": [target.spans_of(eg.reference) for eg in examples[:n]],
-                 "pred_spans": [target.spans_of(doc) or [] for doc in docs[:n]]}
-    path.write_text(render_html(docs[:n], gold[:n], pred[:n], labels, title, **spans),
-                    encoding="utf-8")
+    path.write_text(page, encoding="utf-8")
     written.append((path, f"{n} docs"))
 
     msg.info(f"model {model}, component '{name}', {len(labels)} labels, {len(examples)} docs")

@@ -25,12 +25,26 @@ def margin_loss(scores: CRFScores, layout: BatchLayout, gold: np.ndarray,
     ``y_gold`` is the best labelling that agrees with the known gold labels
     (the gold labelling itself where every label is known). Unless
     ``update_all``, sequences with zero loss get no gradient.
+
+    Where the structure keeps some labellings only (``prunes_labellings``: the
+    second-order chain's kept label pairs), a sequence whose gold labelling
+    leaves them is unannotated, as in the nll. Unannotated, its ``y_gold``
+    would be its best labelling, and so would ``predicted`` (the hinge costs
+    annotated tokens only): it adds no loss and no gradient, and nor does a
+    sequence the kept labellings leave no labelling at all (the nll's log Z
+    of ``-inf``). Elsewhere an impossible gold labelling is ``inf``, for E009.
     """
     gold_side, gold_score = inference.viterbi(scores, layout, gold)
     with np.errstate(invalid="ignore"):  # -inf - -inf where nothing is allowed
         loss = np.maximum(best - gold_score, 0.0)
-    loss[gold_score == -np.inf] = np.inf
+    impossible = gold_score == -np.inf
+    loss[impossible] = np.inf
     weight = np.ones_like(loss) if update_all else (loss > 0).astype(np.float64)
+    if layout.structure.prunes_labellings and impossible.any():
+        loss[impossible] = 0.0
+        weight[impossible] = 0.0
+        # (no -inf path's labels in the counts, weighted 0 or not)
+        gold_side = np.where(np.repeat(impossible, layout.lengths), predicted, gold_side)
     gradient = zero_gradient(scores, layout)
     labelling_counts(layout, predicted, weight, gradient)
     labelling_counts(layout, gold_side, -weight, gradient)

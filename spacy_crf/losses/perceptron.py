@@ -34,7 +34,9 @@ def perceptron(scores: CRFScores, layout: BatchLayout,
     Returns
     -------
     loss : numpy.ndarray
-        (S,) float64 per sequence, >= 0 (``inf`` if the gold is impossible).
+        (S,) float64 per sequence, >= 0 (``inf`` if the gold is impossible;
+        0 where the structure keeps some labellings only and the gold leaves
+        them: unannotated, as in the nll, see :func:`.margin.margin_loss`).
     gradient : CRFScores
         Gradient of the summed loss.
     """

@@ -36,6 +36,25 @@ def is_two_experts(model: Model) -> bool:
     return model.name == NAME
 
 
+def copy_model(model: Model) -> Model:
+    """A deep copy of ``model`` whose references point into the copy.
+
+    thinc's ``Model.copy()`` copies the layers, params, dims and attrs but no
+    reference, so a layer that reads a sibling through one (the whole-label
+    weights read the featurize layer's columns, ``whole_label.FEATURES_REF``)
+    would fail in the copy. A reference to a node outside ``model`` is left
+    unset, as ``Model.copy()`` leaves it.
+    """
+    copied = model.copy()
+    # thinc walks both trees in the same order: shared layers stay shared in the copy
+    twins = {id(node): twin for node, twin in zip(model.walk(), copied.walk())}
+    for node in model.walk():
+        for name in node.ref_names:
+            if node.has_ref(name) and id(node.get_ref(name)) in twins:
+                twins[id(node)].set_ref(name, twins[id(node.get_ref(name))])
+    return copied
+
+
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[CRFScores, Callable]:
     first, second = model.layers
     (a, back_a), (b, back_b) = first(docs, is_train), second(docs, is_train)

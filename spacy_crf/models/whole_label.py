@@ -51,6 +51,7 @@ from thinc.api import Model
 
 from ..features.templates import FeatureTemplates
 from .composed_emissions import ComposedEmissions
+from .experts import is_two_experts
 from .hashed_linear import NAME as TABLE_LAYER
 from .hashed_linear import ROW_COLUMNS, companion_table
 from .label_parts import FACTORED
@@ -80,13 +81,20 @@ def add_whole_label_weights(model: Optional[Model], templates: Sequence[str]) ->
     Parameters
     ----------
     model : Model, optional
-        The component's model, before its structure adds to it.
+        The component's model, before its structure adds to it; of two
+        experts (``spacy-crf.ChainTreeExperts.v1``), each expert's.
     templates : sequence of str
         The word's template first (``"NORM"``), then others read where the
         model has them (optional templates, added at ``initialize`` where
         their tables are there). A model whose templates lack the first is
         returned as it is.
     """
+    if model is not None and is_two_experts(model):
+        # each expert a FeatureCRF (chain_tree's architecture in a config): each
+        # gets them, as a plain FeatureCRF gets them before the structure copies it
+        for expert in model.layers:
+            add_whole_label_weights(expert, templates)
+        return model
     if model is None or not templates or model.name != FEATURE_CRF or len(model.layers) != 3:
         return model
     features, table, potentials = model.layers

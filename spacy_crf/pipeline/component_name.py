@@ -1,19 +1,28 @@
 """A crf_tagger's ``name``, which its extensions, stored values, messages and
 pipe meta follow (:class:`FollowsItsName`)."""
 
+from typing import Any, Dict
+
+from spacy.language import Language
 from spacy.pipeline.pipe import Pipe
 
 from ..models.featurize import set_owner
-from .extensions import check_own_place, register_extensions
-from .pipe_meta import declare_component_meta, sourcing_pipeline
+from .extensions import check_own_place, register_extensions, stem
+from .pipe_meta import calling_method, declare_component_meta, sourcing_pipeline
 
 
 class FollowsItsName:
     """``name`` for a crf_tagger, whose extensions, stored values and messages
-    follow it. spaCy sets the name of a component it sources under another
-    (``nlp.add_pipe(NAME, source=nlp1, name=OTHER)``, ``source`` in a config);
-    ``nlp.rename_pipe`` tells no component (spaCy's own keep their old name
-    too), so set ``nlp.get_pipe(NEW).name = NEW`` after it."""
+    follow it. spaCy names a component it sources under another name
+    (``nlp.add_pipe(NAME, source=nlp1, name=OTHER)``, ``source`` in a config),
+    and one it moves (``nlp.rename_pipe``, through ``Language._link_components``).
+
+    A new name is checked as ``add_pipe`` checks it, before anything changes:
+    E190 where it reads as the name of another crf_tagger of the pipeline
+    (``my-ner`` and ``my_ner`` store their values in one place); a
+    ``rename_pipe`` that gives such a name is undone first. A name set by hand
+    (``pipe.name = ...``) is not checked: nothing tells the component which
+    pipeline it is in."""
 
     @property
     def name(self) -> str:
@@ -26,6 +35,10 @@ class FollowsItsName:
         if nlp is not None:  # E190 before anything changes, as the factory checks
             check_own_place(value, [other for other, pipe in nlp.components
                                     if isinstance(pipe, FollowsItsName)])
+        elif state is not None and stem(value) != stem(state.name):
+            # moved by spaCy (rename_pipe): its values would go to a new place,
+            # which may be another's
+            _check_new_place(self, value)
         Pipe.name.__set__(self, value)
         if state is None:  # the component's own __init__: its extensions now
             register_extensions(value)
@@ -36,3 +49,33 @@ class FollowsItsName:
             set_owner(state.model, value)
         if nlp is not None:  # its target's meta, not the factory's default
             declare_component_meta(nlp, value, self)
+
+
+def _check_new_place(component: FollowsItsName, value: str) -> None:
+    """E190 where spaCy names ``component`` ``value`` in a pipeline whose
+    other crf_taggers store their values in that place (under their names
+    there, or their own ``name`` where spaCy has not renamed them yet); the
+    ``rename_pipe`` that did it is undone first, so the pipeline is as it was."""
+    found = calling_method(("_link_components",))
+    if found is None:
+        return
+    nlp: Language = found[0]
+    others = [name for other, pipe in nlp.components
+              if pipe is not component and isinstance(pipe, FollowsItsName)
+              for name in (other, pipe.name)]
+    try:
+        check_own_place(value, others)
+    except ValueError:
+        renaming = calling_method(("rename_pipe",), max_depth=8)
+        if renaming is not None:
+            _undo_rename(*renaming)
+        raise
+
+
+def _undo_rename(nlp: Language, local: Dict[str, Any]) -> None:
+    """Give the pipeline back its old entry name: spaCy names its components
+    last, after renaming the entries, so an error there would leave the
+    pipeline under the new name and the component storing under the old."""
+    old, new = local.get("old_name"), local.get("new_name")
+    if isinstance(old, str) and isinstance(new, str) and new in nlp.component_names:
+        nlp.rename_pipe(new, old)

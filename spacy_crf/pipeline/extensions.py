@@ -84,6 +84,17 @@ def _set(cls: Any, name: str, getter: Callable) -> None:
     cls.set_extension(name, getter=getter, force=True)
 
 
+def confidence_owner(extension: Optional[tuple]) -> Optional[str]:
+    """Whose confidences a token extension (as ``Token.get_extension`` gives it)
+    reads: the stem of the crf_tagger whose own extension it is
+    (``SHARED_STEM`` for the shared ``token._.crf_confidence``), None where
+    it is no crf_tagger's (or there is none)."""
+    getter = extension[2] if extension is not None else None
+    if isinstance(getter, partial) and getter.func is _token_confidence:
+        return getter.args[0] or SHARED_STEM
+    return None
+
+
 def register_extensions(component: str) -> None:
     """Register the component's own extensions and the shared ones (a
     component whose name reads "crf" has the shared ones as its own)."""

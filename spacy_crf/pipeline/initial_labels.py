@@ -41,6 +41,9 @@ def initial_labels(name: str, target: Target, target_name: str,
     # training time on CoNLL-2000); that pass checks every example's type
     check_get_examples(name, get_examples, nlp, labels)
     if labels is not None:
+        for label in labels:  # (as add_label checks them)
+            if not isinstance(label, str):
+                raise ValueError(Errors.E062.format(label=label))
         # a span target's types stand for their tags, as in add_label (spacy init
         # labels writes types); "O" and tags stand for themselves
         found = {tag for label in labels for tag in target.labels_for(label)}

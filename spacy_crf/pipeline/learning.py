@@ -5,7 +5,8 @@ The component's ``update``, ``get_loss`` and ``rehearse`` and the batch trainer
 each given the component's :class:`~.state.ComponentState`:
 
 * the gold label ids of a batch (-1 where unknown; span tags that break the
-  scheme are unannotated, W003);
+  scheme are unannotated, W003, and so are the sequences whose gold leaves the
+  labellings the structure keeps, W045);
 * the configured loss of those labels and its gradient (``spacy_crf.losses``;
   E009 if it is not finite);
 * labels that ``add_label`` gave a trained model, which are never predicted
@@ -15,6 +16,7 @@ each given the component's :class:`~.state.ComponentState`:
   spaCy's ner adds them), and the counts a model that learns from them fits.
 """
 
+import weakref
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -57,7 +59,27 @@ def gold_label_ids(state: ComponentState, examples: List[Example], scores: CRFSc
     gold, n_bad = state.target.repair_gold(scores, gold, layout)
     if n_bad:
         warn(Warnings.W003.format(n=n_bad, name=state.name, scheme=state.cfg["scheme"]))
-    return gold
+    return unannotated_where_unreachable(state, scores, layout, gold)
+
+
+#: the components (their states) that have said W045, which each says once
+_SAID_W045: "weakref.WeakSet[ComponentState]" = weakref.WeakSet()
+
+
+def unannotated_where_unreachable(state: ComponentState, scores: CRFScores,
+                                  layout: BatchLayout, gold: np.ndarray) -> np.ndarray:
+    """``gold`` with ``-1`` in every sequence whose gold labels no labelling
+    the structure keeps agrees with (``CRFStructure.unreachable_gold``: a
+    second-order chain's label pair that initialize did not see), so every
+    loss trains on it as unannotated; W045 says so, once per component."""
+    lost = layout.structure.unreachable_gold(scores, layout, gold)
+    if lost is None or not lost.any():
+        return gold
+    if state not in _SAID_W045:
+        _SAID_W045.add(state)
+        warn(Warnings.W045.format(name=state.name, n=int(lost.sum()),
+                                  total=int(layout.n_sequences)))
+    return np.where(np.repeat(lost, layout.lengths), -1, gold)
 
 
 def batch_loss(state: ComponentState, examples: List[Example], scores: CRFScores,
@@ -106,7 +128,9 @@ def mask_candidates(state: ComponentState, scores: CRFScores,
     """``scores`` with ``-inf`` emissions for the labels the target does not
     allow a token (``Target.allowed_labels``: the lemma trees that do not apply
     to its form), the experts' too; ``scores`` itself where it allows every
-    label or ``docs`` is None.
+    label or ``docs`` is None. Every block of ``L`` emission columns is
+    masked: the ``chain_tree`` structure's two experts each have one, side by
+    side (``(N, 2L)``), as :func:`~spacy_crf.unseen_labels.mask_labels` reads them.
 
     A token left no allowed label that is learned (no tree applies to its
     form, or only trees ``add_label`` gave a trained model) keeps every label:
@@ -125,8 +149,10 @@ def mask_candidates(state: ComponentState, scores: CRFScores,
 
     def masked(part: CRFScores) -> CRFScores:
         emissions = part.emissions
+        blocks = emissions.shape[1] // allowed.shape[1]
+        where = allowed if blocks == 1 else np.tile(allowed, (1, blocks))
         # -inf of the emissions' own dtype: np.where then writes them once, no cast after
-        return part.replace(emissions=np.where(allowed, emissions,
+        return part.replace(emissions=np.where(where, emissions,
                                                emissions.dtype.type(-np.inf)))
 
     out = masked(scores)

@@ -29,7 +29,7 @@ that holds it now.
 
 import dataclasses
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from spacy.language import FactoryMeta, Language
 from spacy.pipe_analysis import validate_attrs
@@ -116,13 +116,25 @@ def sourcing_pipeline(max_depth: int = 4) -> Optional[Language]:
     """The pipeline whose ``Language.create_pipe_from_source`` is among the
     callers (up to ``max_depth`` frames up), None elsewhere: spaCy gives a
     component it sources no other sign of the pipeline it goes into."""
-    frame = sys._getframe(1)
+    found = calling_method(("create_pipe_from_source",), max_depth + 1)
+    return found[0] if found else None
+
+
+def calling_method(names: Sequence[str], max_depth: int = 5
+                   ) -> Optional[Tuple[Language, Dict[str, Any]]]:
+    """The pipeline and the local variables of the nearest of the callers (up
+    to ``max_depth`` frames above the caller of this function) that is a
+    ``Language`` method named one of ``names``; None where there is none.
+    spaCy names a component from ``create_pipe_from_source`` (sourcing) and
+    ``_link_components`` (``rename_pipe``, ``add_pipe``, loading), and gives it
+    no other sign of the pipeline."""
+    frame = sys._getframe(2)
     for _ in range(max_depth):
         if frame is None:
             return None
-        if frame.f_code.co_name == "create_pipe_from_source":
+        if frame.f_code.co_name in names:
             nlp = frame.f_locals.get("self")
-            return nlp if isinstance(nlp, Language) else None
+            return (nlp, dict(frame.f_locals)) if isinstance(nlp, Language) else None
         frame = frame.f_back
     return None
 

@@ -2,7 +2,9 @@
 its predicted label and, for span targets (``ents``, ``spans:KEY``), an entity
 view: the predicted spans drawn as boxes with their label and
 ``span._.crf_confidence``, wrong spans marked and missed gold spans outlined.
-Self-contained: no external assets, no script."""
+Given a component's name, the confidences are that component's own
+(``token._.{stem}_confidence``, ``span._.{stem}_confidence``), whatever other
+crf_taggers stored on the docs. Self-contained: no external assets, no script."""
 
 import html
 from typing import List, Optional, Sequence, Tuple
@@ -10,7 +12,9 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.tokens import Span
 
-from .entities import _by_bounds, span_confusion, span_scores
+from .. import token_values
+from ..pipeline.extensions import CONFIDENCE, SHARED_CONFIDENCE, stem
+from .entities import _by_bounds, span_confidence, span_confusion, span_scores
 
 SpanList = Sequence[Span]
 
@@ -48,14 +52,34 @@ def confidence_colour(p: Optional[float]) -> str:
     return f"hsl({int(round(120 * p))}, 75%, {int(round(88 - 10 * p))}%)"
 
 
+def token_confidences(doc, component: Optional[str] = None) -> List[Optional[float]]:
+    """Per token of ``doc``, its stored confidence: that of the crf_tagger
+    named ``component`` (``token._.{stem}_confidence``), or with ``component``
+    None ``token._.crf_confidence`` (a ValueError, E191, where several
+    components stored theirs on the doc); None where none is stored."""
+    if component is not None:
+        found = token_values.doc_values(doc, CONFIDENCE, stem(component))
+        return found if found is not None else [None] * len(doc)
+    return [token._.get(SHARED_CONFIDENCE) for token in doc]
+
+
 def render_html(docs, gold: List[np.ndarray], pred: List[np.ndarray],
                 labels: Sequence[str], title: str,
                 gold_spans: Optional[Sequence[Optional[SpanList]]] = None,
-                pred_spans: Optional[Sequence[SpanList]] = None) -> str:
+                pred_spans: Optional[Sequence[SpanList]] = None,
+                component: Optional[str] = None) -> str:
     """The page: per doc, the tokens coloured by confidence with the predicted
     label under each and, given ``gold_spans`` and ``pred_spans`` (span
     targets: each doc's gold spans, None where unannotated, and its predicted
-    spans), the entity view of :func:`render_entities` below them."""
+    spans), the entity view of :func:`render_entities` below them.
+
+    ``component`` names the crf_tagger whose labels these are: the
+    confidences shown are its own (:func:`token_confidences`,
+    :func:`~.entities.span_confidence`), so other crf_taggers of the pipeline
+    that stored theirs on the docs change nothing. None reads the shared
+    ``token._.crf_confidence`` and ``span._.crf_confidence``, which hold the
+    values of the one component that stored any.
+    """
     def name(i: int) -> str:
         return labels[i] if 0 <= i < len(labels) else "(none)"
 
@@ -78,8 +102,7 @@ def render_html(docs, gold: List[np.ndarray], pred: List[np.ndarray],
         n_tokens += len(doc)
         n_errors += errors
         parts.append(f"<div class=\"doc\"><h2>doc {d}: {len(doc)} tokens, {errors} errors</h2>")
-        for token in doc:
-            conf = token._.crf_confidence
+        for token, conf in zip(doc, token_confidences(doc, component)):
             gi, pi = int(g[token.i]), int(p[token.i])
             err = gi >= 0 and gi != pi
             conf_text = "n/a" if conf is None else f"{conf:.3f}"
@@ -96,7 +119,7 @@ def render_html(docs, gold: List[np.ndarray], pred: List[np.ndarray],
                 parts.append(" ")
         if pred_spans is not None:
             parts.append(render_entities(doc, gold_spans[d] if gold_spans is not None else None,
-                                         pred_spans[d]))
+                                         pred_spans[d], component))
         parts.append("</div>")
     parts.append(f"<p style=\"color:#777;font-size:0.8em\">{len(docs)} docs, {n_tokens} tokens, "
                  f"{n_errors} errors</p></body></html>")
@@ -105,10 +128,6 @@ def render_html(docs, gold: List[np.ndarray], pred: List[np.ndarray],
 
 def _pct(conf: Optional[float]) -> str:
     return "n/a" if conf is None or not np.isfinite(conf) else f"{int(round(100 * float(conf)))}%"
-
-
-def _span_conf(span: Span) -> Optional[float]:
-    return span._.crf_confidence if span.has_extension("crf_confidence") else None
 
 
 def _describe(span: Span) -> str:
@@ -129,13 +148,16 @@ def _rows(items: List[Tuple[int, int, str, Span]]) -> List[List[Tuple[int, int, 
     return [sorted(row, key=lambda it: it[0]) for row in rows]
 
 
-def render_entities(doc, gold_spans: Optional[SpanList], pred_spans: SpanList) -> str:
+def render_entities(doc, gold_spans: Optional[SpanList], pred_spans: SpanList,
+                    component: Optional[str] = None) -> str:
     """The entity view of one doc: its text with the predicted spans as boxes
     (label and confidence, coloured by it) and, where the doc is annotated,
     each predicted span that is not a gold span (exact boundaries and label,
     :mod:`.entities`) in class ``ent wrong`` and each gold span no predicted
     span matches in class ``ent missed``. Overlapping spans (a boundary
-    error) are drawn in stacked rows over the same stretch of text."""
+    error) are drawn in stacked rows over the same stretch of text. A span's
+    confidence is the crf_tagger ``component``'s (None: ``span._.crf_confidence``,
+    :func:`~.entities.span_confidence`)."""
     text = doc.text
     known = gold_spans is not None
     gold_by = _by_bounds(gold_spans or [])
@@ -161,7 +183,7 @@ def render_entities(doc, gold_spans: Optional[SpanList], pred_spans: SpanList) -
                      + (", ".join(_describe(s) for s in there) if there else "nothing"))
             return (f"<span class=\"ent missed\" title=\"{html.escape(hover, quote=True)}\">"
                     f"{words}<span class=\"el\">{html.escape(sp.label_)} (missed)</span></span>")
-        conf = _span_conf(sp)
+        conf = span_confidence(sp, component)
         hover = f"predicted {_describe(sp)}, confidence {_pct(conf)}"
         if not known:
             hover += "; gold unknown"

@@ -12,6 +12,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from spacy.tokens import Span
 
+from .. import token_values
+from ..pipeline.extensions import SHARED_CONFIDENCE, SPAN_CONFIDENCE, stem
+
 #: the extra row (a predicted span with no gold span at its boundaries) and the
 #: extra column (a gold span with no predicted span at its boundaries)
 SPURIOUS = "spurious"
@@ -77,11 +80,29 @@ def span_scores(counts: np.ndarray) -> Tuple[float, float, float]:
     return p, r, f
 
 
-def span_confidences(gold: Sequence[Optional[Sequence[Span]]], pred: Sequence[Sequence[Span]]
-                     ) -> Tuple[np.ndarray, np.ndarray]:
-    """The stored confidence (``span._.crf_confidence``) of each predicted span
-    of an annotated doc, and whether the span is correct (same boundaries and
-    type as a gold span). Spans without a stored confidence are left out."""
+def span_confidence(span: Span, component: Optional[str] = None) -> Optional[float]:
+    """The confidence stored for ``span``: that of the crf_tagger named
+    ``component`` (``span._.{stem}_confidence``), or with ``component`` None
+    ``span._.crf_confidence`` (the values of the one component that stored any);
+    None where none is stored.
+
+    A pipeline of several crf_taggers may hold several components' values on
+    one doc (any of them with ``store_confidence``): read the one plotted by
+    name, as ``crf-plots`` does, not the shared extension (E191 there, or the
+    values of a component named ``crf``).
+    """
+    if component is not None:
+        return token_values.span_value(span, SPAN_CONFIDENCE, stem(component))
+    return span._.get(SHARED_CONFIDENCE) if span.has_extension(SHARED_CONFIDENCE) else None
+
+
+def span_confidences(gold: Sequence[Optional[Sequence[Span]]], pred: Sequence[Sequence[Span]],
+                     component: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """The stored confidence of each predicted span of an annotated doc
+    (:func:`span_confidence`: the crf_tagger ``component``'s, or with None
+    ``span._.crf_confidence``), and whether the span is correct (same
+    boundaries and type as a gold span). Spans without a stored confidence
+    are left out."""
     conf: List[float] = []
     correct: List[bool] = []
     for gold_spans, pred_spans in zip(gold, pred):
@@ -89,7 +110,7 @@ def span_confidences(gold: Sequence[Optional[Sequence[Span]]], pred: Sequence[Se
             continue
         g = _by_bounds(gold_spans)
         for sp in pred_spans:
-            c = sp._.crf_confidence if sp.has_extension("crf_confidence") else None
+            c = span_confidence(sp, component)
             if c is None:
                 continue
             conf.append(float(c))

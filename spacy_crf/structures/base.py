@@ -160,11 +160,17 @@ class CRFStructure:
     #: hinge loss can train it); a structure that decodes from marginals sets False
     exact_map: bool = True
     #: why the batch trainer (``spacy_crf.training.fit``) cannot train the structure's
-    #: model (the error it raises), or None where it can
+    #: model (the error it raises), or None where it can; a reason that names a
+    #: setting under which fit can may end in ``{also}``, filled with what the
+    #: component's model needs as well (E211)
     batch_trainer_error: Optional[str] = None
     #: in prediction the structure takes a factored table's part scores and
     #: composes the labels' scores it reads (``models/composed_emissions.py``)
     reads_composed_emissions: bool = False
+    #: the structure keeps some labellings only (the second-order chain: the label
+    #: pairs initialize saw), so a gold labelling can leave them; every loss then
+    #: trains on that sequence as unannotated (:meth:`unreachable_gold`, W045)
+    prunes_labellings: bool = False
 
     # -- building ------------------------------------------------------------
 
@@ -310,6 +316,18 @@ class CRFStructure:
         """Log probability of each labelled span; (M,) and (S,) log Z."""
         raise ValueError(Errors.E051)
 
+    def unreachable_gold(self, scores: CRFScores, layout: BatchLayout,
+                         gold: np.ndarray) -> Optional[np.ndarray]:
+        """(S,) bool: the sequences with gold labels (-1 unknown) that no
+        labelling the structure keeps agrees with, under ``scores`` (their
+        ``-inf`` constraints); training takes them as unannotated. None, with
+        no pass, where every labelling is kept (:attr:`prunes_labellings` False)."""
+        if not self.prunes_labellings:
+            return None
+        gold = np.asarray(gold, dtype=np.int64)
+        _, best = self.viterbi(scores, layout, gold)
+        return np.isneginf(best) & annotated_sequences(gold, layout.lengths)
+
     def labelling_counts(self, layout: BatchLayout, labels: np.ndarray,
                          weights: np.ndarray, out: CRFScores) -> None:
         """Add ``weights[s]`` times the interaction counts of each sequence's
@@ -336,12 +354,30 @@ class CRFStructure:
 
         This generic version gathers the emissions from the compact table,
         calls :meth:`nll_and_gradient` and scatters its emission gradient
-        back, so every structure trains with ``spacy_crf.training.fit``; the chain and
+        back, so a structure trains with ``spacy_crf.training.fit`` unless it
+        says why not (``batch_trainer_error``); the chain and
         the tree override it with one fused numba kernel each, the
         second-order chain with two fused passes over its label pairs.
         """
-        emissions = workspace[0]
+        return self._gathered_nll(rows, layout, gold, params, grads, workspace[0], None)
+
+    def masked_shard_nll(self, rows: np.ndarray, layout: BatchLayout, gold: np.ndarray,
+                         params: Dict[str, np.ndarray], grads: Dict[str, np.ndarray],
+                         workspace: Tuple[np.ndarray, np.ndarray, np.ndarray],
+                         blocked: np.ndarray) -> float:
+        """:meth:`shard_nll` with ``-inf`` emissions where ``blocked`` ((N, L)
+        bool: the labels the target does not let a token take, the lemma trees
+        that do not apply to its form), as the component masks them in
+        training and decoding. The generic way for every structure: the fused
+        kernels gather the emissions themselves and take no mask."""
+        return self._gathered_nll(rows, layout, gold, params, grads, workspace[0], blocked)
+
+    def _gathered_nll(self, rows: np.ndarray, layout: BatchLayout, gold: np.ndarray,
+                      params: Dict[str, np.ndarray], grads: Dict[str, np.ndarray],
+                      emissions: np.ndarray, blocked: Optional[np.ndarray]) -> float:
         gather_sum(params["W"], params["b"], rows, np.float64(1.0), emissions)
+        if blocked is not None:
+            np.copyto(emissions, -np.inf, where=blocked)
         scores = CRFScores(emissions, {name: params[name] for name in self.params})
         nll, gradient = self.nll_and_gradient(scores, layout, gold)
         scatter_sum(np.ascontiguousarray(gradient.emissions, dtype=np.float64), rows,
@@ -365,6 +401,12 @@ def sequence_lengths(docs: Sequence, component: ComponentView) -> np.ndarray:
     the docs have them, or whole docs with the component's ``sequence = "doc"``."""
     return batch_sequence_lengths(docs, component.cfg.get("sequence", SEQUENCE_SENTENCE)
                                   == SEQUENCE_SENTENCE)
+
+
+def annotated_sequences(gold: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(S,) bool: the sequences with at least one gold label (``gold`` >= 0)."""
+    sequence = np.repeat(np.arange(lengths.shape[0]), lengths)
+    return np.bincount(sequence, weights=gold >= 0, minlength=lengths.shape[0]) > 0
 
 
 def as_f64(array) -> np.ndarray:

@@ -40,7 +40,7 @@ from thinc.api import Model
 
 from ..errors import Errors
 from ..features.doc_arrays import doc_lengths
-from ..models.experts import is_two_experts, two_experts
+from ..models.experts import copy_model, is_two_experts, two_experts
 from ..models.hooks import STRUCTURES
 from ..models.featurize import drop_tree_templates
 from ..models.potentials import CRFScores
@@ -92,7 +92,7 @@ def chain_tree_experts(crf: Model) -> Model:
     """
     if crf.name != "feature_crf":
         raise ValueError(Errors.E115.format(model=crf.name))
-    experts = two_experts(crf.copy(), crf, _CHAIN.params)
+    experts = two_experts(copy_model(crf), crf, _CHAIN.params)  # (Model.copy() drops refs)
     experts.attrs[STRUCTURES] = ("chain_tree",)  # E103 under any other structure
     return experts
 

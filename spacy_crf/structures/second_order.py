@@ -30,7 +30,10 @@ gradient is the pair's marginal at ``t``.
 
 Fixed labels (partial gold, forced decoding) become ``-inf`` pair emissions
 for the pairs that disagree with them. A sequence whose gold labelling leaves
-the pruned space (a pair never seen in training) is treated as unannotated.
+the pruned space (a pair never seen in training) is treated as unannotated,
+by every loss: the component finds those sequences first
+(:meth:`SecondOrderChain.unreachable_gold`, W045), and the nll here and the
+margin losses (``losses/margin.py``) take any they are still given so too.
 """
 
 from dataclasses import dataclass
@@ -274,6 +277,7 @@ class SecondOrderChain(CRFStructure):
     supports_spans = True
     supports_n_best = True
     supports_span_probabilities = True
+    prunes_labellings = True
 
     def initialize_cfg(self, component: ComponentView, get_examples: Callable) -> Dict[str, Any]:
         """``label_pairs``: the pairs of adjacent gold labels of the training data.
@@ -377,6 +381,31 @@ class SecondOrderChain(CRFStructure):
         x = self._expand(scores, layout)
         log_z, pair_marginals, *_ = x.sum_pass(x.mask(layout, fixed), layout.lengths)
         return x.token_marginals(pair_marginals), log_z
+
+    def unreachable_gold(self, scores, layout, gold):
+        """The sequences whose known gold labels no path over the kept pairs
+        agrees with. A sequence whose gold is all known needs no pass: it is
+        lost where one of its pairs (``(START, y_0)`` included) is not kept.
+        Only where a batch has a sequence with unknown labels among known ones
+        does a Viterbi pass clamped to them say whether the kept pairs join them."""
+        gold = np.asarray(gold, dtype=np.int64)
+        lengths = layout.lengths
+        L = np.shape(scores.emissions)[1]
+        sequence = np.repeat(np.arange(lengths.shape[0]), lengths)
+        kept = np.zeros((L + 1, L), dtype=bool)  # [previous + 1, label], row 0 START
+        kept[layout.pairs[:, 0] + 1, layout.pairs[:, 1]] = True
+        before = previous_in_sequence(gold, lengths, fill=-1)
+        first = positions_in_sequence(lengths) == 0
+        # the pairs of two known labels, and of START and a known first label
+        t = np.flatnonzero((gold >= 0) & (first | (before >= 0)))
+        off = t[~kept[before[t] + 1, gold[t]]]
+        lost = np.bincount(sequence[off], minlength=lengths.shape[0]) > 0
+        n_known = np.bincount(sequence, weights=gold >= 0, minlength=lengths.shape[0])
+        partial = (n_known > 0) & (n_known < lengths) & ~lost
+        if partial.any():
+            _, best = self.viterbi(scores, layout, gold)
+            lost |= partial & np.isneginf(best)
+        return lost
 
     def nll_and_gradient(self, scores, layout, gold):
         x = self._expand(scores, layout)

@@ -94,7 +94,9 @@ class Target:
     #: what ``write`` sets, as spaCy's pipe meta names it (``nlp.analyze_pipes()``)
     assigns: Sequence[str] = ()
     #: whether a component keeps labels already on a doc when its
-    #: ``keep_existing`` is left null (as spaCy's ner does; its tagger does not)
+    #: ``keep_existing`` is left null: as spaCy's own pipe for the target does
+    #: by default (``ner``, ``tagger``, ``senter`` and the lemmatizers keep,
+    #: with ``overwrite = false``; the ``morphologizer`` and ``spancat`` overwrite)
     keeps_existing = False
     #: the ``doc.spans`` key it writes, if it writes one
     spans_key: Optional[str] = None
@@ -294,14 +296,21 @@ class Target:
         component's)."""
         keys = np.concatenate([self.reference_keys(doc) for doc in docs])
         kept = keys != np.uint64(self.missing_key)
-        unknown = np.flatnonzero(kept & (fixed < 0))
+        self.warn_unconditioned(docs, keys, kept & (fixed < 0), name)
+        return kept
+
+    def warn_unconditioned(self, docs: Sequence[Doc], keys: np.ndarray, which: np.ndarray,
+                           name: str) -> None:
+        """W044, once: the tokens ``which`` (bool over the docs' tokens, whose
+        label keys are ``keys``) keep a value that is no label, so it cannot
+        condition the decoding (``name``: the component's)."""
+        unknown = np.flatnonzero(which)
         if len(unknown) and "kept unknown" not in self._warned:
             self._warned.add("kept unknown")
             doc = docs[int(np.searchsorted(np.cumsum([len(d) for d in docs]), unknown[0],
                                            side="right"))]
             warn(Warnings.W044.format(name=name, target=self.name, n=len(unknown),
                                       value=self.string_of(doc, int(keys[unknown[0]]))))
-        return kept
 
     #: what ``crf-annotate`` writes of each token beside its label (:meth:`record_values`)
     record_fields: Tuple[str, ...] = ()

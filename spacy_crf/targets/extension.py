@@ -26,6 +26,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from .. import token_values
+from ..errors import Errors
 from .base import Target
 from .registry import register_target
 from .scores import MAIN_SCORE, score_iob
@@ -165,10 +166,27 @@ def register_extension(attr: str) -> None:
 
     The getter and setter are partials of module-level functions, so the
     extension pickles (spaCy sends extensions to spawned worker processes).
+    An extension registered elsewhere is replaced (its values stay readable:
+    :func:`extension_labels`), but not a crf_tagger's confidence extension
+    (``token._.{name}_confidence``, ``token._.crf_confidence``).
+
+    Raises
+    ------
+    ValueError
+        E202 where ``token._.attr`` is a crf_tagger's confidence extension: as a
+        crf_tagger refuses to take over this one (E192), whichever comes first.
     """
     existing = Token.get_extension(attr)
     if existing is not None and isinstance(existing[2], partial) and existing[2].func is _get_label:
         return
+    # (imported here: the pipeline package imports the targets)
+    from ..pipeline.extensions import SHARED_STEM, confidence_owner
+
+    owner = confidence_owner(existing)
+    if owner is not None:  # the labels would replace the getter its component reads through
+        whose = ("the confidence extension every crf_tagger shares" if owner == SHARED_STEM
+                 else f"the confidence extension of a crf_tagger named '{owner}'")
+        raise ValueError(Errors.E202.format(attr=attr, whose=whose))
     Token.set_extension(attr, getter=partial(_get_label, attr), setter=partial(_set_label, attr),
                         force=True)
 

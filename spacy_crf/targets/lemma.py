@@ -17,6 +17,7 @@ from spacy.vocab import Vocab
 
 from ..errors import Errors, Warnings, warn
 from ..feature_sources.usual_case import USUAL_CASE_TEMPLATES
+from ..features.doc_arrays import batch_strings
 from .base import Target
 from .lemma_case import CASES, case_of, cased_form, join_label, split_label
 from .registry import register_target
@@ -162,6 +163,9 @@ class LemmaTarget(Target):
     name = score_attr = "lemma"
     assigns = ("token.lemma",)
     many_labels = True  # 531 trees seen 3+ times in UD English EWT's training split
+    #: as spaCy's lemmatizers (overwrite = false): lemmas a rule or a lookup
+    #: set before it stay
+    keeps_existing = True
     #: what spaCy's lemma tables say of the word and its neighbours
     #: (``feature_sources/lemma_lookups.py``), where spacy-lookups-data has them
     #: for the pipeline's language: +0.41 lemma_acc on UD English EWT dev
@@ -370,7 +374,7 @@ class LemmaTarget(Target):
             return np.zeros((0, n_labels), dtype=bool)
         orths = np.concatenate([doc.to_array(ORTH).astype(np.uint64).reshape(-1) for doc in docs])
         unique, inverse = np.unique(orths, return_inverse=True)
-        strings = docs[0].vocab.strings
+        strings = batch_strings(docs)  # (docs of several vocabs: each read in its own)
         ids = [self.candidates(strings[orth])[0] for orth in unique.tolist()]
         rows = np.zeros((len(unique), n_labels), dtype=bool)
         # one assignment for the batch, not one per form (a batch has a form at least)
@@ -390,6 +394,10 @@ class LemmaTarget(Target):
         ``backoff = "orth"``); with ``keep_existing``, a lemma already there stays."""
         live = [doc for doc in docs if len(doc)]
         if not live:
+            return
+        if len({id(doc.vocab) for doc in live}) > 1:
+            # each lemma's key goes into the strings of its doc's own vocab
+            self._write_by_vocab(docs, label_ids, doc_lengths, keep_existing)
             return
         strings = live[0].vocab.strings
         orths = np.concatenate([doc.to_array(ORTH).astype(np.uint64).reshape(-1) for doc in live])
@@ -416,6 +424,18 @@ class LemmaTarget(Target):
                 there = doc.to_array(LEMMA).astype(np.uint64).reshape(-1)
                 mine = np.where(there != 0, there, mine)
             doc.from_array([LEMMA], mine)
+
+    def _write_by_vocab(self, docs: Sequence[Doc], label_ids: np.ndarray,
+                        doc_lengths: np.ndarray, keep_existing: bool) -> None:
+        """:meth:`write_batch` for the docs of each vocab apart."""
+        starts = np.cumsum(doc_lengths) - doc_lengths
+        groups: Dict[int, List[int]] = {}
+        for i, doc in enumerate(docs):
+            groups.setdefault(id(doc.vocab), []).append(i)
+        for members in groups.values():
+            ids = [label_ids[starts[i]:starts[i] + doc_lengths[i]] for i in members]
+            self.write_batch([docs[i] for i in members], np.concatenate(ids),
+                             doc_lengths[members], keep_existing)
 
     def _lemma_key(self, pair: Tuple[int, int], strings: StringStore) -> int:
         """The key of the lemma tree ``pair[1]`` gives the form of key

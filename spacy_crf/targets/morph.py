@@ -16,9 +16,10 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..errors import Errors
+from ..models.potentials import CRFScores
 from .base import Target
 from .registry import register_target
-from .scores import MAIN_SCORE, column_keys, token_accuracy
+from .scores import MAIN_SCORE, token_accuracy
 from .token_attrs import TAGGING_DEFAULTS
 
 #: the key of empty FEATS, ``"_"`` (a spaCy symbol: the same in every vocab)
@@ -70,6 +71,7 @@ class MorphTarget(Target):
         super().__init__()
         self._label_morph = np.zeros((0,), dtype=np.uint64)
         self._label_pos = np.zeros((0,), dtype=np.uint64)
+        self._label_feats: List[str] = []  # each label's FEATS without the POS, as a string
         self._no_pos_field: set = set()  # morph hashes known to hold no POS field
 
     @classmethod
@@ -138,6 +140,7 @@ class MorphTarget(Target):
         parts = [self._split(label, vocab) for label in self._labels]
         self._label_morph = np.asarray([m for m, _ in parts], dtype=np.uint64).reshape(-1)
         self._label_pos = np.asarray([p for _, p in parts], dtype=np.uint64).reshape(-1)
+        self._label_feats = [vocab.strings[m] for m, _ in parts]
 
     def labels_for(self, label: str) -> List[str]:
         """The labels ``add_label(label)`` adds: ``label`` in normal form."""
@@ -204,34 +207,104 @@ class MorphTarget(Target):
             feats[self.POS_FEAT] = POS_NAMES[pos]
         return Morphology.dict_to_feats(feats) or Morphology.EMPTY_MORPH
 
+    def has_existing(self, doc: Doc) -> bool:
+        # a fresh doc (the usual one) has neither: no reading of its arrays
+        return doc.has_annotation("MORPH") or doc.has_annotation("POS")
+
+    def _preset(self, docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (non-empty) docs' own morph hashes and POS ids (POS fields of the
+        FEATS moved, :meth:`_arrays`), and which tokens have both set."""
+        arr = np.concatenate([self._arrays(doc) for doc in docs])
+        return arr[:, 0], arr[:, 1], (arr[:, 0] != 0) & (arr[:, 1] != 0)
+
+    def fixed_labels(self, docs: Sequence[Doc], scores: CRFScores
+                     ) -> Tuple[np.ndarray, CRFScores]:
+        """A token with FEATS and a POS already is fixed to that label. A token
+        with one of them (a POS from a tagger or rule, no FEATS) is free, but
+        only among the labels that have it, so its FEATS are decoded for that
+        POS; a value no label has constrains nothing (as spaCy's morphologizer
+        with ``overwrite = false``, :meth:`write_batch` keeps it)."""
+        morph, pos, both = self._preset(docs)
+        fixed = np.where(both, self.ids_of_keys(self.mix(morph, pos)), -1)
+        partial = np.flatnonzero((morph != 0) ^ (pos != 0))
+        if not len(partial):
+            return fixed, scores
+        has_pos = (pos[partial] != 0)[:, None]
+        allowed = np.where(has_pos, self._label_pos[None, :] == pos[partial, None],
+                           self._label_morph[None, :] == morph[partial, None])
+        allowed |= ~allowed.any(axis=1, keepdims=True)
+
+        def masked(part: CRFScores) -> CRFScores:
+            # (composed emissions become an array here: a rare path, kept simple)
+            emissions = np.array(part.emissions)
+            rows = emissions[partial]
+            # (a chain_tree's two experts side by side: a block of labels each)
+            where = np.tile(allowed, (1, rows.shape[1] // allowed.shape[1]))
+            emissions[partial] = np.where(where, rows, rows.dtype.type(-np.inf))
+            return part.replace(emissions=emissions)
+
+        out = masked(scores)
+        if scores.experts is not None:
+            out = out.replace(experts=tuple(masked(expert) for expert in scores.experts))
+        return fixed, out
+
+    def kept_values(self, docs: Sequence[Doc], fixed: np.ndarray, name: str) -> np.ndarray:
+        """Tokens whose FEATS and POS are both given (confidence 1.0); one of
+        the two is kept too (:meth:`write_batch`), but the other is predicted."""
+        morph, pos, both = self._preset(docs)
+        self.warn_unconditioned(docs, self.mix(morph, pos), both & (fixed < 0), name)
+        return both
+
     def write(self, doc: Doc, ids: np.ndarray) -> None:
-        doc.from_array([MORPH, POS], np.stack([self._label_morph[ids],
-                                               self._label_pos[ids]], axis=1))
+        self.write_batch([doc], ids, np.asarray([len(doc)]), False)
 
     def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,
                     keep_existing: bool) -> None:
+        """``Token.morph`` and ``Token.pos``; with ``keep_existing`` each of
+        the two that a token has already stays (as spaCy's morphologizer with
+        ``overwrite = false``), also where it is no label (W044)."""
         # one gather for the batch, then a slice per doc (as TokenAttrTarget)
         values = np.stack([self._label_morph[label_ids], self._label_pos[label_ids]], axis=1)
+        for vocab in {id(doc.vocab): doc.vocab for doc in docs}.values():
+            self._add_feats(vocab)
         end = 0
         for doc, n in zip(docs, doc_lengths.tolist()):
             end += n
             if n:
                 mine = values[end - n:end]
-                if keep_existing:  # a morph or POS that is no label stays too (W044)
+                if keep_existing:
                     there = doc.to_array([MORPH, POS]).astype(np.uint64).reshape(n, 2)
-                    mine = np.where((there != 0).any(axis=1, keepdims=True), there, mine)
+                    mine = np.where(there != 0, there, mine)
                 doc.from_array([MORPH, POS], mine)
+
+    def _add_feats(self, vocab: Vocab) -> None:
+        """The labels' FEATS in ``vocab``'s strings, which ``Doc.from_array``
+        reads a morph from: a doc made on a vocab of its own (``Doc(Vocab(),
+        ...)``) lacks those of the vocab the labels were set in."""
+        strings = vocab.strings
+        for key, feats in zip(self._label_morph.tolist(), self._label_feats):
+            if key not in strings:
+                strings.add(feats)
 
     def getter(self) -> Callable[[Token, str], object]:
         """``pos`` and ``morph`` as spaCy's morphologizer scores them (POS id,
-        morph hash; 0 is missing), else the label (``None`` where missing)."""
+        morph hash; 0 is missing), a POS field of the FEATS read as the POS
+        (as the component learns and writes it, :meth:`_arrays`), else the
+        label (``None`` where missing)."""
         def get(token: Token, attr: str) -> object:
-            if attr == "pos":
-                return token.pos
-            if attr == "morph":
-                return token.morph.key
-            return self.label_of(token.vocab, token.morph.key, token.pos)
+            morph, pos = token.morph.key, token.pos
+            if attr not in ("pos", "morph"):
+                return self.label_of(token.vocab, morph, pos)
+            folded = self._pos_in_feats(token.vocab, morph) if morph else None
+            if folded is not None:
+                morph, pos = folded[0], pos or folded[1]
+            return pos if attr == "pos" else morph
         return get
+
+    def _column(self, column: int) -> Callable[[Doc], np.ndarray]:
+        """``keys_of`` for :func:`token_accuracy`: the morph hashes (0) or POS
+        ids (1) of :meth:`_arrays`, as :meth:`getter` reads them."""
+        return lambda doc: self._arrays(doc)[:, column]
 
     def score_weights(self) -> Dict[str, Optional[float]]:
         # spaCy's morphologizer weighs pos_acc and morph_acc 0.5 each; here
@@ -244,8 +317,8 @@ class MorphTarget(Target):
         """spaCy's morphologizer scores (``pos_acc``, ``morph_acc``, ``morph_per_feat``
         and ``morph_micro_p/r/f``), ``crf_acc`` the accuracy of the joined labels."""
         results: Dict[str, Any] = {}
-        results.update(token_accuracy(examples, self, "pos", keys_of=column_keys(POS), **kwargs))
-        results.update(token_accuracy(examples, self, "morph", keys_of=column_keys(MORPH),
+        results.update(token_accuracy(examples, self, "pos", keys_of=self._column(1), **kwargs))
+        results.update(token_accuracy(examples, self, "morph", keys_of=self._column(0),
                                       **kwargs))
         # spaCy reads a predicted morph's string from the gold doc's vocab: a
         # reference corpus read into a vocab of its own may lack a morph the

@@ -60,6 +60,9 @@ class SentStartsTarget(TokenAttrTarget):
     assigns = ("token.is_sent_start",)
     token_attr = SENT_START
     whole_docs = True
+    #: as spaCy's senter (overwrite = false): boundaries a parser or the
+    #: sentencizer set before it stay, and it fills in the rest
+    keeps_existing = True
     #: how the word is usually written (``feature_sources/usual_case.py``), and
     #: that with a capital after the word before: "The" after "home" starts a
     #: sentence, "Texas" need not. UD English EWT in docs of 10 sentences,

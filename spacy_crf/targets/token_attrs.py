@@ -67,6 +67,11 @@ class TagTarget(TokenAttrTarget):
     assigns = ("token.tag",)
     token_attr = TAG
     optional_templates = TAGGING_DEFAULTS
+    keeps_existing = True  # as spaCy's tagger (overwrite = false): a rule's tags stay
+
+    def has_existing(self, doc: Doc) -> bool:
+        # a fresh doc (the usual one) has no tag at all: no reading of its arrays
+        return doc.has_annotation(self.token_attr)
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         # the StringStore's key: strings that are also spaCy symbols ("X",
@@ -82,10 +87,16 @@ class PosTarget(TokenAttrTarget):
     assigns = ("token.pos",)
     token_attr = POS
     optional_templates = TAGGING_DEFAULTS
+    # keeps_existing: False, as spaCy's pipe that predicts Token.pos, the
+    # morphologizer (overwrite = true)
+
+    def has_existing(self, doc: Doc) -> bool:
+        return doc.has_annotation(self.token_attr)
 
     def key_of(self, label: str, vocab: Vocab) -> int:
-        if label not in POS_IDS:
-            raise ValueError(f"'{label}' is not a Universal POS tag: target 'pos' needs UPOS labels.")
+        if not label or label not in POS_IDS:  # ("" is spaCy's id 0: no POS)
+            raise ValueError(Errors.E206.format(label=label, tags=", ".join(sorted(
+                name for name in POS_IDS if name and name != "EOL"))))
         return POS_IDS[label]
 
     def string_of(self, doc: Doc, key: int) -> str:
@@ -100,6 +111,7 @@ class DepTarget(TagTarget):
     name = score_attr = "dep"
     assigns = ("token.dep",)
     token_attr = DEP
+    keeps_existing = False  # its docs have a parse: their labels are what it replaces
     optional_templates = ()  # (not measured for relation labels)
 
     def write_batch(self, docs: Sequence[Doc], label_ids: np.ndarray, doc_lengths: np.ndarray,

@@ -2,8 +2,10 @@
 
 Features, labels and structure come from the component itself: its model's
 featurize layer, ``gold_label_ids`` (the target's gold ids, scheme-breaking span tags
-unannotated, as in ``update``), ``batch_layout`` and ``target.constrain``. So the
-batch trainer sees exactly what ``spacy train`` shows the component.
+unannotated, as in ``update``), ``batch_layout`` and ``constrain_target`` (a
+span scheme's forbidden moves, and the labels a token may not take: the lemma
+trees that do not apply to its form). So the batch trainer sees exactly what
+``spacy train`` shows the component.
 
 The hashed table has ``n_buckets`` rows but a corpus uses a fraction of them:
 those rows are compacted (``buckets[r]`` is the table row of compact row
@@ -27,12 +29,31 @@ from ..errors import Errors
 from ..features.doc_arrays import doc_lengths
 from ..models.featurize import OWNER
 from ..models.hashed_linear import BUCKETING, UNSIGNED
-from ..models.label_parts import factors
+from ..models.label_parts import FACTORED, factors
 from ..models.whole_label import NAME as WHOLE_LABEL
 from ..models.potentials import CRFScores
+from ..targets import Target
 from .objective import FeaturizedShard, ParameterLayout
 
 FEATURE_CRF = "feature_crf"
+#: what trains a model that fit does not (E031), by the model's name
+FIT_ROUTES = {
+    "neural_crf": "Train a NeuralCRF model with python -m spacy train.",
+    "hmm": ("An HMM (spacy-crf.HMM.v1) has no weights to fit: it learns from counts when the "
+            "component is initialized, so python -m spacy train, or nlp.initialize() with "
+            "the training examples, trains it."),
+    "crf_two_experts": ("Train the two experts of structure = \"chain_tree\" with python -m "
+                        "spacy train."),
+}
+#: E031's route for a model of another name
+OTHER_ROUTE = ("Train it with python -m spacy train, or give the component a "
+               "spacy-crf.FeatureCRF.v2 model to train it with fit.")
+
+
+def not_a_feature_crf(model: Model) -> ValueError:
+    """E031 for ``model``, which is no FeatureCRF, naming what trains it."""
+    return ValueError(Errors.E031.format(model=model.name,
+                                         route=FIT_ROUTES.get(model.name, OTHER_ROUTE)))
 
 
 def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
@@ -44,7 +65,7 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
         E031 if ``model`` is not a ``spacy-crf.FeatureCRF``.
     """
     if model.name != FEATURE_CRF:
-        raise ValueError(Errors.E031.format(model=model.name))
+        raise not_a_feature_crf(model)
     if len(model.layers) != 3:  # transition templates add a branch
         raise ValueError(Errors.E106)
     featurize, linear, potentials = model.layers
@@ -53,6 +74,24 @@ def feature_layers(model: Model) -> Tuple[Model, Model, Model]:
     if factors(linear) or linear.name == WHOLE_LABEL:
         raise ValueError(Errors.E241.format(name=featurize.attrs.get(OWNER) or "crf_tagger"))
     return featurize, linear, potentials
+
+
+def holds_part_weights(model: Model, target: Target) -> bool:
+    """Whether the FeatureCRF ``model`` of a component of ``target`` has, or
+    gets at ``initialize``, a table with a weight per label part, which fit
+    does not train (E241); before ``initialize`` too, for a message that
+    names every setting fit needs at once."""
+    if model.name != FEATURE_CRF or len(model.layers) != 3:
+        return False
+    linear = model.layers[1]
+    if factors(linear) or linear.name == WHOLE_LABEL:
+        return True
+    setting = linear.attrs.get(FACTORED)
+    if setting is not None:
+        return bool(setting)
+    # factored = null factors where the labels are made of parts: a target whose
+    # labels are gives their parts (it has its own Target.label_parts)
+    return type(target).label_parts is not Target.label_parts
 
 
 def layout_of(pipe) -> ParameterLayout:
@@ -154,14 +193,16 @@ def featurize_corpus(pipe, examples: Sequence[Example],
         # the table row of every feature, mapped as the hashed layer maps it
         buckets = np.empty(features.shape, dtype=np.int64)
         feature_rows(features, n_buckets, unsigned, buckets)
-        scores = _constrained_zeros(pipe, features.shape[0])
+        scores = _constrained_zeros(pipe, docs)
         gold = pipe.gold_label_ids(batch, scores, batch_layout)
         pipe.learn_new_labels(gold)  # labels added to a warm start, which this corpus trains
         constraints = None
         if pipe.target.is_span_target:
             constraints = {name: np.asarray(getattr(scores, name), dtype=np.float64)
                            for name in batch_layout.structure.params}
-        parts.append((buckets, gold, batch_layout, constraints))
+        blocked = np.isneginf(scores.emissions)
+        parts.append((buckets, gold, batch_layout, constraints,
+                      blocked if blocked.any() else None))
     # compact rows in order of decreasing frequency: the features of most tokens
     # share a few cache lines of the weights and of the gradient
     counts = np.zeros(n_buckets, dtype=np.int64)
@@ -177,20 +218,22 @@ def featurize_corpus(pipe, examples: Sequence[Example],
                              base.n_relations)
     shards = [FeaturizedShard(layout, np.ascontiguousarray(compact[buckets]),
                               np.ascontiguousarray(gold, dtype=np.int64), batch_layout,
-                              constraints)
-              for buckets, gold, batch_layout, constraints in parts]
+                              constraints, blocked)
+              for buckets, gold, batch_layout, constraints, blocked in parts]
     return shards, table_rows
 
 
-def _constrained_zeros(pipe, n_tokens: int) -> CRFScores:
-    """All-zero scores with the component's scheme constraints (-inf) added."""
+def _constrained_zeros(pipe, docs: Sequence[Doc]) -> CRFScores:
+    """All-zero scores of ``docs`` with the component's target constraints
+    (``-inf``): a span scheme's forbidden moves, and the emissions of the labels
+    a token may not take (``Target.allowed_labels``), as ``update`` has them."""
     L = len(pipe.tags)
     _, _, potentials = feature_layers(pipe.model)
     R = potentials.get_dim("nR")
     shapes = pipe.crf_structure.param_shapes(L, R)
-    scores = CRFScores(np.zeros((n_tokens, L), dtype=np.float32),
+    scores = CRFScores(np.zeros((int(doc_lengths(docs).sum()), L), dtype=np.float32),
                        {name: np.zeros(shape, dtype=np.float32) for name, shape in shapes.items()})
-    return pipe.target.constrain(scores)
+    return pipe.constrain_target(scores, docs)
 
 
 def write_weights(pipe, layout: ParameterLayout, buckets: np.ndarray,

@@ -42,8 +42,9 @@ from ..errors import Errors
 from ..losses import get_loss, registered_losses
 from ..pipeline.crf_tagger import CRFTagger
 from .train_config import check_corpora, load_pipeline, training_corpora
-from .corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus, read_corpus,
-                     read_weights, release_memory, write_weights)
+from .corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
+                     holds_part_weights, not_a_feature_crf, read_corpus, read_weights,
+                     release_memory, write_weights)
 from .distributed import DaskObjective
 from .objective import ShardedObjective
 from .optimize import OPTIMIZERS, StoppingRule, minimize
@@ -307,9 +308,29 @@ def _check_output(output_dir: Path) -> None:
 
 def _not_fittable(pipe: CRFTagger) -> ValueError:
     """The structure's own reason why the batch trainer cannot train it (e.g.
-    segment features, two experts), else E031 for the component's model."""
+    segment features, two experts), else E031 for the component's model.
+
+    A structure's reason that names a fix for fit (E211: order = 1) has an
+    ``{also}`` slot, filled with what the component's model needs as well,
+    so the message names every setting at once: ``factored = false`` where
+    its table holds a weight per label part (E241 would come next)."""
     why = pipe.crf_structure.batch_trainer_error
-    return ValueError(why if why else Errors.E031.format(model=pipe.model.name))
+    if not why:
+        return not_a_feature_crf(pipe.model)
+    return ValueError(why.replace("{also}", _model_needs(pipe)))
+
+
+def _model_needs(pipe: CRFTagger) -> str:
+    """What fit needs of ``pipe``'s model beside a structure it trains, as the
+    end of a sentence that names that structure ("" where nothing)."""
+    if pipe.model.name != FEATURE_CRF:
+        return (f"; but its model, '{pipe.model.name}', is no spacy-crf.FeatureCRF, which fit "
+                "needs as well (E031)")
+    if holds_part_weights(pipe.model, pipe.target):
+        return (f", and factored = false in the [components.{pipe.name}.model] block, as its "
+                "table holds a weight per label part where fit trains a weight per label "
+                "(E241; a model of other parameters, trained anew)")
+    return ""
 
 
 def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagger:

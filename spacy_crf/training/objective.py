@@ -95,6 +95,11 @@ class FeaturizedShard:
     constraints : dict, optional
         ``transitions``, ``start``, ``end`` masks of a span scheme: 0 where
         allowed, ``-inf`` where forbidden, added to the parameters.
+    blocked : numpy.ndarray, optional
+        (N, L) bool: the labels the target does not let each token take
+        (``Target.allowed_labels``: the lemma trees that do not apply to its
+        form), whose emissions are ``-inf`` as in the component's training
+        and decoding; None where every token may take every label.
     """
 
     layout: ParameterLayout
@@ -102,6 +107,7 @@ class FeaturizedShard:
     gold: np.ndarray
     structure: BatchLayout
     constraints: Optional[Dict[str, np.ndarray]] = None
+    blocked: Optional[np.ndarray] = None
     # (emissions, d_emissions, nll) kept between calls: fresh arrays of this
     # size would be page-faulted in again at every evaluation
     _workspace: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
@@ -144,7 +150,11 @@ class FeaturizedShard:
         if self.constraints is not None:  # a span scheme's forbidden moves
             params = {name: params[name] + self.constraints[name] if name in self.constraints
                       else params[name] for name in params}
-        loss = s.structure.shard_nll(self.rows, s, self.gold, params, grads, self._workspace)
+        if self.blocked is None:
+            loss = s.structure.shard_nll(self.rows, s, self.gold, params, grads, self._workspace)
+        else:  # the target's candidates: the generic path, which masks the emissions
+            loss = s.structure.masked_shard_nll(self.rows, s, self.gold, params, grads,
+                                                self._workspace, self.blocked)
         return float(loss), gradient
 
 

@@ -29,10 +29,16 @@ fitted weight, and model-best keeps that weight:
     @callbacks = "spacy-crf.fit_pool_weights.v1"
     every = ${training.eval_frequency}
 
+The components in ``[training] frozen_components`` are left as they are, as
+spaCy promises for them: the callback reads that list from the pipeline's
+config where it runs and fits the other pools only (E122 at step 0 where
+every pool is frozen: the callback would change nothing).
+
 The fit reads the current parameters; with ``use_averages`` in the optimizer,
 spaCy evaluates the averaged ones, for which the fitted weight is close but
 not refitted. After training, :func:`fit_pool_weights` does the same for a
-loaded pipeline and any held-out examples.
+loaded pipeline and any held-out examples (``skip`` names the components to
+leave alone).
 """
 
 import logging
@@ -62,14 +68,24 @@ TOLERANCE = 0.005
 _HeldOut = List[Tuple[Sequence[Any], Any, np.ndarray]]
 
 
-def pooled_crfs(nlp: Language) -> List[Tuple[str, CRFTagger]]:
-    """The ``crf_tagger`` components of ``nlp`` whose model is a pool of experts."""
+def pooled_crfs(nlp: Language, skip: Iterable[str] = ()) -> List[Tuple[str, CRFTagger]]:
+    """The ``crf_tagger`` components of ``nlp`` whose model is a pool of experts,
+    but those named in ``skip`` (e.g. ``[training] frozen_components``)."""
+    skip = set(skip)
     return [(name, pipe) for name, pipe in nlp.pipeline
-            if isinstance(pipe, CRFTagger) and pool_weights_node(pipe.model) is not None]
+            if isinstance(pipe, CRFTagger) and pool_weights_node(pipe.model) is not None
+            and name not in skip]
 
 
-def fit_pool_weights(nlp: Language, examples: Iterable[Example],
-                     batch_size: int = 256) -> Dict[str, List[float]]:
+def frozen_components(nlp: Language) -> List[str]:
+    """``[training] frozen_components`` of the pipeline's config: the components
+    training leaves unchanged (as ``spacy train`` runs it, the config it trains)."""
+    training = nlp.config.interpolate().get("training", {})
+    return list(training.get("frozen_components") or [])
+
+
+def fit_pool_weights(nlp: Language, examples: Iterable[Example], batch_size: int = 256,
+                     skip: Iterable[str] = ()) -> Dict[str, List[float]]:
     """Set every pool's weights to those that maximise the likelihood of ``examples``.
 
     Parameters
@@ -82,16 +98,19 @@ def fit_pool_weights(nlp: Language, examples: Iterable[Example],
         looks best).
     batch_size : int
         Docs per batch of the model's forward pass.
+    skip : iterable of str
+        Components to leave as they are, pooled or not: the callback of
+        ``spacy train`` passes ``[training] frozen_components``.
 
     Returns
     -------
     dict
-        Per pooled component, the weights it now has (those it had where the
-        examples carry none of its labels).
+        Per pooled component fitted (not in ``skip``), the weights it now has
+        (those it had where the examples carry none of its labels).
     """
     examples = [eg for eg in examples if len(eg.predicted)]
     fitted = {}
-    for name, pipe in pooled_crfs(nlp):
+    for name, pipe in pooled_crfs(nlp, skip):
         node = pool_weights_node(pipe.model)
         if len(node.attrs[WEIGHTS]) != 2:
             raise ValueError(Errors.E122.format(
@@ -161,6 +180,10 @@ def create_fit_pool_weights(every: int = 200,
     """A ``[training.before_update]`` callback: refit every pool's weights on the dev
     corpus before each evaluation.
 
+    The pools of ``[training] frozen_components`` (read from the config of the
+    pipeline the callback runs on) keep their weights: a frozen component
+    leaves training as it came in, as spaCy promises.
+
     Parameters
     ----------
     every : int
@@ -172,7 +195,9 @@ def create_fit_pool_weights(every: int = 200,
     Returns
     -------
     callable
-        ``callback(nlp, {"step": ..., "epoch": ...})``.
+        ``callback(nlp, {"step": ..., "epoch": ...})``; at step 0 a ValueError
+        (E122) where no crf_tagger has a pool of experts, or every one that
+        has is frozen.
     """
     for key, value in (("every", every), ("max_examples", max_examples)):
         if not is_count(value) and not (key == "max_examples" and value is None):
@@ -188,6 +213,13 @@ def create_fit_pool_weights(every: int = 200,
                     why="no crf_tagger of the pipeline has a pool of experts "
                         "(spacy-crf.NeuralCRF.v3 with templates); remove "
                         "[training.before_update]"))
+            frozen = frozen_components(nlp)
+            if not pooled_crfs(nlp, frozen):
+                raise ValueError(Errors.E122.format(
+                    why=f"every crf_tagger with a pool of experts is in [training] "
+                        f"frozen_components ({', '.join(frozen)}), and a frozen component "
+                        "stays as it is; remove [training.before_update], or unfreeze "
+                        "the component"))
             return
         if step % every:
             return
@@ -197,7 +229,9 @@ def create_fit_pool_weights(every: int = 200,
         examples = dev_corpus[0](nlp)
         if max_examples is not None:
             examples = (eg for _, eg in zip(range(max_examples), examples))
-        for name, weights in fit_pool_weights(nlp, examples).items():
+        # frozen components leave training as they came in, their pools too
+        fitted = fit_pool_weights(nlp, examples, skip=frozen_components(nlp))
+        for name, weights in fitted.items():
             logger.info("step %d: %s pool weights %s (fitted on dev)", step, name,
                         [round(w, 3) for w in weights])
 

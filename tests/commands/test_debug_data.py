@@ -209,13 +209,6 @@ def test_no_label_in_train_is_an_error(tmp_path, capsys):
     assert "No label of target 'tag' in the train corpus" in out
 
 
-def test_missing_component_is_an_error(tmp_path, capsys, pos_corpora):
-    train, dev = pos_corpora
-    code, out, _ = run(capsys, write_config(tmp_path, "pos"), train, dev, "--component", "nope")
-    assert code == 1
-    assert "The pipeline has no crf_tagger 'nope'" in out
-
-
 @pytest.mark.parametrize("args", [
     ["missing.cfg"],                                     # no config file
     ["CONFIG"],                                          # corpus paths null

@@ -98,9 +98,16 @@ def test_blocked_tokens_stay_out_of_every_entity():
     assert (doc[4].ent_iob_, doc[4].ent_type_) == ("B", "")  # still blocked, as spaCy's ner leaves it
 
 
-def test_tags_are_overwritten_by_default_as_spacys_tagger_does():
+def test_tags_are_kept_by_default_as_spacys_tagger_keeps_them():
+    """spaCy's tagger keeps a tag already there (``overwrite = false``), and so
+    does the tag target by default; ``keep_existing = false`` overwrites."""
+    assert spacy.blank("en").add_pipe("tagger").cfg["overwrite"] is False
     nlp = trained("tag")
-    assert not nlp.get_pipe("crf_tagger").keep_existing
+    assert nlp.get_pipe("crf_tagger").keep_existing
+    doc = nlp.make_doc("the cat sat")
+    doc[1].tag_ = "XX"
+    assert nlp.get_pipe("crf_tagger")(doc)[1].tag_ == "XX"
+    nlp.get_pipe("crf_tagger").cfg["keep_existing"] = False
     doc = nlp.make_doc("the cat sat")
     doc[1].tag_ = "XX"
     assert nlp.get_pipe("crf_tagger")(doc)[1].tag_ == "NN"

@@ -180,6 +180,60 @@ def test_keep_existing_as_for_pos_and_tag(keep):
     assert nlp.get_pipe("crf_tagger").keep_existing is keep
 
 
+def test_keep_existing_keeps_a_pos_alone_and_decodes_feats_for_it():
+    """A POS from a tagger or a rule, no FEATS: spaCy's morphologizer with
+    overwrite = false keeps the POS and fills in the morph; here the FEATS are
+    decoded among the labels with that POS (it wrote "POS=NOUN"'s empty FEATS,
+    and nothing, before)."""
+    nlp, examples = trained(keep_existing=True)
+    doc = nlp.make_doc(examples[0].reference.text)  # The dogs ran home .
+    doc[2].pos_ = "NOUN"  # "ran": a POS alone, not the predicted VERB
+    doc = nlp(doc)
+    assert doc[2].pos_ == "NOUN"
+    assert str(doc[2].morph) in ("Number=Plur", "Number=Sing")  # a NOUN label's FEATS
+    assert [t.pos_ for t in doc][:2] == ["DET", "NOUN"]  # the rest decoded as ever
+    # FEATS alone: kept, and the POS decoded among the labels with them
+    doc = nlp.make_doc(examples[0].reference.text)
+    doc[1].set_morph("Number=Sing")
+    doc = nlp(doc)
+    assert str(doc[1].morph) == "Number=Sing" and doc[1].pos_ == "NOUN"
+    # overwritten by default, as the morphologizer (overwrite = true)
+    nlp_default, _ = trained()
+    doc = nlp_default.make_doc(examples[0].reference.text)
+    doc[2].pos_ = "NOUN"
+    assert nlp_default(doc)[2].pos_ == "VERB"
+
+
+def test_a_doc_on_a_vocab_of_its_own_gets_its_morphs():
+    """A doc made on another vocab lacks the labels' FEATS in its strings:
+    they are added there, not E109 (spaCy's E018 inside)."""
+    nlp, _ = trained()
+    other = spacy.blank("en").vocab  # (English lexical attributes: the same features)
+    doc = nlp(Doc(other, words=WORDS))
+    assert [t.pos_ for t in doc] == POS_TAGS
+    assert [str(t.morph) or "_" for t in doc] == [f or "_" for f in FEATS]
+    mixed = list(nlp.pipe([nlp.make_doc("The dogs ran home ."),
+                           Doc(spacy.blank("en").vocab, words=WORDS)]))
+    assert [str(t.morph) for t in mixed[1]] == [str(t.morph) for t in mixed[0]]
+
+
+def test_gold_with_the_pos_in_its_feats_is_scored_as_learned():
+    """Gold morphs like "Number=Plur|POS=NOUN" with no POS: the component learns
+    and writes the POS as Token.pos, and the scores read the gold's POS field
+    as its POS (morph_acc was 0.0 however well it learned)."""
+    nlp = morph_nlp()
+    gold = Doc(nlp.vocab, words=WORDS, morphs=LABELS)
+    examples = [Example(Doc(nlp.vocab, words=WORDS), gold)] * 4
+    train(nlp, examples, 30, optimizer=FROM_INITIALIZE)
+    scores = nlp.evaluate(examples)
+    assert scores["morph_acc"] == scores["pos_acc"] == 1.0
+    assert scores["morph_per_feat"]["Number"]["f"] == 1.0 and "POS" not in scores["morph_per_feat"]
+    # and a wrong POS counts against pos_acc, not against morph_acc
+    pred = Doc(nlp.vocab, words=WORDS, pos=["DET", "VERB", "VERB", "ADV", "PUNCT"], morphs=FEATS)
+    scores = score_crf([Example(pred, gold)], target="morph")
+    assert scores["pos_acc"] == pytest.approx(4 / 5) and scores["morph_acc"] == 1.0
+
+
 # ------------------------------------------------------------------ label parts
 
 

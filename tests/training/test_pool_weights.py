@@ -6,7 +6,9 @@
   they survive a save;
 * examples without labels leave the weights as they were;
 * the ``spacy train`` callback refits at its steps from the config's dev corpus,
-  and bad settings or a pipeline without a pool are clear errors.
+  leaves the pools of ``[training] frozen_components`` as they are, and bad
+  settings or a pipeline without a pool (or with every pool frozen) are clear
+  errors.
 """
 
 import numpy as np
@@ -21,7 +23,7 @@ from spacy_crf.models.pooled_experts import WEIGHTS, pool_weights_node, weighted
 from spacy_crf.structures.chain import ChainLayout
 from spacy_crf.training.pool_weights import (BOUNDS, _held_out_scores, _pooled_nll,
                                              create_fit_pool_weights, fit_pool_weights,
-                                             golden_section)
+                                             frozen_components, golden_section, pooled_crfs)
 from conftest import FROM_INITIALIZE, train
 
 TOK2VEC = {"@architectures": "spacy.HashEmbedCNN.v2", "width": 16, "depth": 1,
@@ -171,3 +173,58 @@ def test_the_callback_refits_on_the_configs_dev_corpus_at_its_steps(tmp_path):
     fit_pool_weights(expected, examples_of(expected, HELD_OUT))
     assert weights_of(nlp) == pytest.approx(weights_of(expected))
     assert weights_of(nlp) != [0.8, 0.2]
+
+
+# -- [training] frozen_components: spaCy promises that a frozen component comes
+# out of training as it went in, and a refitted pool weight changes what it
+# predicts; the callback reads the list from the config of the pipeline it
+# runs on (as spacy train gives it, nlp.config is the training config)
+
+START = [0.8, 0.2]  # neural_weight = 0.2
+
+
+def two_pools(frozen):
+    """Two pooled POS components, 'upos' and 'upos2', trained alike; ``frozen``
+    in the config's [training] frozen_components; HELD_OUT as the dev corpus."""
+    fix_random_seed(0)
+    nlp = spacy.blank("en")
+    for name in ("upos", "upos2"):
+        nlp.add_pipe("crf_tagger", name=name, config={"target": "pos", "model": {
+            "@architectures": "spacy-crf.NeuralCRF.v3", "tok2vec": TOK2VEC,
+            "templates": ["NORM[-1..1]", "SUFFIX2"], "n_buckets": 256, "neural_weight": 0.2}})
+    train(nlp, examples_of(nlp, TRAIN), 20, optimizer=FROM_INITIALIZE, component=None)
+    nlp.config["training"]["frozen_components"] = list(frozen)
+    return nlp
+
+
+def weights(nlp, name):
+    return list(pool_weights_node(nlp.get_pipe(name).model).attrs[WEIGHTS])
+
+
+def test_the_callback_leaves_a_frozen_pool_as_it_is(tmp_path):
+    nlp = two_pools(frozen=["upos"])
+    dev = tmp_path / "dev.spacy"
+    DocBin(docs=[eg.reference for eg in examples_of(nlp, HELD_OUT)]).to_disk(dev)
+    nlp.config["paths"].update({"train": str(dev), "dev": str(dev)})
+    callback = create_fit_pool_weights(every=10)
+    callback(nlp, {"step": 0, "epoch": 0})  # one pool is not frozen: no error
+    callback(nlp, {"step": 10, "epoch": 0})
+    assert weights(nlp, "upos") == START  # frozen: as it came in
+    assert weights(nlp, "upos2") != START  # the other pool is fitted as before
+    assert sum(weights(nlp, "upos2")) == pytest.approx(1.0)
+
+
+def test_the_callback_says_at_step_zero_when_every_pool_is_frozen():
+    nlp = two_pools(frozen=["upos", "upos2"])
+    callback = create_fit_pool_weights(every=10)
+    with pytest.raises(ValueError, match=r"E122.*frozen_components \(upos, upos2\)"):
+        callback(nlp, {"step": 0, "epoch": 0})
+
+
+def test_fit_pool_weights_skips_the_components_it_is_told_to():
+    nlp = two_pools(frozen=["upos2"])
+    assert frozen_components(nlp) == ["upos2"]  # what the callback passes
+    assert [name for name, _ in pooled_crfs(nlp, skip=["upos2"])] == ["upos"]
+    fitted = fit_pool_weights(nlp, examples_of(nlp, HELD_OUT), skip=["upos2"])
+    assert list(fitted) == ["upos"] and fitted["upos"] != START
+    assert weights(nlp, "upos2") == START
