@@ -3,8 +3,7 @@ boundaries (target ``sent_starts``) against spaCy's senter, and a pipeline of
 four CRFs against spaCy's pipeline of the same four, in one run (issue #52's
 acceptance)::
 
-    python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks lemma --filled-max-steps 4000 --out benchmarks/results/lemma.json
-    python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks lemma_doc --filled-max-steps 4000 --out benchmarks/results/lemma_doc.json
+    python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks lemma lemma_doc --filled-max-steps 4000 --out benchmarks/results/lemma.json
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks sents sents_doc sents_lines --out benchmarks/results/senter.json
     python benchmarks/lemma_senter.py --data-dir ../shared/data --tasks pipeline --out benchmarks/results/senter_pipeline.json
     python benchmarks/lemma_senter.py --quick --no-wait --out /tmp/lemma_senter_quick.json   # 300 sentences a split, lemma and sents rows
