@@ -14,7 +14,7 @@ the text otherwise, the predicted doc is rebuilt from the reference's tokens.
     augmenter = {"@augmenters": "spacy-crf.copy_attrs.v1", "attrs": ["TAG"]}
 """
 
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Sequence, Set
 
 from spacy.attrs import IDS, SENT_START
 from spacy.language import Language
@@ -25,6 +25,10 @@ from .errors import Errors
 from .util import same_tokens, tokens_only
 
 COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START", "HEAD", "DEP")
+#: what spaCy's pipe meta says a component writes, for each attribute copied
+ASSIGNED_AS = {"TAG": "token.tag", "POS": "token.pos", "MORPH": "token.morph",
+               "LEMMA": "token.lemma", "SENT_START": "token.is_sent_start",
+               "HEAD": "token.head", "DEP": "token.dep"}
 
 
 @registry.augmenters("spacy-crf.copy_attrs.v1")
@@ -51,7 +55,12 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
         raise ValueError(Errors.E246.format(attrs=", ".join(attrs)))
     attr_ids = [IDS[a] for a in attrs]
 
+    checked: Set[int] = set()
+
     def copy_attrs(nlp: Language, example: Example) -> Iterator[Example]:
+        if id(nlp) not in checked:  # (once per pipeline, before the first copy)
+            check_not_kept(nlp, attrs)
+            checked.add(id(nlp))
         ref, pred = example.reference, example.predicted
         if not same_tokens(ref, pred):
             # gold inputs come with gold tokens: spaCy's tokenizer may split the
@@ -67,3 +76,17 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
         yield example
 
     return copy_attrs
+
+
+def check_not_kept(nlp: Language, attrs: Sequence[str]) -> None:
+    """E239 where a crf_tagger of ``nlp`` predicts one of ``attrs`` and keeps
+    the values already on a doc (``keep_existing``, by default for ``tag``,
+    ``lemma`` and ``sent_starts`` as spaCy's own pipes): copied from the
+    gold, they would be what it keeps, and what it is scored on."""
+    for name, pipe in nlp.pipeline:
+        if getattr(pipe, "keep_existing", None) is not True or not hasattr(pipe, "target"):
+            continue  # (a crf_tagger that overwrites, or any other pipe: the copy is harmless)
+        assigns = set(nlp.get_pipe_meta(name).assigns)
+        for attr in attrs:
+            if ASSIGNED_AS[attr] in assigns:
+                raise ValueError(Errors.E239.format(attr=attr, name=name))

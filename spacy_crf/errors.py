@@ -508,6 +508,11 @@ class Errors(metaclass=_Codes):
     E246 = ("spacy-crf.copy_attrs.v1 copies a parse as HEAD and DEP together, but it was "
             "given {attrs}: list both (--copy HEAD,DEP, or attrs = [\"HEAD\", \"DEP\"] in the "
             "augmenter of [corpora]).")
+    E239 = ("spacy-crf.copy_attrs.v1 copies {attr} from the gold docs, but '{name}' predicts "
+            "it and keeps a value already on a doc (keep_existing): it would keep the gold, "
+            "and its scores would be those of the gold. Leave {attr} out of the copied "
+            "attributes (attrs in the augmenter of [corpora], --copy of crf-evaluate and "
+            "crf-plots), or set keep_existing = false on '{name}'.")
     E247 = ("The pipeline has no component '{name}' (its crf_tagger components: {crf_pipes}): "
             "pass --component one of them, or leave it out to take the first.")
     E248 = ("Cannot load the pipeline '{model}': {why}. Give MODEL as the directory of a "

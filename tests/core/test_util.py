@@ -1,6 +1,8 @@
 """spacy_crf.util's tokens_only, and the copy_attrs augmenter that uses it
-where spaCy's tokenizer split the gold text otherwise."""
+where spaCy's tokenizer split the gold text otherwise, and that it refuses to
+copy what a component of the pipeline keeps (E239)."""
 
+import pytest
 import spacy
 from spacy.tokens import Doc
 from spacy.training import Example
@@ -33,3 +35,21 @@ def test_copy_attrs_gives_gold_tokens_where_the_tokenizer_split_otherwise():
     assert same_tokens(out.predicted, ref)
     assert [t.pos_ for t in out.predicted] == ["DET", "NOUN", "PUNCT"]
     assert out.reference is ref
+
+
+@pytest.mark.parametrize("target,attr", [("sent_starts", "SENT_START"), ("tag", "TAG"),
+                                         ("lemma", "LEMMA")])
+def test_copying_what_a_component_keeps_is_e239(target, attr):
+    """A crf_tagger that keeps values already on a doc (as spaCy's senter,
+    tagger and lemmatizers) would keep the copied gold, and be scored on it."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", name="mine", config={"target": target})
+    ref = Doc(nlp.vocab, words=["A", "b", "."], sent_starts=[True, False, False],
+              tags=["DT", "NN", "."], lemmas=["a", "b", "."])
+    augmenter = create_copy_attrs(["POS", attr])
+    with pytest.raises(ValueError, match=rf"E239.*{attr}.*'mine'"):
+        list(augmenter(nlp, Example(nlp.make_doc("A b."), ref)))
+    # overwriting it, the component replaces the copy: nothing to refuse
+    nlp.get_pipe("mine").cfg["keep_existing"] = False
+    (out,) = list(augmenter(nlp, Example(nlp.make_doc("A b."), ref)))
+    assert len(out.predicted) == 3
