@@ -442,3 +442,19 @@ def test_annotate_records_hold_the_lemma_beside_the_tree(tmp_path):
         assert error is None and [t["lemma"] for t in row["tokens"]] == [t.lemma_ for t in doc]
     tag = make_nlp("tag").get_pipe("crf_tagger")
     assert tag.target.record_fields == () and tag.target.record_values(doc) == {}
+
+
+def test_a_pair_whose_tree_its_name_does_not_tell_apart_is_unannotated_with_w036():
+    """spaCy's tree strings are not escaped: ``a' 'b -> c`` is named
+    ``(s 'a' 'b' 'c')``, which reads back as ``a -> b' 'c``. The gold token
+    trains as unannotated, said by W036 (docs/usage.md), not as a wrong tree."""
+    nlp = spacy.blank("en")
+    target = make_target("lemma")
+    gold = Doc(nlp.vocab, words=["a' 'b"], lemmas=["c"])
+    label = target.label_strings(gold)[0]
+    assert label == "(s 'a' 'b' 'c')"
+    assert parse_edit_tree(label) == ("s", "a", "b' 'c")  # the other tree
+    target.set_labels([label], nlp.vocab)
+    with pytest.warns(UserWarning, match="W036"):
+        ids = target.gold_ids(Example(Doc(nlp.vocab, words=["a' 'b"]), gold))
+    assert ids.tolist() == [-1]
