@@ -61,6 +61,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+import numpy as np
 import srsly
 
 from . import token_values
@@ -276,13 +277,20 @@ def doc_record(pipe: Any, doc: Any, doc_id: Any) -> Dict[str, Any]:
     confidences (and the target's ``record_fields``: the lemma target's lemma
     beside its tree), and for a span target its spans."""
     target = pipe.target
-    ids = target.ids_of_keys(target.reference_keys(doc))
-    labels = pipe.tags  # label ids are the model's columns
+    keys = target.reference_keys(doc)
+    ids = target.ids_of_keys(keys).tolist()
+    names = list(pipe.tags)  # label ids are the model's columns
+    # a value that is no label, kept from the doc (keep_existing: a rule's tag),
+    # is written as it is, not as a missing label; a target that writes its
+    # value beside the label (the lemma) has it there already
+    kept = {} if target.record_fields else {
+        i: target.string_of(doc, int(keys[i])) for i in range(len(doc))
+        if ids[i] < 0 and keys[i] != np.uint64(target.missing_key)}
     confidence = (token_values.doc_values(doc, CONFIDENCE, stem(pipe.name))
                   or [None] * len(doc))
-    tokens = [{"text": token.text, "label": labels[i] if i >= 0 else None,
+    tokens = [{"text": token.text, "label": names[i] if i >= 0 else kept.get(token.i),
                "confidence": None if c is None else float(c)}
-              for token, i, c in zip(doc, ids.tolist(), confidence)]
+              for token, i, c in zip(doc, ids, confidence)]
     for field, values in target.record_values(doc).items():  # (the lemma target's lemma)
         for token, value in zip(tokens, values):
             token[field] = value

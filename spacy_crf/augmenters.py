@@ -25,10 +25,11 @@ from .errors import Errors
 from .util import same_tokens, tokens_only
 
 COPYABLE = ("TAG", "POS", "MORPH", "LEMMA", "SENT_START", "HEAD", "DEP")
-#: what spaCy's pipe meta says a component writes, for each attribute copied
-ASSIGNED_AS = {"TAG": "token.tag", "POS": "token.pos", "MORPH": "token.morph",
-               "LEMMA": "token.lemma", "SENT_START": "token.is_sent_start",
-               "HEAD": "token.head", "DEP": "token.dep"}
+#: what spaCy's pipe meta calls what each copied attribute sets (a parse, HEAD,
+#: sets the sentence starts too: Doc.from_array derives them from the heads)
+ASSIGNED_AS = {"TAG": ("token.tag",), "POS": ("token.pos",), "MORPH": ("token.morph",),
+               "LEMMA": ("token.lemma",), "SENT_START": ("token.is_sent_start",),
+               "HEAD": ("token.head", "token.is_sent_start"), "DEP": ("token.dep",)}
 
 
 @registry.augmenters("spacy-crf.copy_attrs.v1")
@@ -84,9 +85,10 @@ def check_not_kept(nlp: Language, attrs: Sequence[str]) -> None:
     ``lemma`` and ``sent_starts`` as spaCy's own pipes): copied from the
     gold, they would be what it keeps, and what it is scored on."""
     for name, pipe in nlp.pipeline:
-        if getattr(pipe, "keep_existing", None) is not True or not hasattr(pipe, "target"):
+        meta = nlp.get_pipe_meta(name)
+        if meta.factory != "crf_tagger" or not pipe.keep_existing:
             continue  # (a crf_tagger that overwrites, or any other pipe: the copy is harmless)
-        assigns = set(nlp.get_pipe_meta(name).assigns)
+        assigns = set(meta.assigns)
         for attr in attrs:
-            if ASSIGNED_AS[attr] in assigns:
+            if assigns.intersection(ASSIGNED_AS[attr]):
                 raise ValueError(Errors.E239.format(attr=attr, name=name))

@@ -509,7 +509,8 @@ class Errors(metaclass=_Codes):
             "given {attrs}: list both (--copy HEAD,DEP, or attrs = [\"HEAD\", \"DEP\"] in the "
             "augmenter of [corpora]).")
     E239 = ("spacy-crf.copy_attrs.v1 copies {attr} from the gold docs, but '{name}' predicts "
-            "it and keeps a value already on a doc (keep_existing): it would keep the gold, "
+            "what it sets (a parse, HEAD, sets the sentence starts too) and keeps a value "
+            "already on a doc (keep_existing): it would keep the gold, "
             "and its scores would be those of the gold. Leave {attr} out of the copied "
             "attributes (attrs in the augmenter of [corpora], --copy of crf-evaluate and "
             "crf-plots), or set keep_existing = false on '{name}'.")
@@ -632,6 +633,13 @@ class Warnings(metaclass=_Codes):
             "(cfg['label_pairs']). Every loss (nll, perceptron, hinge) learns nothing from "
             "them. Initialize with the whole training corpus (a sample of it leaves pairs "
             "out), or use order = 1. Said once per component.")
+    W046 = ("'{name}' keeps the labels already on its docs (keep_existing), but in {n} of "
+            "the {total} sequence(s) of a batch no labelling holds them all (an entity kept "
+            "across a sentence boundary with sequence = \"sentence\", or two kept labels "
+            "an order-2 chain never saw side by side): those sequences are decoded as if "
+            "nothing were kept, and the kept values are still written over the decoded "
+            "ones. Use sequence = \"doc\", or order = 1, to have the rest decoded "
+            "consistently with them. Said once per component.")
     # W043: structure settings at a component's top level (issue 50)
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "

@@ -7,6 +7,7 @@ through the target and the stored confidences and n-best lists into
 (:mod:`spacy_crf.token_values`), where the extensions of :mod:`.extensions` read them.
 """
 
+import weakref
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -14,6 +15,7 @@ import numpy as np
 from spacy.tokens import Doc
 
 from .. import inference
+from ..errors import Warnings, warn
 from ..features.doc_arrays import DocBatch
 from ..models.composed_emissions import deferred_composition
 from ..models.potentials import CRFScores
@@ -74,7 +76,10 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
         fixed = forced if fixed is None else np.where(forced >= 0, forced, fixed)
     if fixed is not None and not (fixed >= 0).any():
         fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
-    label_ids, _ = inference.viterbi(scores, layout, fixed)
+    label_ids, best = inference.viterbi(scores, layout, fixed)
+    if fixed is not None and np.isneginf(best).any():
+        fixed = free_where_stuck(state, layout, fixed, forced, best)
+        label_ids, _ = inference.viterbi(scores, layout, fixed)
     confidence = spans = nbest = None
     if state.cfg["store_confidence"] or state.cfg["n_best"]:
         probs, log_z = inference.marginals(scores, layout, fixed)
@@ -88,6 +93,28 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
             confidence[kept] = 1.0
         spans = state.target.span_confidence(scores, layout, label_ids, fixed)
     return CRFPrediction(label_ids, lengths, confidence, spans, nbest, had_existing)
+
+
+#: the components (their states) that have said W046, which each says once
+_SAID_W046: "weakref.WeakSet[ComponentState]" = weakref.WeakSet()
+
+
+def free_where_stuck(state: ComponentState, layout: BatchLayout, fixed: np.ndarray,
+                     forced: Optional[np.ndarray], best: np.ndarray) -> np.ndarray:
+    """``fixed`` with the labels kept from the docs freed in each sequence that
+    no labelling agrees with (``best`` -inf): an entity kept across a sentence
+    boundary (``sequence = "sentence"``), a pair of kept tags an order-2 chain
+    never saw. Those sequences are decoded as if nothing were kept (the
+    target's forced labels stay), and the values kept are still written
+    (``write_batch``), so the rest is not lost to one impossible constraint;
+    W046 says so, once per component."""
+    stuck = np.repeat(np.isneginf(best), layout.lengths)
+    free = forced if forced is not None else np.full_like(fixed, -1)
+    if state not in _SAID_W046:
+        _SAID_W046.add(state)
+        warn(Warnings.W046.format(name=state.name, n=int(np.isneginf(best).sum()),
+                                  total=len(best)))
+    return np.where(stuck, free, fixed)
 
 
 def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndarray],

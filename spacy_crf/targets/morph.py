@@ -252,7 +252,11 @@ class MorphTarget(Target):
         """Tokens whose FEATS and POS are both given (confidence 1.0); one of
         the two is kept too (:meth:`write_batch`), but the other is predicted."""
         morph, pos, both = self._preset(docs)
-        self.warn_unconditioned(docs, self.mix(morph, pos), both & (fixed < 0), name)
+        # a POS or FEATS alone that no label has constrains nothing (fixed_labels)
+        unknown_part = np.where(pos != 0, ~np.isin(pos, self._label_pos),
+                                (morph != 0) & ~np.isin(morph, self._label_morph))
+        self.warn_unconditioned(docs, self.mix(morph, pos),
+                                (both & (fixed < 0)) | (~both & unknown_part), name)
         return both
 
     def write(self, doc: Doc, ids: np.ndarray) -> None:

@@ -53,3 +53,14 @@ def test_copying_what_a_component_keeps_is_e239(target, attr):
     nlp.get_pipe("mine").cfg["keep_existing"] = False
     (out,) = list(augmenter(nlp, Example(nlp.make_doc("A b."), ref)))
     assert len(out.predicted) == 3
+
+
+def test_copying_a_parse_for_a_component_that_keeps_sentence_starts_is_e239():
+    """A parse copied onto a doc sets its sentence starts (Doc.from_array
+    derives them from HEAD): a keeping sent_starts component would be scored
+    on the gold boundaries (sents_f 1.0 from step 0)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", name="senter", config={"target": "sent_starts"})
+    ref = Doc(nlp.vocab, words=["A", "b", "."], heads=[1, 1, 1], deps=["det", "ROOT", "punct"])
+    with pytest.raises(ValueError, match=r"E239.*HEAD.*'senter'"):
+        list(create_copy_attrs(["HEAD", "DEP"])(nlp, Example(nlp.make_doc("A b."), ref)))

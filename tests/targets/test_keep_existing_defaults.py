@@ -105,3 +105,55 @@ def test_a_pos_label_that_is_no_upos_is_e206(label):
         nlp.get_pipe("crf_tagger").add_label(label)
     with pytest.raises(ValueError, match="E206"):
         make_nlp("pos").get_pipe("crf_tagger").initialize(lambda: [], labels=["NOUN", label])
+
+
+def test_crf_annotate_rows_hold_a_kept_value_that_is_no_label():
+    """A rule's tag that no label has is kept on the doc, and the annotate row
+    says it (it wrote a null label: the value was lost from the output)."""
+    from spacy_crf.annotation import doc_record
+
+    nlp = trained("tag", store_confidence=True)
+    doc = nlp.make_doc("The dogs ran home .")
+    doc[4].tag_ = "PUNCT_X"
+    with pytest.warns(UserWarning, match="W044"):
+        doc = nlp(doc)
+    record = doc_record(nlp.get_pipe("crf_tagger"), doc, "d1")
+    assert [t["label"] for t in record["tokens"]] == ["DT", "NNS", "VBD", "RB", "PUNCT_X"]
+    assert record["tokens"][4]["confidence"] == 1.0
+
+
+def test_kept_labels_no_labelling_holds_free_their_sequence_with_w046():
+    """An order-2 chain keeps the label pairs initialize saw: a kept first tag
+    that never started a sentence leaves no labelling. The sequence is decoded
+    as if nothing were kept, and the kept tag still written (every other tag
+    came out garbled, at confidence 0, without a word)."""
+    nlp = trained("tag", store_confidence=True,
+                  structure={"@structures": "spacy-crf.Chain.v1", "order": 2})
+    free = [t.tag_ for t in nlp("The dogs ran home .")]
+    assert free == TAGS
+    doc = nlp.make_doc("The dogs ran home .")
+    doc[0].tag_ = "NNS"  # (START, NNS): a pair training never showed
+    with pytest.warns(UserWarning, match="W046"):
+        doc = nlp(doc)
+    assert [t.tag_ for t in doc] == ["NNS"] + TAGS[1:]
+    assert doc[0]._.crf_confidence == 1.0 and min(t._.crf_confidence for t in doc) > 0.5
+
+
+def test_an_entity_kept_across_a_sentence_boundary_leaves_the_others_predicted():
+    """sequence = "sentence": a kept entity that a boundary cuts has no BILUO
+    labelling in either sentence; the sentences are decoded freely (the other
+    entities were all lost) and the kept entity stays."""
+    from spacy.tokens import Span
+
+    nlp = make_nlp("ents", sequence="sentence")
+    words = ["John", "Smith", "saw", "New", "York", ".", "Mary", "left", "."]
+    gold = Doc(nlp.vocab, words=words, ents=["B-PER", "I-PER", "O", "B-LOC", "I-LOC", "O",
+                                             "B-PER", "O", "O"])
+    examples = [Example(Doc(nlp.vocab, words=words), gold)] * 4
+    train(nlp, examples, 30)
+    doc = Doc(nlp.vocab, words=words, sent_starts=[True] + [False] * 3 + [True] + [False] * 4)
+    doc.set_ents([Span(doc, 3, 5, label="LOC")])  # "New | York": cut by the boundary
+    with pytest.warns(UserWarning, match="W046"):
+        doc = nlp(doc)
+    assert [(e.text, e.label_) for e in doc.ents] == [("John Smith", "PER"), ("New York", "LOC"),
+                                                      ("Mary", "PER")]

@@ -197,6 +197,11 @@ def test_keep_existing_keeps_a_pos_alone_and_decodes_feats_for_it():
     doc[1].set_morph("Number=Sing")
     doc = nlp(doc)
     assert str(doc[1].morph) == "Number=Sing" and doc[1].pos_ == "NOUN"
+    # a POS alone that no label has is kept, but cannot condition: W044
+    doc = nlp.make_doc(examples[0].reference.text)
+    doc[2].pos_ = "SYM"
+    with pytest.warns(UserWarning, match="W044"):
+        assert nlp(doc)[2].pos_ == "SYM"
     # overwritten by default, as the morphologizer (overwrite = true)
     nlp_default, _ = trained()
     doc = nlp_default.make_doc(examples[0].reference.text)
