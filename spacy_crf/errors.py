@@ -565,9 +565,10 @@ class Warnings(metaclass=_Codes):
             "{attr} and no component before it sets it: {consequence}. Copy it from the "
             "corpus with the --copy option of crf-evaluate and crf-plots: python -m "
             "spacy_crf.evaluate MODEL DATA --copy {copy}.")
-    W002 = ("doc.spans['{key}'] has {n} overlapping gold span(s): a tagging CRF cannot "
-            "represent overlaps, so the longest of each overlapping group is kept "
-            "(spacy.util.filter_spans).")
+    W002 = ("doc.spans['{key}'] has {n} overlapping span(s): a tagging CRF cannot "
+            "represent overlaps, so it learns from (gold) or decodes around (keep_existing) "
+            "the longest of each overlapping group (spacy.util.filter_spans); with "
+            "keep_existing every span of the group stays in it.")
     W003 = ("{n} gold tag(s) of '{name}' break the {scheme} scheme (e.g. I-X after O, "
             "usually from a tokenisation that differs from the corpus): those tokens are "
             "treated as unannotated. To train on them, fix the tags in the corpus (an I-X "

@@ -52,6 +52,14 @@ class SpanGroupTarget(SpanTarget):
     def write(self, doc: Doc, predicted: List[Span], keep: Sequence[Span] = ()) -> None:
         doc.spans[self.key] = self._merged(doc, predicted, keep)
 
+    def write_spans(self, doc: Doc, predicted: List[Span], keep_existing: bool) -> None:
+        """As :meth:`SpanTarget.write_spans`, but with ``keep_existing`` every
+        span already in the group goes back, overlapping ones too: a group
+        holds overlaps (a span ruler's "Bank of America" and "America"), and
+        only the decoding needs them resolved (:meth:`spans_of`)."""
+        kept = list(doc.spans[self.key]) if keep_existing and self.key in doc.spans else []
+        self.write(doc, predicted, keep=kept)
+
     def score(self, examples: List[Example], **kwargs: Any) -> Dict[str, Any]:
         """spaCy's span scores (``spans_KEY_p/_r/_f``, ``spans_KEY_per_type``)
         of the docs with the key; no token accuracy (``crf_acc`` None)."""

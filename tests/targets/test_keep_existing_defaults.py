@@ -157,3 +157,22 @@ def test_an_entity_kept_across_a_sentence_boundary_leaves_the_others_predicted()
         doc = nlp(doc)
     assert [(e.text, e.label_) for e in doc.ents] == [("John Smith", "PER"), ("New York", "LOC"),
                                                       ("Mary", "PER")]
+
+
+def test_a_span_group_keeps_its_overlapping_spans():
+    """keep_existing = true on spans:KEY: a span ruler's overlapping spans all
+    stay in the group (the shorter was dropped), the CRF decoding around the
+    longest."""
+    from spacy.tokens import Span
+
+    nlp = make_nlp("spans:sc", keep_existing=True)
+    words = ["I", "saw", "Bank", "of", "America", "and", "Paris", "."]
+    gold = Doc(nlp.vocab, words=words)
+    gold.spans["sc"] = [Span(gold, 6, 7, label="LOC")]
+    train(nlp, [Example(Doc(nlp.vocab, words=words), gold)] * 4, 30)
+    doc = Doc(nlp.vocab, words=words)
+    doc.spans["sc"] = [Span(doc, 2, 5, label="ORG"), Span(doc, 4, 5, label="LOC")]
+    with pytest.warns(UserWarning, match="W002"):
+        doc = nlp(doc)
+    assert sorted((s.text, s.label_) for s in doc.spans["sc"]) == \
+        [("America", "LOC"), ("Bank of America", "ORG"), ("Paris", "LOC")]
