@@ -16,7 +16,6 @@ each given the component's :class:`~.state.ComponentState`:
   spaCy's ner adds them), and the counts a model that learns from them fits.
 """
 
-import weakref
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -62,10 +61,6 @@ def gold_label_ids(state: ComponentState, examples: List[Example], scores: CRFSc
     return unannotated_where_unreachable(state, scores, layout, gold)
 
 
-#: the components (their states) that have said W045, which each says once
-_SAID_W045: "weakref.WeakSet[ComponentState]" = weakref.WeakSet()
-
-
 def unannotated_where_unreachable(state: ComponentState, scores: CRFScores,
                                   layout: BatchLayout, gold: np.ndarray) -> np.ndarray:
     """``gold`` with ``-1`` in every sequence whose gold labels no labelling
@@ -75,8 +70,7 @@ def unannotated_where_unreachable(state: ComponentState, scores: CRFScores,
     lost = layout.structure.unreachable_gold(scores, layout, gold)
     if lost is None or not lost.any():
         return gold
-    if state not in _SAID_W045:
-        _SAID_W045.add(state)
+    if state.target.first_time("W045"):
         warn(Warnings.W045.format(name=state.name, n=int(lost.sum()),
                                   total=int(layout.n_sequences)))
     return np.where(np.repeat(lost, layout.lengths), -1, gold)

@@ -7,7 +7,6 @@ through the target and the stored confidences and n-best lists into
 (:mod:`spacy_crf.token_values`), where the extensions of :mod:`.extensions` read them.
 """
 
-import weakref
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
@@ -95,10 +94,6 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
     return CRFPrediction(label_ids, lengths, confidence, spans, nbest, had_existing)
 
 
-#: the components (their states) that have said W046, which each says once
-_SAID_W046: "weakref.WeakSet[ComponentState]" = weakref.WeakSet()
-
-
 def free_where_stuck(state: ComponentState, layout: BatchLayout, fixed: np.ndarray,
                      forced: Optional[np.ndarray], best: np.ndarray) -> np.ndarray:
     """``fixed`` with the labels kept from the docs freed in each sequence that
@@ -110,8 +105,7 @@ def free_where_stuck(state: ComponentState, layout: BatchLayout, fixed: np.ndarr
     W046 says so, once per component."""
     stuck = np.repeat(np.isneginf(best), layout.lengths)
     free = forced if forced is not None else np.full_like(fixed, -1)
-    if state not in _SAID_W046:
-        _SAID_W046.add(state)
+    if state.target.first_time("W046"):
         warn(Warnings.W046.format(name=state.name, n=int(np.isneginf(best).sum()),
                                   total=len(best)))
     return np.where(stuck, free, fixed)

@@ -220,9 +220,8 @@ class Target:
             label = self.unknown_label(reference, int(key))
             if self.is_span_target:
                 refuse_negative_type(label, self.name)
-            if label in self._warned:
+            if not self.first_time(f"W001 {label}"):
                 continue
-            self._warned.add(label)
             if is_negative(label):
                 warnings.warn(Warnings.W015.format(label=label, name=self.name,
                                                    positive=label[len(NEGATIVE_PREFIX):]))
@@ -299,14 +298,21 @@ class Target:
         self.warn_unconditioned(docs, keys, kept & (fixed < 0), name)
         return kept
 
+    def first_time(self, what: str) -> bool:
+        """True the first time the component asks about ``what`` (a warning's
+        code or subject), False after: its warnings said once per component."""
+        if what in self._warned:
+            return False
+        self._warned.add(what)
+        return True
+
     def warn_unconditioned(self, docs: Sequence[Doc], keys: np.ndarray, which: np.ndarray,
                            name: str) -> None:
         """W044, once: the tokens ``which`` (bool over the docs' tokens, whose
         label keys are ``keys``) keep a value that is no label, so it cannot
         condition the decoding (``name``: the component's)."""
         unknown = np.flatnonzero(which)
-        if len(unknown) and "kept unknown" not in self._warned:
-            self._warned.add("kept unknown")
+        if len(unknown) and self.first_time("W044"):
             doc = docs[int(np.searchsorted(np.cumsum([len(d) for d in docs]), unknown[0],
                                            side="right"))]
             warn(Warnings.W044.format(name=name, target=self.name, n=len(unknown),

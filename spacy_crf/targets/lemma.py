@@ -309,8 +309,7 @@ class LemmaTarget(Target):
         (rare trees, left out at initialize, come up in every batch: one
         warning says it, not one per tree)."""
         unknown = keys[(keys != 0) & (ids < 0)]
-        if unknown.size and "unknown" not in self._warned:
-            self._warned.add("unknown")
+        if unknown.size and self.first_time("W035"):
             tree, form, lemma = self._tree_names[int(unknown[0])]
             warn(Warnings.W035.format(n=int(unknown.size), form=form, lemma=lemma, tree=tree,
                                       min_freq=self.MIN_TREE_FREQ))
@@ -326,8 +325,7 @@ class LemmaTarget(Target):
         allowed = self.allowed_labels([example.predicted])
         bad = known[~allowed[known, gold[known]]]
         if len(bad):
-            if "inapplicable" not in self._warned:
-                self._warned.add("inapplicable")
+            if self.first_time("W036"):
                 warn(Warnings.W036.format(n=len(bad), form=example.predicted[int(bad[0])].text,
                                           tree=self._labels[int(gold[bad[0]])]))
             gold[bad] = -1

@@ -42,12 +42,9 @@ class SpanGroupTarget(SpanTarget):
             return None
         spans = list(doc.spans[self.key])
         kept = filter_spans(spans)
-        if len(kept) < len(spans) and not self._warned_overlap:
-            self._warned_overlap = True
+        if len(kept) < len(spans) and self.first_time("W002"):
             warnings.warn(Warnings.W002.format(key=self.key, n=len(spans) - len(kept)))
         return sorted(kept, key=lambda sp: sp.start)
-
-    _warned_overlap = False
 
     def write(self, doc: Doc, predicted: List[Span], keep: Sequence[Span] = ()) -> None:
         doc.spans[self.key] = self._merged(doc, predicted, keep)
