@@ -147,6 +147,32 @@ class CRFScores:
         return int(np.shape(self.emissions)[1])
 
 
+def allow_only(scores: CRFScores, allowed: np.ndarray,
+               rows: Optional[np.ndarray] = None) -> CRFScores:
+    """``scores`` with ``-inf`` emissions where ``allowed`` is False: (N, L)
+    over every token, or over the tokens ``rows`` alone. Every block of ``L``
+    emission columns is masked (the ``chain_tree`` structure's two experts
+    each have one, side by side), and so is every expert of a pool. The
+    emissions are a new array; ``scores`` is not written to."""
+    def masked(part: CRFScores) -> CRFScores:
+        # (numpy reads composed emissions as their array; a copy where rows are written)
+        whole = part.emissions if rows is None else np.array(part.emissions)
+        at = whole if rows is None else whole[rows]
+        blocks = at.shape[1] // allowed.shape[1]
+        where = allowed if blocks == 1 else np.tile(allowed, (1, blocks))
+        # -inf of the emissions' own dtype: np.where then writes them once, no cast after
+        blocked = np.where(where, at, at.dtype.type(-np.inf))
+        if rows is not None:
+            whole[rows] = blocked
+            blocked = whole
+        return part.replace(emissions=blocked)
+
+    out = masked(scores)
+    if scores.experts is not None:
+        out = out.replace(experts=tuple(masked(expert) for expert in scores.experts))
+    return out
+
+
 def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floats2d, CRFScores]:
     """Attach the label-interaction parameters to a batch's emission scores.
 

@@ -27,7 +27,7 @@ from ..errors import Errors, Warnings, warn
 from ..features.doc_arrays import doc_lengths
 from ..losses import each_expert, get_loss
 from ..models.hooks import fit_counts, learns_from_counts
-from ..models.potentials import CRFScores
+from ..models.potentials import CRFScores, allow_only
 from ..structures import BatchLayout
 from ..targets import is_negative
 from ..unseen_labels import mask_labels
@@ -139,20 +139,7 @@ def mask_candidates(state: ComponentState, scores: CRFScores,
     if unseen:
         usable = allowed.copy()
         usable[:, unseen] = False
-    allowed = allowed | ~usable.any(axis=1, keepdims=True)
-
-    def masked(part: CRFScores) -> CRFScores:
-        emissions = part.emissions
-        blocks = emissions.shape[1] // allowed.shape[1]
-        where = allowed if blocks == 1 else np.tile(allowed, (1, blocks))
-        # -inf of the emissions' own dtype: np.where then writes them once, no cast after
-        return part.replace(emissions=np.where(where, emissions,
-                                               emissions.dtype.type(-np.inf)))
-
-    out = masked(scores)
-    if scores.experts is not None:
-        out = out.replace(experts=tuple(masked(expert) for expert in scores.experts))
-    return out
+    return allow_only(scores, allowed | ~usable.any(axis=1, keepdims=True))
 
 
 def add_gold_types(state: ComponentState, examples: List[Example]) -> None:

@@ -16,7 +16,7 @@ from spacy.training import Example
 from spacy.vocab import Vocab
 
 from ..errors import Errors
-from ..models.potentials import CRFScores
+from ..models.potentials import CRFScores, allow_only
 from .base import Target
 from .registry import register_target
 from .scores import MAIN_SCORE, token_accuracy
@@ -233,20 +233,7 @@ class MorphTarget(Target):
         allowed = np.where(has_pos, self._label_pos[None, :] == pos[partial, None],
                            self._label_morph[None, :] == morph[partial, None])
         allowed |= ~allowed.any(axis=1, keepdims=True)
-
-        def masked(part: CRFScores) -> CRFScores:
-            # (composed emissions become an array here: a rare path, kept simple)
-            emissions = np.array(part.emissions)
-            rows = emissions[partial]
-            # (a chain_tree's two experts side by side: a block of labels each)
-            where = np.tile(allowed, (1, rows.shape[1] // allowed.shape[1]))
-            emissions[partial] = np.where(where, rows, rows.dtype.type(-np.inf))
-            return part.replace(emissions=emissions)
-
-        out = masked(scores)
-        if scores.experts is not None:
-            out = out.replace(experts=tuple(masked(expert) for expert in scores.experts))
-        return fixed, out
+        return fixed, allow_only(scores, allowed, rows=partial)
 
     def kept_values(self, docs: Sequence[Doc], fixed: np.ndarray, name: str) -> np.ndarray:
         """Tokens whose FEATS and POS are both given (confidence 1.0); one of

@@ -105,9 +105,6 @@ class SentStartsTarget(TokenAttrTarget):
     def string_of(self, doc: Doc, key: int) -> str:
         return {v: k for k, v in self.KEYS.items()}[int(key)]
 
-    def has_existing(self, doc: Doc) -> bool:
-        return doc.has_annotation("SENT_START")
-
     def write(self, doc: Doc, ids: np.ndarray) -> None:
         self.write_batch([doc], ids, np.asarray([len(doc)], dtype=np.int64), False)
 

@@ -33,6 +33,10 @@ class TokenAttrTarget(Target):
     def reference_keys(self, doc: Doc) -> np.ndarray:
         return doc.to_array(self.token_attr).astype(np.uint64).reshape(-1)
 
+    def has_existing(self, doc: Doc) -> bool:
+        # a fresh doc (the usual one) has none at all: no reading of its arrays
+        return doc.has_annotation(self.token_attr)
+
     def write(self, doc: Doc, ids: np.ndarray) -> None:
         doc.from_array([self.token_attr], self._label_keys[ids])
 
@@ -69,10 +73,6 @@ class TagTarget(TokenAttrTarget):
     optional_templates = TAGGING_DEFAULTS
     keeps_existing = True  # as spaCy's tagger (overwrite = false): a rule's tags stay
 
-    def has_existing(self, doc: Doc) -> bool:
-        # a fresh doc (the usual one) has no tag at all: no reading of its arrays
-        return doc.has_annotation(self.token_attr)
-
     def key_of(self, label: str, vocab: Vocab) -> int:
         # the StringStore's key: strings that are also spaCy symbols ("X",
         # "NOUN", ...) map to the symbol id, not to their hash
@@ -89,9 +89,6 @@ class PosTarget(TokenAttrTarget):
     optional_templates = TAGGING_DEFAULTS
     # keeps_existing: False, as spaCy's pipe that predicts Token.pos, the
     # morphologizer (overwrite = true)
-
-    def has_existing(self, doc: Doc) -> bool:
-        return doc.has_annotation(self.token_attr)
 
     def key_of(self, label: str, vocab: Vocab) -> int:
         if not label or label not in POS_IDS:  # ("" is spaCy's id 0: no POS)
