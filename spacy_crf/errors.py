@@ -57,7 +57,7 @@ class Errors(metaclass=_Codes):
     # token extension, e.g. '_.chunk')
     E006 = "Unknown target '{target}'. Use {options}."
     E018 = ("Target '{target}' decodes spans with the scheme's transition constraints, "
-            "which the tree structures (\"tree\", \"chain_tree\") do not have. Use "
+            "which structure {structure} does not apply. Use "
             "structure = \"chain\" (order = 1 or 2) or structure = \"semi_markov\".")
     E007 = ("The component '{name}' has no labels: it was not initialized. Call "
             "nlp.initialize() (or train it with `spacy train`) before using it, or load a "
@@ -78,7 +78,8 @@ class Errors(metaclass=_Codes):
     E013 = ("The emission scores have {n_labels} label columns but '{name}' expects {expected} "
             "(one per label, per CRF of its structure). This is a bug (the model and the label set went out of step); please "
             "report it.")
-    E015 = ("'{name}' needs a dependency parse ({why}) but a Doc has none. Add a parser "
+    E015 = ("'{name}' needs a dependency parse on every token ({why}) but a Doc has none, "
+            "or has one on only some of its tokens (their DEP is unset). Add a parser "
             "before it in the pipeline (or list one in [training] annotating_components), "
             "copy gold trees onto the docs with the augmenter spacy-crf.copy_attrs.v1 "
             "(attrs [\"HEAD\", \"DEP\"]), or use structure = \"chain\" without tree features. "
@@ -187,9 +188,8 @@ class Errors(metaclass=_Codes):
     E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
             "apart from INPUT.")
     E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure "
-            "{structure}. Use a first-order chain (spacy-crf.Chain.v1 with order = 1, or the "
-            "default order = null, which picks 1 for such a model) with it, or a FeatureCRF / "
-            "NeuralCRF model.")
+            "{structure}. Use {fix} with it, or a FeatureCRF / NeuralCRF model, which scores "
+            "every structure.")
     E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
             "count), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
@@ -529,7 +529,7 @@ class Errors(metaclass=_Codes):
             "language that has them, or leave those templates out of its model.")
     # E251-E253: a relabelled parse, the settings the saved weights mean, fit's warm start
     E251 = ("Target 'dep' labels the relations of a doc's own parse, but a doc of {n} tokens "
-            "('{text}') has none (no heads): writing its labels would make every token its "
+            "('{text}') has none, or has one on only some of its tokens (no heads there): writing its labels would make every token its "
             "own head, a broken parse. Put a parser before the component in the pipeline (or "
             "list it in [training] annotating_components), or copy the gold trees onto the "
             "docs with the augmenter spacy-crf.copy_attrs.v1 (attrs [\"HEAD\", \"DEP\"]); "

@@ -138,8 +138,14 @@ def attribute_matrix(docs: Sequence[Doc], attr_ids: List[int]) -> np.ndarray:
 
 
 def has_parse(doc: Doc) -> bool:
-    """Whether the doc has a dependency parse (a one-token doc trivially has one)."""
-    return len(doc) <= 1 or doc.has_annotation("HEAD")
+    """Whether the doc has a dependency parse on every token (a one-token doc
+    trivially has one).
+
+    spaCy keeps no unset state for HEAD (an unparsed token is its own head),
+    so a token's parse is known from its DEP. A doc parsed only in part (a
+    parsed doc joined with an unparsed one by ``Doc.from_docs``) would turn
+    each unparsed token into a tree of its own, read as if it were parsed."""
+    return len(doc) <= 1 or doc.has_annotation("DEP", require_complete=True)
 
 
 def batch_heads(docs: Sequence[Doc]) -> Tuple[np.ndarray, np.ndarray]:

@@ -76,14 +76,17 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
     if fixed is not None and not (fixed >= 0).any():
         fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
     label_ids, best = inference.viterbi(scores, layout, fixed)
+    stuck = None  # sequences whose kept labels no labelling holds (W046)
     if fixed is not None and np.isneginf(best).any():
+        stuck = np.isneginf(best)
         fixed = free_where_stuck(state, layout, fixed, forced, best)
         label_ids, _ = inference.viterbi(scores, layout, fixed)
     confidence = spans = nbest = None
     if state.cfg["store_confidence"] or state.cfg["n_best"]:
         probs, log_z = inference.marginals(scores, layout, fixed)
     if state.cfg["n_best"]:
-        nbest = n_best_lists(scores, layout, fixed, log_z, state.cfg["n_best"], state.tags)
+        nbest = n_best_lists(scores, layout, fixed, log_z, state.cfg["n_best"], state.tags,
+                             empty=stuck)
     if state.cfg["store_confidence"]:
         # marginals are float32: a sure label can round a few ulps above 1
         confidence = np.clip(probs[np.arange(len(label_ids)), label_ids], 0.0, 1.0
@@ -112,13 +115,19 @@ def free_where_stuck(state: ComponentState, layout: BatchLayout, fixed: np.ndarr
 
 
 def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndarray],
-                 log_z: np.ndarray, n: int, label_names: Sequence[str]) -> NBestLists:
-    """Per sequence, its ``n`` best labellings as (probability, label strings)."""
+                 log_z: np.ndarray, n: int, label_names: Sequence[str],
+                 empty: Optional[np.ndarray] = None) -> NBestLists:
+    """Per sequence, its ``n`` best labellings as (probability, label strings);
+    none for the sequences ``empty`` marks: those W046 decodes freely, whose
+    written labels (the kept ones over the decoded ones) no labelling of the
+    model holds, so a list would contradict them."""
     labels, best, counts = inference.n_best(scores, layout, n, fixed)
     names = np.asarray(list(label_names) + [None], dtype=object)[:-1]
     out, start = [], 0
     for s, length in enumerate(layout.lengths):
-        if length:
+        if length and empty is not None and empty[s]:
+            out.append([])
+        elif length:
             out.append([(float(np.exp(best[s, r] - log_z[s])),
                          names[labels[r, start:start + length]].tolist())
                         for r in range(counts[s])])

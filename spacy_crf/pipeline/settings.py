@@ -4,7 +4,7 @@ Each bad setting gets the error the factory gives for it, so a saved cfg that
 was edited by hand, or a config typo, fails the same way wherever it is read.
 """
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from thinc.api import Model
 
@@ -39,6 +39,14 @@ def resolve_structure(spec: StructureSpec, model: Optional[Model], target: str,
     return spec.by_component(made, scorable_structures(model))
 
 
+def _structure_for(scorable: Sequence[str]) -> str:
+    """What E103 tells a user to set for a model that scores only ``scorable``."""
+    if scorable[0] == "chain":  # (order 2 runs as "chain_order2": the HMM's case)
+        return ("a first-order chain (spacy-crf.Chain.v1 with order = 1, or the default "
+                "order = null, which picks 1 for such a model)")
+    return f"structure = \"{scorable[0]}\""
+
+
 def check_settings(model: Optional[Model], name: str, *, target: str, structure: StructureSpec,
                    sequence: str, scheme: str, keep_existing: Optional[bool],
                    store_confidence: bool, n_best: int, loss: str) -> Tuple[CRFStructure, Target]:
@@ -68,9 +76,13 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     if not is_count(n_best, 0):
         raise ValueError(Errors.E019.format(value=n_best))
     scorable = scorable_structures(model)
+    if scorable is not None and structure.settings.get("transition_templates"):
+        # (a model that scores only some structures is no FeatureCRF)
+        raise ValueError(Errors.E183.format(model=model.name))
     if scorable is not None and crf_structure.name not in scorable:
         raise ValueError(Errors.E103.format(model=model.name, allowed=list(scorable),
-                                            structure=structure.describe()))
+                                            structure=structure.describe(),
+                                            fix=_structure_for(scorable)))
     crf_target = make_target(target, scheme)
     if crf_target.whole_docs and sequence != SEQUENCE_DOC:
         raise ValueError(Errors.E212.format(name=name, target=target,

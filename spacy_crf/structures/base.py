@@ -197,7 +197,7 @@ class CRFStructure:
         if n_best and not self.supports_n_best:
             raise ValueError(Errors.E019.format(value=f"{n_best} with structure {spec.describe()}"))
         if target.is_span_target and not self.supports_spans:
-            raise ValueError(Errors.E018.format(target=target.name))
+            raise ValueError(Errors.E018.format(target=target.name, structure=spec.describe()))
         if self.needs_span_target and not target.is_span_target:
             raise ValueError(Errors.E108.format(name=component, target=target.name))
         if store_confidence and target.is_span_target and not self.supports_span_probabilities:

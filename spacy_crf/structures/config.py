@@ -160,11 +160,11 @@ def transition_settings(templates: Optional[List[str]], n_buckets: int) -> Dict[
     weights score every label pair, added to the transitions into that
     token) and ``transition_buckets``, the rows of their hashed table; none
     without templates."""
+    if not is_count(n_buckets):  # checked with or without templates, as the docs say
+        raise ValueError(Errors.E005.format(name="transition_buckets", value=n_buckets))
     if not templates:
         return {}
     FeatureTemplates(list(templates))  # a typo fails with the config
-    if not is_count(n_buckets):
-        raise ValueError(Errors.E005.format(name="transition_buckets", value=n_buckets))
     return {"transition_templates": list(templates), "transition_buckets": n_buckets}
 
 

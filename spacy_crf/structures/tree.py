@@ -154,7 +154,10 @@ class TreeStructure(CRFStructure):
             heads, order = batch_heads(docs)
         except ValueError as err:
             if str(err) == "no parse":
-                raise ValueError(Errors.E015.format(name=component.name, why="structure = \"tree\"")) from err
+                # (chain_tree reads its tree here too: name the structure the config names)
+                structure = component.cfg.get("structure") or self.name
+                raise ValueError(Errors.E015.format(name=component.name,
+                                                    why=f"structure = \"{structure}\"")) from err
             raise ValueError(Errors.E016.format(why=err)) from err
         relations = None
         names = component.cfg.get("relations") or []

@@ -166,8 +166,12 @@ def test_the_hmm_tags_the_ewt_sample():
 
 
 @pytest.mark.parametrize("config, code", [
-    ({"structure": "tree"}, "E103"),
-    ({"structure": chain(2)}, "E103"),
+    ({"structure": "tree"}, "E103.*a first-order chain"),
+    ({"structure": chain(2)}, "E103.*a first-order chain"),
+    # input-dependent transitions need a FeatureCRF: E183 says so, not E103's
+    # "use a first-order chain", which the user already has
+    ({"structure": {"@structures": "spacy-crf.Chain.v1", "order": 1,
+                    "transition_templates": ["NORM[-1]|NORM[0]"]}}, "E183"),
 ])
 def test_structures_the_hmm_does_not_score_are_refused(config, code):
     nlp = spacy.blank("en")

@@ -188,6 +188,9 @@ def test_margin_losses_train_with_transition_templates(loss):
                     "transition_templates": TRANSITION_TEMPLATES}, "target": "ents"},
      "transition_templates"),
     ({"structure": transitions(order=3)}, "E094"),
+    # transition_buckets is checked with or without templates, as the docs say
+    ({"structure": {"@structures": "spacy-crf.Chain.v1", "transition_buckets": 0}}, "E005"),
+    ({"structure": {"@structures": "spacy-crf.Tree.v1", "transition_buckets": -3}}, "E005"),
     ({"structure": transitions(), "n_best": 2}, "E019"),
     # (order 1: the default order for ents, 2, computes them with transition templates)
     ({"target": "ents", "store_confidence": True, "structure": transitions(order=1)}, "E096"),

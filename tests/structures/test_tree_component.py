@@ -448,6 +448,26 @@ def test_missing_parse_raises_e015_before_weights_change(structure, templates, w
         list(nlp.pipe([parsed_doc(nlp.vocab, TREE_TEXT[0]), Doc(nlp.vocab, words=["a", "b"])]))
 
 
+
+@pytest.mark.parametrize("structure,templates", [
+    ("tree", ["NORM[-1..1]"]),
+    ("chain", ["NORM", "head:NORM"]),
+])
+def test_a_doc_parsed_on_some_tokens_only_is_refused(structure, templates):
+    """A parsed doc joined with an unparsed one (``Doc.from_docs``) has heads
+    on some tokens: each unparsed token was read as a tree of its own, its
+    relation "", without a word."""
+    nlp = make_nlp(structure=structure, templates=templates)
+    train(nlp, pos_examples(nlp), n_iter=2)
+    joined = Doc.from_docs([parsed_doc(nlp.vocab, TREE_TEXT[0]),
+                            Doc(nlp.vocab, words=["a", "b", "c"])])
+    assert joined.has_annotation("HEAD") and not joined.has_annotation("DEP",
+                                                                        require_complete=True)
+    with pytest.raises(ValueError, match=r"\[CRF-E015\].*only some of its tokens"):
+        nlp(joined)
+    assert nlp(parsed_doc(nlp.vocab, TREE_TEXT[0]))  # a whole parse still decodes
+
+
 def test_chain_without_tree_features_needs_no_parse():
     nlp = make_nlp(structure="chain", templates=["NORM[-1..1]"])
     examples = unparsed_examples(nlp.vocab)

@@ -127,7 +127,7 @@ def test_kept_labels_no_labelling_holds_free_their_sequence_with_w046():
     that never started a sentence leaves no labelling. The sequence is decoded
     as if nothing were kept, and the kept tag still written (every other tag
     came out garbled, at confidence 0, without a word)."""
-    nlp = trained("tag", store_confidence=True,
+    nlp = trained("tag", store_confidence=True, n_best=3,
                   structure={"@structures": "spacy-crf.Chain.v1", "order": 2})
     free = [t.tag_ for t in nlp("The dogs ran home .")]
     assert free == TAGS
@@ -137,6 +137,13 @@ def test_kept_labels_no_labelling_holds_free_their_sequence_with_w046():
         doc = nlp(doc)
     assert [t.tag_ for t in doc] == ["NNS"] + TAGS[1:]
     assert doc[0]._.crf_confidence == 1.0 and min(t._.crf_confidence for t in doc) > 0.5
+    # no labelling of the model holds what is written, so it has no n-best list
+    # (it listed the free decoding, "DT" first, beside the written "NNS")
+    assert doc._.crf_nbest == [[]]
+    kept = nlp.make_doc("The dogs ran home .")
+    kept[1].tag_ = "NNS"  # a kept tag a labelling holds: its list holds it
+    kept = nlp(kept)
+    assert kept._.crf_nbest[0] and all(tags[1] == "NNS" for _, tags in kept._.crf_nbest[0])
 
 
 def test_an_entity_kept_across_a_sentence_boundary_leaves_the_others_predicted():
