@@ -31,6 +31,7 @@ import numpy as np
 from thinc.api import Model, Optimizer
 
 from .layer_attrs import AVERAGE_WEIGHTS
+from .sparse_table import ATTR as SPARSE_TABLE
 from .sparse_table import settle_tables, sync_averages, waive_arrears
 
 
@@ -69,6 +70,9 @@ class WeightAverages:
         self.lent = False
         # threads predicting with one pipeline swap once, not into each other
         self._lock = threading.Lock()
+        # the iterate was stepped where the averages could not follow
+        # (restart_at_iterate): they restart from it at their next use
+        self._behind = False
 
     def for_step(self, model: Model, sgd: Optimizer) -> Optional[Dict[Key, np.ndarray]]:
         """The averages an optimizer step of ``model`` should update (for the
@@ -76,7 +80,38 @@ class WeightAverages:
         ``sgd`` keeps averages of its own (``use_averages``: spaCy swaps those
         in). The model gets its iterate back first: a step moves the iterate."""
         self.show_iterate(model)
+        self._catch_up(model)
         return None if sgd.averages is not None else self.averages
+
+    def step_elsewhere(self, model: Model) -> None:
+        """The iterate ``model`` holds is about to be stepped where the
+        averages cannot follow: by the collector of ``nlp.rehearse``, which
+        steps the gradients a component hands it after every component has
+        rehearsed. The averages are made exact now, before the weights move,
+        and take that step, one step of the moving average as every update
+        gives them, at their next use (:meth:`_catch_up`)."""
+        if self.averages:
+            sync_averages(model, self.averages)
+            self._behind = True
+
+    def _catch_up(self, model: Model) -> None:
+        """One step of the moving average toward the iterate ``model`` holds,
+        if it was stepped elsewhere since the averages were synced."""
+        if not self._behind:
+            return
+        tables = [node.attrs[SPARSE_TABLE] for node in model.walk()
+                  if node.attrs.get(SPARSE_TABLE) is not None]
+        # thinc's decay at the update count the averages have reached (the
+        # tables count them; the rows stay synced: this step moved each one)
+        step = 1 + max((table.n_steps for table in tables), default=0)
+        decay = min((1.0 + step) / (10.0 + step), 0.9999)
+        for node in model.walk():
+            for name in node.param_names:
+                key = (node.id, name)
+                if key in self.averages and node.has_param(name):
+                    average = self.averages[key]
+                    average += (1.0 - decay) * (node.get_param(name) - average)
+        self._behind = False
 
     def show_averages(self, model: Model) -> None:
         """Make ``model`` hold the averaged parameters (up to date), keeping its iterate."""
@@ -84,6 +119,7 @@ class WeightAverages:
         with self._lock:
             if self._iterate is not None or self.lent:
                 return
+            self._catch_up(model)
             if not self.averages:
                 # the iterate predicts: it takes the L1 penalty its rows owe
                 # (averages catch up without it: sync_averages)
@@ -116,3 +152,4 @@ class WeightAverages:
         """Forget the averages (the model keeps what it holds now)."""
         self.averages = {}
         self._iterate = None
+        self._behind = False

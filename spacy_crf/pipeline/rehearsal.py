@@ -44,6 +44,9 @@ def rehearse(state: ComponentState, examples: List[Example], drop: float,
     if isinstance(sgd, Optimizer):
         state.step(sgd)
     elif callable(sgd):
+        # (the collector steps after this returns: the averages the model
+        # predicts with take that step at their next use)
+        state.averages.step_elsewhere(state.model)
         step_through_collector(state.model, sgd)
     elif sgd is not None:
         raise ValueError(Errors.E164.format(name=state.name, sgd=sgd))

@@ -469,6 +469,40 @@ def test_rehearse_trains_toward_the_models_own_earlier_predictions(through_nlp):
     assert np.isfinite(losses["crf_tagger"])
 
 
+def test_nlp_rehearse_steps_the_averages_the_model_predicts_with():
+    """With the component's own averages (average_weights, an optimizer
+    without use_averages, as spaCy's default), nlp.rehearse's collector steps
+    the weights after the component returns: the averages that predict and
+    are saved take that step as one of their moving average, as an update's
+    step. They never moved: predictions and saved weights stayed as they were."""
+    nlp = make_nlp(model={**MODEL, "average_weights": True})
+    examples = ner_examples(nlp)
+    nlp.initialize(lambda: examples)
+    optimizer = Adam(0.1, use_averages=False)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    nlp.resume_training(sgd=optimizer)
+    raw = [Example(nlp.make_doc(t), nlp.make_doc(t)) for t in ["Alice met Bob in Paris ."]]
+    pipe = nlp.get_pipe("crf_tagger")
+
+    def params():
+        return {(node.id, name): node.get_param(name).copy() for node in pipe.model.walk()
+                for name in node.param_names if node.has_param(name)}
+
+    pipe.use_prediction_weights()
+    averages = params()
+    nlp.rehearse(raw, sgd=optimizer)
+    rehearsed = params()  # the iterate, stepped by the collector (updates train the iterate)
+    pipe.use_prediction_weights()
+    decay = (1.0 + 6) / (10.0 + 6)  # thinc's, at the sixth step of the average
+    moved = 0
+    for key, after in params().items():
+        expected = averages[key] + (1.0 - decay) * (rehearsed[key] - averages[key])
+        np.testing.assert_allclose(after, expected, rtol=1e-5, atol=1e-6)
+        moved += not np.array_equal(after, averages[key])
+    assert moved >= 2  # the hashed table and the transitions
+
+
 @pytest.mark.parametrize("rehearse_first", [False, True])
 def test_rehearse_after_add_label_with_the_pipelines_optimizer(rehearse_first):
     """spaCy's test_rehearse: labels added to a trained model, then
