@@ -544,6 +544,10 @@ class Errors(metaclass=_Codes):
             "settings do not apply, and fit cannot train that component: {why} Warm-start "
             "from a pipeline whose '{name}' fit can train (one fit trained, or one spacy "
             "train trained with those settings), or fit without --init-from.")
+    # E260: spaCy's pipe API: get_loss given what predict returns
+    E260 = ("get_loss of '{name}' takes the model's scores, pipe.model.predict(docs), as "
+            "spaCy's get_loss takes them; it was given {got}, which is what pipe.predict "
+            "returns (the decoded labels). Pass pipe.model.predict(docs).")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

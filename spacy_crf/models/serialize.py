@@ -33,8 +33,8 @@ import srsly
 from thinc.api import Model
 from thinc.util import convert_recursive, is_xp_array
 
-from ..features.whitespace import AS_WRITTEN, WHITESPACE
-from .hashed_linear import BUCKETING, SIGNED, check_table_size
+from ..features.whitespace import AS_WRITTEN, FOLDED, WHITESPACE
+from .hashed_linear import BUCKETING, SIGNED, UNSIGNED, check_table_size
 from .hashed_linear import NAME as TABLE_LAYER  # the layers whose ``W`` is a hashed table
 from .whole_label import fit_saved_layout
 
@@ -158,6 +158,7 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
             # saved before whitespace tokens were folded: it keeps reading each
             # variant as written, as it was trained (features/whitespace.py)
             msg["attrs"][i][WHITESPACE] = srsly.msgpack_dumps(AS_WRITTEN)
+        _check_modes(i, msg["attrs"][i])
     for key, entry in (msg.pop(KEY, None) or {}).items():
         params = msg["params"][int(key)]
         # the stored height is checked before the dense table is allocated
@@ -166,6 +167,23 @@ def model_from_bytes(model: Model, data: bytes) -> Model:
         params["W"] = expand_table(key, np.asarray(params["W"]), entry)
     msg = convert_recursive(is_xp_array, model.ops.asarray, msg)
     return model.from_dict(msg)
+
+
+#: the modes a layer's attrs can name: what each mode changes is how the
+#: weights are read, so a mode this version does not know (a newer release's
+#: file) must not be read as one it does
+KNOWN_MODES = {BUCKETING: (UNSIGNED, SIGNED), WHITESPACE: (FOLDED, AS_WRITTEN)}
+
+
+def _check_modes(index: int, attrs: Dict[str, bytes]) -> None:
+    """ValueError where layer ``index``'s saved attrs name a mode this version lacks."""
+    for attr, known in KNOWN_MODES.items():
+        if attr in attrs:
+            value = srsly.msgpack_loads(attrs[attr])
+            if value not in known:
+                raise ValueError(f"layer {index} has {attr} = {value!r}, which this version of "
+                                 f"spacy-crf does not know (it knows {', '.join(known)}): a "
+                                 "file written by a newer version? Load it with that version")
 
 
 def expand_table(key: str, values: np.ndarray, entry: Dict[str, Any]) -> np.ndarray:

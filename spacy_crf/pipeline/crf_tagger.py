@@ -320,7 +320,8 @@ class CRFTagger(FollowsItsName, TrainablePipe):
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """Score predictions (see ``spacy_crf.scoring.score_crf``)."""
         validate_examples(examples, "CRFTagger.score")
-        return self.scorer(examples, target=self.cfg["target"], **kwargs)
+        return self.scorer(examples, **{"target": self.cfg["target"],
+                                        **self._state.target.scorer_args(), **kwargs})
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
         """Save cfg and the (averaged) weights; an interrupted save leaves no loadable file."""

@@ -81,6 +81,8 @@ def batch_loss(state: ComponentState, examples: List[Example], scores: CRFScores
     """The loss of the examples' gold labels under ``scores`` (constrained by
     the target) and its gradient; with ``learn``, the new labels the gold has
     are predicted from now on."""
+    if not isinstance(scores, CRFScores):  # (pipe.predict's CRFPrediction, most often)
+        raise ValueError(Errors.E260.format(name=state.name, got=type(scores).__name__))
     state.check_width(scores)
     gold = gold_label_ids(state, examples, scores, layout)
     seen = state.new_labels_in(gold)

@@ -54,7 +54,7 @@ def from_disk(state: ComponentState, path: Union[str, Path], exclude: Iterable[s
     cfg = model_bytes = None  # None: excluded, this component's own is kept
     if "cfg" not in exclude and (path / "cfg").exists():
         try:
-            cfg = srsly.read_json(path / "cfg")
+            cfg = _cfg_object(srsly.read_json(path / "cfg"))
         except (OSError, ValueError) as err:
             raise ValueError(Errors.E010.format(name=state.name, path=path / "cfg",
                                                 why=err)) from err
@@ -65,6 +65,14 @@ def from_disk(state: ComponentState, path: Union[str, Path], exclude: Iterable[s
             raise ValueError(Errors.E010.format(name=state.name, path=path / "model",
                                                 why=err)) from err
     load(state, cfg, model_bytes, where=str(path / "model"))
+
+
+def _cfg_object(cfg: Any) -> Dict[str, Any]:
+    """``cfg`` as read, if it is an object; ValueError otherwise (a ``null``
+    there was taken for a cfg left out, and the component's own kept)."""
+    if not isinstance(cfg, dict):
+        raise ValueError(f"the cfg is {cfg!r} ({type(cfg).__name__}), not an object of settings")
+    return cfg
 
 
 def to_bytes(state: ComponentState, exclude: Iterable[str]) -> bytes:
@@ -86,7 +94,7 @@ def from_bytes(state: ComponentState, bytes_data: bytes, exclude: Iterable[str])
         msg = srsly.msgpack_loads(bytes_data)
         if not isinstance(msg, dict):
             raise TypeError(f"a {type(msg).__name__}, not a dict of parts")
-        cfg = None if "cfg" in exclude else msg.get("cfg")
+        cfg = None if "cfg" in exclude or "cfg" not in msg else _cfg_object(msg["cfg"])
         model_bytes = None if "model" in exclude else msg.get("model")
     except Exception as err:  # msgpack raises several types for corrupt data
         raise ValueError(Errors.E010.format(name=state.name, path="bytes", why=err)) from err

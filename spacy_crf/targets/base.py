@@ -383,6 +383,12 @@ class Target:
         :meth:`getter`'s values are (the reference keys here)."""
         return self.reference_keys(doc)
 
+    def scorer_args(self) -> Dict[str, Any]:
+        """What the component passes its scorer beside its target, as spaCy's
+        pipe for the target passes it: a span group's ``spans_key``, so that
+        spaCy's ``spacy.spancat_scorer.v1`` serves as its scorer too."""
+        return {} if self.spans_key is None else {"spans_key": self.spans_key}
+
     def score(self, examples: List[Example], **kwargs: Any) -> Dict[str, Any]:
         """Score a component's predictions of this target.
 

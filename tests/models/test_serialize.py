@@ -109,6 +109,25 @@ def test_inconsistent_sparse_rows_raise_e010_and_change_nothing(trained, tmp_pat
     assert trained("the cat sat")[1].tag_ == "NN"
 
 
+
+@pytest.mark.parametrize("attr", ["crf_bucketing", "crf_whitespace"])
+def test_a_mode_this_version_does_not_know_is_e010_not_read_as_another(trained, attr):
+    """A newer release's file could name a bucketing or whitespace mode this
+    one lacks: it loaded without a word, read in another mode."""
+    pipe = trained.get_pipe("crf_tagger")
+    msg = srsly.msgpack_loads(pipe.to_bytes())
+    model_msg = srsly.msgpack_loads(msg["model"])
+    hits = [attrs for attrs in model_msg["attrs"] if attr in attrs]
+    assert hits
+    for attrs in hits:
+        attrs[attr] = srsly.msgpack_dumps("mode_of_a_newer_version")
+    msg["model"] = srsly.msgpack_dumps(model_msg)
+    before = table(trained).copy()
+    with pytest.raises(ValueError, match=f"E010.*{attr} = 'mode_of_a_newer_version'.*newer"):
+        pipe.from_bytes(srsly.msgpack_dumps(msg))
+    assert np.array_equal(table(trained), before)
+
+
 # ------------------------------------------------ tables of mostly-zero rows
 
 

@@ -272,6 +272,8 @@ def _corrupt(path, how, saved):
         (comp / "cfg").unlink()
     elif how == "cfg-not-json":
         (comp / "cfg").write_text("{labels: [", encoding="utf8")
+    elif how == "cfg-null":  # valid JSON, but no settings: it was taken for a cfg left out
+        (comp / "cfg").write_text("null", encoding="utf8")
     elif how == "cfg-no-labels":
         (comp / "cfg").write_text('{"target": "tag"}', encoding="utf8")
     elif how == "cfg-other-target":
@@ -288,8 +290,10 @@ def _corrupt(path, how, saved):
 
 CORRUPTIONS = ["model-missing", "model-truncated", "model-empty", "model-garbage",
                "model-other-config", "cfg-missing",
-               "cfg-not-json", "cfg-no-labels", "cfg-other-target", "cfg-label-count"]
+               "cfg-not-json", "cfg-null", "cfg-no-labels", "cfg-other-target",
+               "cfg-label-count"]
 MENTIONS = {"model-missing": "model", "cfg-missing": "cfg", "cfg-no-labels": "label",
+            "cfg-null": "E010",
             "cfg-other-target": "target"}
 
 
@@ -352,8 +356,8 @@ def test_failed_from_disk_leaves_the_component_usable(toy, saved_pipeline, tmp_p
     assert math.isfinite(losses["crf_tagger"])
 
 
-@pytest.mark.parametrize("data", [b"", b"junk", None, "other"],
-                         ids=["empty", "junk", "truncated", "other-config"])
+@pytest.mark.parametrize("data", [b"", b"junk", None, "other", "cfg-null"],
+                         ids=["empty", "junk", "truncated", "other-config", "cfg-null"])
 def test_failed_from_bytes_leaves_the_component_usable(saved_pipeline, data):
     nlp = spacy.load(saved_pipeline)
     tagger = nlp.get_pipe("crf_tagger")
@@ -365,6 +369,8 @@ def test_failed_from_bytes_leaves_the_component_usable(saved_pipeline, data):
         other = srsly.msgpack_loads(tagger.to_bytes())
         other["model"] = (saved_pipeline.parent / "other_model").read_bytes()
         data = srsly.msgpack_dumps(other)
+    elif data == "cfg-null":  # a cfg of null was taken for one left out
+        data = srsly.msgpack_dumps({**srsly.msgpack_loads(tagger.to_bytes()), "cfg": None})
     with pytest.raises(ValueError, match="E010"):
         tagger.from_bytes(data)
     assert _same_scores(_raw_scores(nlp), raw)
@@ -428,6 +434,20 @@ def test_sentence_boundaries_split_the_chain(toy):
     assert loss([without], [tags]) != pytest.approx(split_loss, rel=1e-3)
     # a doc without boundaries still gets a label for every token
     assert len(tagger.predict([without]).label_ids) == 9
+
+
+def test_get_loss_given_what_predict_returns_names_the_scores_it_takes(toy):
+    """spaCy's get_loss takes the model's scores; pipe.predict's decoded labels
+    gave an AttributeError from inside the package."""
+    nlp = toy.make_nlp("tag")
+    examples = toy.toy_examples(nlp, "tag")
+    nlp.initialize(lambda: examples)
+    tagger = nlp.get_pipe("crf_tagger")
+    docs = [eg.predicted for eg in examples]
+    loss, _ = tagger.get_loss(examples, tagger.model.predict(docs))
+    assert np.isfinite(loss)
+    with pytest.raises(ValueError, match=r"E260.*CRFPrediction.*pipe\.model\.predict\(docs\)"):
+        tagger.get_loss(examples, tagger.predict(docs))
 
 
 def test_predict_before_initialize_names_initialize(toy):

@@ -1049,3 +1049,24 @@ def test_a_sentence_boundary_inside_a_name_keeps_predictions_well_formed(scheme)
         assert not any(ent.start < k < ent.end for k in boundaries)
         assert 0.0 < ent._.crf_confidence <= 1.0
     assert all(t.ent_iob_ in ("B", "I", "O") for t in doc)
+
+
+def test_spacys_spancat_scorer_scores_a_span_group_component():
+    """spaCy's spancat passes its scorer the spans_key; the component passes
+    it too, so spacy.spancat_scorer.v1 serves as a scorer (it was a KeyError
+    'spans_key' at evaluate), and agrees with the component's own."""
+    def scored(scorer):
+        nlp = spacy.blank("en")
+        config = {"target": "spans:sc"}
+        if scorer:
+            config["scorer"] = {"@scorers": scorer}
+        nlp.add_pipe("crf_tagger", config=config)
+        ref = Doc(nlp.vocab, words=["John", "lives", "in", "Paris"])
+        ref.spans["sc"] = [Span(ref, 0, 1, "PER"), Span(ref, 3, 4, "LOC")]
+        examples = [Example(nlp.make_doc(ref.text), ref)] * 4
+        train(nlp, examples, 20)
+        return nlp.evaluate(examples)
+
+    own, spancat = scored(None), scored("spacy.spancat_scorer.v1")
+    assert spancat["spans_sc_f"] == own["spans_sc_f"] == 1.0
+    assert spancat["spans_sc_per_type"] == own["spans_sc_per_type"]
