@@ -4,8 +4,11 @@
 OUTPUT`` (``spacy crf-annotate``, :mod:`spacy_crf.commands.annotate`); each
 worker runs :func:`annotate_shard` on one shard at a time.
 
-INPUT is a directory of shards, ``.jsonl`` or ``.parquet`` files with one row
-per document holding ``id`` and ``text``. OUTPUT gets one file per input
+INPUT is a directory of shards, ``.jsonl`` or ``.parquet`` files (the suffix in
+any case) with one row per document holding ``id`` (a string, or an integer
+of 64 bits) and ``text``. Only the files directly in INPUT are read: subfolders,
+compressed shards and other files are left out with a warning naming them
+(W047); hidden files (``.name``) are skipped. OUTPUT gets one file per input
 shard, with the same name (so the same stem and format), whose rows are::
 
     {"id": ..., "tokens": [{"text", "label", "confidence"}, ...],
@@ -23,12 +26,18 @@ One shard is one task. Each worker process loads the pipeline once and keeps
 it. A shard's output is written to a temporary file and renamed, so OUTPUT
 never holds part of a shard: a killed run started again skips the finished
 shards and redoes the rest, a lost worker's shards are retried on the others,
-and a run over finished output does nothing and changes nothing.
+and a run over finished output does nothing and changes nothing. Just before
+the rename the worker records the file (its size and modification time, which
+the rename keeps, and the pipeline) in ``OUTPUT/.done``: a shard is finished
+when its output is the file recorded there. A file named like a shard that
+annotate has no record of (a copy of the inputs, a stale file) is never taken
+for finished output: the run stops with E254 before annotating anything.
 
-Bad rows (not valid UTF-8, not a JSON object, no ``id``, an ``id`` seen
-before in the shard, a missing or non-string ``text``, a ``text`` or ``id``
-with a lone surrogate such as the JSON escape ``\\ud800``, a ``text`` longer
-than the pipeline's ``nlp.max_length``, a text the pipeline fails on) are left
+Bad rows (not valid UTF-8, not a JSON object, no ``id``, an integer ``id``
+outside 64 bits, an ``id`` of a valid row before it in the shard, a missing or
+non-string ``text``, a ``text`` or ``id`` with a lone surrogate such as the
+JSON escape ``\\ud800``, a ``text`` longer than the pipeline's
+``nlp.max_length``, a text the pipeline fails on) are left
 out of the output and listed in ``OUTPUT/_errors.jsonl`` with their shard,
 1-based line and reason; the shard's good rows are written, the run goes on
 and exits with status 1. A shard that fails as a whole (unreadable) is listed
@@ -43,13 +52,14 @@ KeyboardInterrupt raised wherever the signal lands can be lost: inside a
 callback whose exceptions Python only prints (distributed's garbage-collection
 callback, say), the run would go on. A second Ctrl-C raises at once.
 
-OUTPUT remembers the pipeline that wrote it: a run with another pipeline stops
-(E102) rather than mix the two, unless ``--overwrite`` is given, which
-annotates every shard again. Exit status: 0 all good, 1 bad rows or failed
-shards, 2 a usage, input, output or model error (nothing annotated), 130
-interrupted.
+OUTPUT remembers the pipeline that wrote each shard: a run with another
+pipeline stops (E102) rather than mix the two, unless ``--overwrite`` is
+given, which annotates every shard again. Exit status: 0 all good, 1 bad rows
+or failed shards, 2 a usage, input, output or model error (nothing annotated),
+130 interrupted.
 """
 
+import hashlib
 import os
 import signal
 import sys
@@ -66,15 +76,19 @@ import srsly
 
 from . import token_values
 from .pipeline.extensions import CONFIDENCE, SPAN_CONFIDENCE, stem
-from .errors import Errors
-from .shard_io import (list_shards, not_unicode, output_schema, parquet_id_type, read_rows,
-                       remove_stale_temp_files, write_rows)
+from .errors import Errors, Warnings, warn
+from .shard_io import (list_shards, name_list, not_unicode, output_schema, parquet_id_type,
+                       read_rows, remove_stale_temp_files, shard_format, unread_entries,
+                       write_rows)
 
 ERRORS_FILE = "_errors.jsonl"
-#: which pipeline wrote the finished shards (a run with another one stops: E102)
-MODEL_FILE = ".model.json"
+#: per-shard records of the output files annotate wrote, and with which pipeline:
+#: a shard is finished when its output is the file recorded (else E254, or E102)
+DONE_DIR = ".done"
 #: per-shard lists of bad rows, kept beside the output until merged into ERRORS_FILE
 ERRORS_DIR = ".errors"
+#: the integer ids the output holds: JSON lines (srsly) and Parquet (int64, uint64)
+ID_RANGE = (-2 ** 63, 2 ** 64 - 1)
 
 # pipelines loaded in this process: each worker loads its pipeline once and keeps it
 _PIPELINES: Dict[Tuple[str, Optional[str]], Tuple[Any, Any]] = {}
@@ -165,7 +179,7 @@ def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int =
     Raises
     ------
     ValueError
-        A usage error (E097-E099, E101, E102, E140, E141): nothing annotated.
+        A usage error (E097-E099, E101, E102, E140, E141, E254): nothing annotated.
     KeyboardInterrupt
         On Ctrl-C, after saying how many shards are done (finished shards are
         kept): at the driver's next safe point (:func:`interrupts_recorded`), or
@@ -177,38 +191,43 @@ def annotate(model: Path, input_dir: Path, output_dir: Path, *, n_workers: int =
     shards = list_shards(input_dir)
     _check_dirs(model, input_dir, output_dir)
     _check_shard_names(input_dir, shards)
-    _prepare_output(output_dir, model, component, shards, overwrite)
-    todo = [s for s in shards if not (output_dir / s.name).exists()]
+    _warn_unread(input_dir)
+    run = _run_record(model, component)
+    _prepare_output(output_dir, run, shards, overwrite)
+    todo = [s for s in shards if not _is_done(output_dir / s.name, run)]
     report = AnnotateReport(skipped=len(shards) - len(todo))
     failures: List[Dict[str, Any]] = []
     try:
         with interrupts_recorded() as interrupts:
             if todo and client is not None:
-                _run(client, model, component, todo, output_dir, batch_size, report, failures,
-                     log, on_shard_done, begin, interrupts)
+                _run(client, model, component, run, todo, output_dir, batch_size, report,
+                     failures, log, on_shard_done, begin, interrupts)
             elif todo:
                 from .dask_client import dask_client
 
                 with dask_client(n_workers=n_workers, address=address) as own:
                     interrupts.check()  # (starting the cluster takes seconds)
-                    _run(own, model, component, todo, output_dir, batch_size, report,
+                    _run(own, model, component, run, todo, output_dir, batch_size, report,
                          failures, log, on_shard_done, begin, interrupts)
     except KeyboardInterrupt:
-        n_done = sum((output_dir / s.name).exists() for s in shards)
+        n_done = sum(_is_done(output_dir / s.name, run) for s in shards)
         _say(log, f"Interrupted: {n_done} of {len(shards)} shard(s) done. Run the same "
                   "command again to resume: finished shards are kept and skipped.")
         raise
-    report.bad_rows = _merge_errors(output_dir, shards, failures)
+    report.bad_rows = _merge_errors(output_dir, shards, failures, run)
     report.seconds = time.perf_counter() - begin
     _say(log, _summary(report, len(shards)))
     return report
 
 
 def annotate_shard(model: str, component: Optional[str], shard: str, output: str,
-                   batch_size: int) -> Dict[str, Any]:
-    """Annotate one shard (runs on a worker): write its output and its bad rows.
+                   batch_size: int, run: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Annotate one shard (runs on a worker): write its output, its bad rows and
+    the record of its output in ``DONE_DIR``.
 
-    Returns the shard's counts: ``documents``, ``tokens``, ``bad_rows``, ``seconds``.
+    ``run`` is the driver's :func:`_run_record` of the pipeline, kept in the
+    record. Returns the shard's counts: ``documents``, ``tokens``, ``bad_rows``,
+    ``seconds``.
     """
     begin = time.perf_counter()
     nlp, pipe = _pipeline(model, component)
@@ -224,9 +243,11 @@ def annotate_shard(model: str, component: Optional[str], shard: str, output: str
         errors_path.unlink()
     schema = (output_schema(pipe.target.is_span_target, parquet_id_type(shard_path),
                             pipe.target.record_fields)
-              if shard_path.suffix == ".parquet" else None)
-    # the rename of the output is what marks the shard finished: its errors first
-    write_rows(output_path, records, schema)
+              if shard_format(shard_path) == "parquet" else None)
+    # the rename of the output is what marks the shard finished: its errors and its
+    # record first (a record whose file is missing or other marks nothing)
+    write_rows(output_path, records, schema,
+               before_rename=_recorder(output_path, run or {"model": model, "fingerprint": None}))
     return {"shard": shard_path.name, "documents": len(records), "tokens": n_tokens,
             "bad_rows": len(bad), "seconds": time.perf_counter() - begin}
 
@@ -317,40 +338,58 @@ def _valid_rows(path: Path, max_length: Optional[int] = None
         bad.append({"shard": path.name, "line": line, "id": doc_id, "error": why})
 
     for line, row, problem in read_rows(path):
-        if row is None:
+        doc_id = None if row is None else row.get("id")
+        problem = problem or _id_problem(doc_id)
+        if problem is not None:  # (the id is left out: the error list could not hold it)
             reject(line, None, problem)
             continue
-        doc_id = row.get("id")
-        if doc_id is None or isinstance(doc_id, (bool, float, list, dict)):
-            reject(line, None, "no 'id' (a string or an integer)" if doc_id is None
-                   else f"'id' is a {type(doc_id).__name__}, not a string or an integer")
-            continue
-        if isinstance(doc_id, str) and not_unicode(doc_id) is not None:
-            reject(line, None, f"'id' is not valid Unicode ({not_unicode(doc_id)}): "
-                               "write ids as UTF-8 text, without \\ud800-\\udfff escapes")
-            continue
         if doc_id in first_line:
-            reject(line, doc_id, f"duplicate id: line {first_line[doc_id]} has it too "
-                                 "(the first is kept)")
+            reject(line, doc_id, f"duplicate id: line {first_line[doc_id]} has it too (only "
+                                 "the first valid row of an id is annotated)")
             continue
-        first_line[doc_id] = line
         text = row.get("text")
-        if not isinstance(text, str):
-            reject(line, doc_id, "no 'text'" if text is None
-                   else f"'text' is a {type(text).__name__}, not a string")
+        problem = _text_problem(text, max_length)
+        if problem is not None:
+            reject(line, doc_id, problem)
             continue
-        where = not_unicode(text)
-        if where is not None:
-            reject(line, doc_id, f"'text' is not valid Unicode ({where}): write texts as "
-                                 "UTF-8, without lone \\ud800-\\udfff escapes")
-            continue
-        if max_length is not None and len(text) > max_length:
-            reject(line, doc_id, f"'text' has {len(text)} characters, more than the "
-                                 f"pipeline's nlp.max_length = {max_length}: split the "
-                                 "document into shorter ones")
-            continue
+        # only a valid row claims its id: a rejected one is not written, so a later
+        # row with its id is the document's only row, not a duplicate
+        first_line[doc_id] = line
         good.append((line, doc_id, text))
     return good, bad
+
+
+def _id_problem(doc_id: Any) -> Optional[str]:
+    """Why ``doc_id`` cannot be a document's id (a string or an integer that the
+    output and the error list can hold), or None."""
+    if doc_id is None:
+        return "no 'id' (a string or an integer)"
+    if isinstance(doc_id, (bool, float, list, dict)):
+        return f"'id' is a {type(doc_id).__name__}, not a string or an integer"
+    if isinstance(doc_id, int) and not ID_RANGE[0] <= doc_id <= ID_RANGE[1]:
+        # JSON allows any integer, but srsly cannot write one beyond 64 bits
+        return (f"'id' is an integer outside 64 bits ({ID_RANGE[0]} to {ID_RANGE[1]}), "
+                "which the output cannot hold: write such ids as strings")
+    where = not_unicode(doc_id) if isinstance(doc_id, str) else None
+    if where is not None:
+        return (f"'id' is not valid Unicode ({where}): write ids as UTF-8 text, without "
+                "\\ud800-\\udfff escapes")
+    return None
+
+
+def _text_problem(text: Any, max_length: Optional[int]) -> Optional[str]:
+    """Why ``text`` cannot be annotated (not a string, not Unicode, longer than
+    ``max_length``), or None."""
+    if not isinstance(text, str):
+        return "no 'text'" if text is None else f"'text' is a {type(text).__name__}, not a string"
+    where = not_unicode(text)
+    if where is not None:
+        return (f"'text' is not valid Unicode ({where}): write texts as UTF-8, without lone "
+                "\\ud800-\\udfff escapes")
+    if max_length is not None and len(text) > max_length:
+        return (f"'text' has {len(text)} characters, more than the pipeline's "
+                f"nlp.max_length = {max_length}: split the document into shorter ones")
+    return None
 
 
 def _pipeline(model: str, component: Optional[str]) -> Tuple[Any, Any]:
@@ -402,8 +441,8 @@ def _load_here(model: str, component: Optional[str]) -> None:
     nlp("Warm up the pipeline .")
 
 
-def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
-         output_dir: Path, batch_size: int, report: AnnotateReport,
+def _run(client: Any, model: Path, component: Optional[str], run: Dict[str, Any],
+         todo: List[Path], output_dir: Path, batch_size: int, report: AnnotateReport,
          failures: List[Dict[str, Any]], log: IO, on_shard_done: Optional[Callable],
          begin: float, interrupts: "Interrupts") -> None:
     from .dask_client import worker_memory_mb, worker_peak_memory_mb
@@ -415,7 +454,7 @@ def _run(client: Any, model: Path, component: Optional[str], todo: List[Path],
     _say(log, f"{len(client.scheduler_info()['workers'])} worker(s) ready in "
               f"{report.startup_seconds:.1f} s; {len(todo)} shard(s) to annotate")
     futures = {client.submit(annotate_shard, model_path, component, str(shard.resolve()),
-                             str((output_dir / shard.name).resolve()), batch_size,
+                             str((output_dir / shard.name).resolve()), batch_size, run,
                              key=f"annotate-{shard.name}-{time.time_ns()}", pure=False,
                              retries=1): shard for shard in todo}
     progress = _Progress(log, len(todo))
@@ -505,13 +544,14 @@ def interrupts_recorded() -> Iterator[Interrupts]:
         signal.signal(signal.SIGINT, signal.SIG_DFL if before is None else before)
 
 
-def _merge_errors(output_dir: Path, shards: List[Path], failures: List[Dict[str, Any]]) -> int:
+def _merge_errors(output_dir: Path, shards: List[Path], failures: List[Dict[str, Any]],
+                  run: Dict[str, Any]) -> int:
     """Write ``_errors.jsonl``: the bad rows of every finished shard, then this run's
     failed shards; rewritten only when it changes. Returns the number of bad rows."""
     rows: List[Dict[str, Any]] = []
     for shard in shards:
         listed = output_dir / ERRORS_DIR / (shard.name + ".jsonl")
-        if (output_dir / shard.name).exists() and listed.exists():
+        if _is_done(output_dir / shard.name, run) and listed.exists():
             rows.extend(srsly.read_jsonl(listed))
     n_bad = len(rows)
     rows.extend(failures)
@@ -535,49 +575,110 @@ def _fingerprint(model: Path, component: Optional[str]) -> Dict[str, Any]:
                       for p in files}}
 
 
-def _claim_output(output_dir: Path, model: Path, component: Optional[str],
-                  shards: List[Path], overwrite: bool) -> None:
-    """Record which pipeline annotates into ``output_dir``; E102 if finished shards
-    came from another one (``overwrite`` deletes them instead)."""
-    path = output_dir / MODEL_FILE
-    mine = _fingerprint(model, component)
-    then = srsly.read_json(path) if path.exists() else None
+def _run_record(model: Path, component: Optional[str]) -> Dict[str, Any]:
+    """What a shard's record says of the pipeline that wrote it: its path, and a
+    digest of its :func:`_fingerprint` (equal for the same files, unchanged)."""
+    fingerprint = srsly.json_dumps(_fingerprint(model, component), sort_keys=True)
+    return {"model": str(model.resolve()),
+            "fingerprint": hashlib.sha256(fingerprint.encode("utf8")).hexdigest()}
+
+
+def _record_path(output: Path) -> Path:
+    """Where annotate records the output file ``output`` it wrote."""
+    return output.parent / DONE_DIR / (output.name + ".jsonl")
+
+
+def _recorder(output: Path, run: Dict[str, Any]) -> Callable[[Path], None]:
+    """A ``before_rename`` for :func:`write_rows`: records the finished temporary
+    file of ``output`` (size and modification time, which its rename keeps)."""
+    def record(temp: Path) -> None:
+        stat = temp.stat()
+        _record_path(output).parent.mkdir(exist_ok=True)
+        write_rows(_record_path(output),
+                   [{**run, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}])
+    return record
+
+
+def _record_of(output: Path) -> Optional[Dict[str, Any]]:
+    """The record of ``output`` if annotate wrote that file as it is now; None if
+    there is no file, no record, or the file is not the one recorded."""
+    try:
+        stat = output.stat()
+        records = list(srsly.read_jsonl(_record_path(output)))
+    except (OSError, ValueError):  # srsly: ValueError for a missing or broken file
+        return None
+    if len(records) != 1 or not isinstance(records[0], dict):
+        return None
+    record = records[0]
+    if (record.get("size"), record.get("mtime_ns")) != (stat.st_size, stat.st_mtime_ns):
+        return None
+    return record
+
+
+def _is_done(output: Path, run: Dict[str, Any]) -> bool:
+    """Whether the shard output ``output`` is finished: written by annotate with the
+    pipeline of ``run``, and not changed since."""
+    record = _record_of(output)
+    return record is not None and record.get("fingerprint") == run["fingerprint"]
+
+
+def _claim_output(output_dir: Path, run: Dict[str, Any], shards: List[Path],
+                  overwrite: bool) -> None:
+    """Check that every shard output already in ``output_dir`` is annotate's, from
+    the pipeline of ``run``: E254 for files annotate has no record of writing,
+    E102 for shards of another pipeline. ``overwrite`` deletes them instead."""
+    outputs = [output_dir / s.name for s in shards]
     if overwrite:
-        for shard in shards:
-            for old in (output_dir / shard.name, output_dir / ERRORS_DIR / (shard.name + ".jsonl")):
+        for output in outputs:
+            for old in (output, output_dir / ERRORS_DIR / (output.name + ".jsonl"),
+                        _record_path(output)):
                 if old.exists():
                     old.unlink()
-    elif then is not None and then != mine and any((output_dir / s.name).exists() for s in shards):
-        raise ValueError(Errors.E102.format(output=output_dir, model=model,
-                                            then=then.get("model")))
-    if then != mine:
-        srsly.write_json(path, mine)
+        return
+    present = [output for output in outputs if output.exists()]
+    records = [_record_of(output) for output in present]
+    unrecorded = [output.name for output, record in zip(present, records) if record is None]
+    if unrecorded:
+        raise ValueError(Errors.E254.format(output=output_dir, names=name_list(unrecorded)))
+    other = [r for r in records if r is not None and r.get("fingerprint") != run["fingerprint"]]
+    if other:
+        raise ValueError(Errors.E102.format(output=output_dir, model=run["model"],
+                                            then=other[0].get("model")))
 
 
 def _check_shard_names(input_dir: Path, shards: List[Path]) -> None:
     """E140 for an input shard that has the name of annotate's error list: its
     output would be overwritten by the list (or deleted with it)."""
-    if any(shard.name == ERRORS_FILE for shard in shards):
+    if any(shard.name.lower() == ERRORS_FILE for shard in shards):
         raise ValueError(Errors.E140.format(path=input_dir / ERRORS_FILE, name=ERRORS_FILE))
 
 
-def _prepare_output(output_dir: Path, model: Path, component: Optional[str],
-                    shards: List[Path], overwrite: bool) -> None:
-    """Create OUTPUT, claim it for the pipeline and clear a killed run's temporary
-    files; E141 when OUTPUT cannot be created or written."""
+def _prepare_output(output_dir: Path, run: Dict[str, Any], shards: List[Path],
+                    overwrite: bool) -> None:
+    """Create OUTPUT, claim it for the pipeline of ``run`` and clear a killed run's
+    temporary files; E141 when OUTPUT cannot be created or written."""
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
         (output_dir / ERRORS_DIR).mkdir(exist_ok=True)
+        (output_dir / DONE_DIR).mkdir(exist_ok=True)
         # a file written and removed: a directory that exists but refuses writes
         # fails here, not on every worker
         probe = output_dir / f".tmp-probe-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
-        _claim_output(output_dir, model, component, shards, overwrite)
-        remove_stale_temp_files(output_dir)
-        remove_stale_temp_files(output_dir / ERRORS_DIR)
+        _claim_output(output_dir, run, shards, overwrite)
+        for directory in (output_dir, output_dir / ERRORS_DIR, output_dir / DONE_DIR):
+            remove_stale_temp_files(directory)
     except OSError as err:
         raise ValueError(Errors.E141.format(output=output_dir, why=_describe(err))) from err
+
+
+def _warn_unread(input_dir: Path) -> None:
+    """W047 naming what INPUT holds that is not read (a shard in a subfolder or
+    compressed would otherwise be left out without a word)."""
+    unread = unread_entries(input_dir)
+    if unread:
+        warn(Warnings.W047.format(path=input_dir, names=name_list(unread)))
 
 
 def _check_dirs(model: Path, input_dir: Path, output_dir: Path) -> None:

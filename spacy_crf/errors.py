@@ -544,6 +544,13 @@ class Errors(metaclass=_Codes):
             "settings do not apply, and fit cannot train that component: {why} Warm-start "
             "from a pipeline whose '{name}' fit can train (one fit trained, or one spacy "
             "train trained with those settings), or fit without --init-from.")
+    # E254: files in annotate's OUTPUT that it has no record of writing
+    E254 = ("OUTPUT '{output}' holds {names}, named like input shards, but annotate has no "
+            "record of writing them as they are (OUTPUT/.done): a copy of the inputs, a "
+            "stale file, the output of an older spacy-crf, or an output changed (or copied "
+            "without its modification time) since. Taken as finished they would never be "
+            "annotated, so nothing was. Use a new or empty OUTPUT, delete those files, or "
+            "pass --overwrite to annotate every shard again.")
     # E260: spaCy's pipe API: get_loss given what predict returns
     E260 = ("get_loss of '{name}' takes the model's scores, pipe.model.predict(docs), as "
             "spaCy's get_loss takes them; it was given {got}, which is what pipe.predict "
@@ -645,6 +652,12 @@ class Warnings(metaclass=_Codes):
             "nothing were kept, and the kept values are still written over the decoded "
             "ones. Use sequence = \"doc\", or order = 1, to have the rest decoded "
             "consistently with them. Said once per component.")
+    # W047: files in annotate's INPUT that it does not read
+    W047 = ("INPUT '{path}' holds {names}, which annotate does not read: it reads the "
+            ".jsonl and .parquet files directly in INPUT (the suffix in any case, "
+            "uncompressed) and leaves out subfolders, compressed shards (.gz, .zst...) and "
+            "other files. To have them annotated, decompress them into INPUT, or run "
+            "annotate on each subfolder with an OUTPUT of its own.")
     # W043: structure settings at a component's top level (issue 50)
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "

@@ -1,11 +1,11 @@
 """Reading and writing the document shards of ``spacy_crf.annotate`` (:mod:`spacy_crf.annotation`).
 
 A shard is one file of documents, JSON lines (``.jsonl``) or Parquet
-(``.parquet``), one row per document. Rows are read with their 1-based line
-(JSONL) or row (Parquet) number, so that a bad row can be reported where it
-is. Output shards are written whole to a hidden temporary file beside their
-final name and renamed into place: a reader (or a restarted run) sees either
-the finished shard or nothing, never part of one.
+(``.parquet``; the suffix in any case), one row per document. Rows are read
+with their 1-based line (JSONL) or row (Parquet) number, so that a bad row can
+be reported where it is. Output shards are written whole to a hidden
+temporary file beside their final name and renamed into place: a reader (or a
+restarted run) sees either the finished shard or nothing, never part of one.
 
 Parquet needs pyarrow (``pip install -e ".[distributed]"`` in a checkout); JSON lines
 need nothing beyond srsly.
@@ -16,7 +16,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import srsly
 
@@ -27,10 +27,23 @@ FORMATS = {".jsonl": "jsonl", ".parquet": "parquet"}
 TEMP_PREFIX = ".tmp-"
 
 Row = Dict[str, Any]
+#: how many names a message lists before "and N more"
+_NAMES_SHOWN = 5
+
+
+def shard_format(path: Path) -> Optional[str]:
+    """``"jsonl"`` or ``"parquet"`` by the suffix of ``path``, in any case (``.JSONL``
+    is what some exporters write), or None for a file that is no shard."""
+    return FORMATS.get(Path(path).suffix.lower())
+
+
+def _is_shard(path: Path) -> bool:
+    # hidden files are never shards: temporary files, .DS_Store and the like
+    return path.is_file() and shard_format(path) is not None and not path.name.startswith(".")
 
 
 def list_shards(directory: Path) -> List[Path]:
-    """The shard files of ``directory`` (JSONL and Parquet), sorted by name.
+    """The shard files directly in ``directory`` (JSONL and Parquet), sorted by name.
 
     Raises
     ------
@@ -40,17 +53,34 @@ def list_shards(directory: Path) -> List[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         raise ValueError(Errors.E097.format(path=directory, why="it is not a directory"))
-    shards = sorted(p for p in directory.iterdir()
-                    if p.is_file() and p.suffix in FORMATS and not p.name.startswith("."))
+    shards = sorted(p for p in directory.iterdir() if _is_shard(p))
     if not shards:
-        raise ValueError(Errors.E097.format(path=directory, why="it has no .jsonl or .parquet file"))
+        unread = unread_entries(directory)
+        why = "it has no .jsonl or .parquet file" + (
+            f" directly in it (it holds {name_list(unread)}, which are not read: "
+            "compressed shards, subfolders and other files)" if unread else "")
+        raise ValueError(Errors.E097.format(path=directory, why=why))
     return shards
+
+
+def unread_entries(directory: Path) -> List[str]:
+    """The names of what :func:`list_shards` leaves out of ``directory``, sorted:
+    subfolders (with a trailing ``/``) and files that are no shard, such as
+    compressed ones (``a.jsonl.gz``). Hidden names (``.tmp-...``) are not listed."""
+    return sorted(p.name + ("/" if p.is_dir() else "") for p in Path(directory).iterdir()
+                  if not p.name.startswith(".") and not _is_shard(p))
+
+
+def name_list(names: Sequence[str]) -> str:
+    """``a, b, c`` for a message: the first few names, then how many more."""
+    more = len(names) - _NAMES_SHOWN
+    return ", ".join(names[:_NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
 def read_rows(path: Path) -> Iterator[Tuple[int, Optional[Row], Optional[str]]]:
     """``(line, row, problem)`` for every row of a shard: ``row`` is None and
     ``problem`` says why where a JSONL line is not a JSON object."""
-    if FORMATS[path.suffix] == "parquet":
+    if shard_format(path) == "parquet":
         import pyarrow.parquet as pq
 
         for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
@@ -93,7 +123,8 @@ def not_unicode(text: str) -> Optional[str]:
     return None
 
 
-def write_rows(path: Path, rows: Sequence[Row], schema: Optional[Any] = None) -> None:
+def write_rows(path: Path, rows: Sequence[Row], schema: Optional[Any] = None,
+               before_rename: Optional[Callable[[Path], None]] = None) -> None:
     """Write ``rows`` as the shard ``path`` (its suffix gives the format), atomically.
 
     Parameters
@@ -105,10 +136,14 @@ def write_rows(path: Path, rows: Sequence[Row], schema: Optional[Any] = None) ->
     schema : pyarrow.Schema, optional
         Parquet only: the columns (:func:`output_schema` for annotate's output;
         by default inferred from the rows, or ``id`` and ``text`` without rows).
+    before_rename : callable, optional
+        Called with the finished temporary file just before it is renamed to
+        ``path`` (annotate records the file it wrote there: a rename keeps the
+        file's size and modification time).
     """
     temp = path.with_name(f"{TEMP_PREFIX}{uuid.uuid4().hex}-{path.name}")
     try:
-        if FORMATS[path.suffix] == "parquet":
+        if shard_format(path) == "parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
 
@@ -117,6 +152,8 @@ def write_rows(path: Path, rows: Sequence[Row], schema: Optional[Any] = None) ->
             pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), temp)
         else:
             srsly.write_jsonl(temp, rows)
+        if before_rename is not None:
+            before_rename(temp)
         os.replace(temp, path)  # atomic within a file system
     finally:
         if temp.exists():
@@ -204,12 +241,12 @@ def write_shards(corpus: Path, output: Path, n_shards: int = 4,
 
     corpus, output = Path(corpus), Path(output)
     ours = re.compile(rf"{re.escape(corpus.stem)}-\d{{3,}}")
-    old = [p for p in output.iterdir() if p.is_file() and p.suffix in FORMATS
-           and not p.name.startswith(".")] if output.is_dir() else []
+    # every file annotate would read as a shard, whatever the case of its suffix
+    old = [p for p in output.iterdir() if _is_shard(p)] if output.is_dir() else []
     foreign = sorted(p.name for p in old if not ours.fullmatch(p.stem))
     if foreign:
-        names = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise ValueError(Errors.E187.format(path=output, corpus=corpus.name, names=names))
+        raise ValueError(Errors.E187.format(path=output, corpus=corpus.name,
+                                            names=name_list(foreign)))
     docs = DocBin().from_disk(corpus).get_docs(spacy.blank("xx").vocab)
     rows = [{"id": f"{corpus.stem}-{i}", "text": doc.text} for i, doc in enumerate(docs)]
     output.mkdir(parents=True, exist_ok=True)

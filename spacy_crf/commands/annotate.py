@@ -28,7 +28,8 @@ def annotate_cli(
     address: Optional[str] = Opt(None, "--address", help="A running Dask scheduler to use instead (tcp://HOST:8786)"),
     batch_size: int = Opt(256, "--batch-size", "-b", help="Documents per nlp.pipe batch", min=1),
     component: Optional[str] = Opt(None, "--component", help="The crf_tagger whose labels are written (default: the last)"),
-    overwrite: bool = Opt(False, "--overwrite", help="Annotate every shard again, finished or not"),
+    overwrite: bool = Opt(False, "--overwrite",
+                          help="Annotate every shard again, over any file of its name in OUTPUT"),
     # fmt: on
 ):
     """
@@ -36,10 +37,11 @@ def annotate_cli(
     Parquet shards is annotated with a trained pipeline: one output shard per input shard, with each
     document's tokens, labels and confidences (and spans for span targets).
     Every document is written exactly once: a killed run started again
-    resumes, and a run over finished output changes nothing. Bad rows are
-    listed in OUTPUT_DIR/_errors.jsonl. Exit status: 0 all good, 1 bad rows or
-    failed shards, 2 a usage, input, output or model error (nothing
-    annotated), 130 interrupted.
+    resumes, and a run over finished output changes nothing; a file in
+    OUTPUT_DIR that annotate did not write is never taken for a finished
+    shard. Bad rows are listed in OUTPUT_DIR/_errors.jsonl. Exit status: 0
+    all good, 1 bad rows or failed shards, 2 a usage, input, output or model
+    error (nothing annotated), 130 interrupted.
     """
     with our_errors():
         try:

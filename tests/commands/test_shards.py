@@ -52,3 +52,12 @@ def test_shards_it_did_not_write_are_refused_and_nothing_changes(corpus, tmp_pat
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert main([str(corpus), str(out), "--n-shards", "1"]) == 1
     assert "✘ [CRF-E187]" in capsys.readouterr().err
+
+
+def test_a_shard_with_an_upper_case_suffix_is_one_annotate_reads(corpus, tmp_path):
+    """annotate reads ``.JSONL`` as a shard, so crf-shards may not leave one beside its own."""
+    out = tmp_path / "shards"
+    out.mkdir()
+    (out / "mine.JSONL").write_text('{"id": "x", "text": "kept"}\n', encoding="utf8")
+    with pytest.raises(ValueError, match=r"\[CRF-E187\].*mine\.JSONL"):
+        write_shards(corpus, out, 1)
