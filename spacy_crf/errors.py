@@ -551,6 +551,22 @@ class Errors(metaclass=_Codes):
             "without its modification time) since. Taken as finished they would never be "
             "annotated, so nothing was. Use a new or empty OUTPUT, delete those files, or "
             "pass --overwrite to annotate every shard again.")
+    # E257-E259: crf-fit's checks before training (dev gold, --output, a warm start's target)
+    E257 = ("The dev corpus '{path}' carries no annotation of target '{target}', which "
+            "'{name}' learns: none of its {n} document(s) has a '{target}' label, so every "
+            "dev score would be 0.0 and model-best the first evaluation. Point --paths.dev "
+            "at a corpus annotated for '{target}', as the training corpus is (python -m "
+            "spacy crf-debug-data CONFIG counts the labels of each corpus); for a '_.NAME' "
+            "target, save its .spacy files with store_user_data=True.")
+    E258 = ("Cannot write to --output '{path}' ({why}). Give python -m spacy_crf.fit a "
+            "directory it may create and write to, on a file system with free space; it is "
+            "checked before training, so that no trained model is lost when saving.")
+    E259 = ("python -m spacy_crf.fit --init-from {path}: its component '{name}' was trained "
+            "for target '{trained}', but the config says target = '{given}'. A warm start "
+            "continues the trained component as it is, its target included, so fit would "
+            "train and save a '{trained}' model. Set target = \"{trained}\" in "
+            "[components.{name}] to continue training that model, or fit without "
+            "--init-from to train a '{given}' model anew.")
     # E260: spaCy's pipe API: get_loss given what predict returns
     E260 = ("get_loss of '{name}' takes the model's scores, pipe.model.predict(docs), as "
             "spaCy's get_loss takes them; it was given {got}, which is what pipe.predict "
@@ -658,6 +674,12 @@ class Warnings(metaclass=_Codes):
             "uncompressed) and leaves out subfolders, compressed shards (.gz, .zst...) and "
             "other files. To have them annotated, decompress them into INPUT, or run "
             "annotate on each subfolder with an OUTPUT of its own.")
+    # W048: crf-fit --init-from: the config's settings the trained component replaces
+    W048 = ("python -m spacy_crf.fit --init-from {path}: its component '{name}' replaces the "
+            "config's with its own settings (a warm start continues the trained model as it "
+            "is), so these settings of the config's [components.{name}] block are not used: "
+            "{settings}. Fit without --init-from to train with them, or set them in the "
+            "config as the trained component has them to silence this.")
     # W043: structure settings at a component's top level (issue 50)
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "

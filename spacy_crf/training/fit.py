@@ -14,10 +14,11 @@ does. The ``[training]`` optimizer, batcher and epochs are not used.
 
 ``init_from`` warm-starts from the crf_tagger of a trained pipeline: its
 weights are the first iterate and the corpus's labels it lacks are added (the
-model grows, as ``add_label`` grows it). ``n_workers`` evaluates the
-objective on a local Dask cluster of that many processes instead of threads,
-one corpus shard each; ``address`` on a running cluster (one shard per
-worker). The driver featurizes, scatters the shards once and runs the
+model grows, as ``add_label`` grows it); its settings replace the config's
+(W048 names those not used, E259 refuses another target). ``n_workers``
+evaluates the objective on a local Dask cluster of that many processes
+instead of threads, one corpus shard each; ``address`` on a running cluster
+(one shard per worker). The driver featurizes, scatters the shards once and runs the
 optimizer; the weights equal the threaded fit's with as many shards.
 """
 
@@ -33,14 +34,16 @@ import numpy as np
 import spacy
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
+from spacy.tokens import Doc
 from spacy.training import Example
 from spacy.training.loop import (create_before_to_disk_callback, create_evaluation_callback,
                                  update_meta)
 from spacy.util import load_config
 
-from ..errors import Errors
+from ..errors import Errors, Warnings, warn
 from ..losses import get_loss, registered_losses
 from ..pipeline.crf_tagger import CRFTagger
+from ..targets import Target
 from .train_config import check_corpora, load_pipeline, training_corpora
 from .corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
                      holds_part_weights, not_a_feature_crf, read_corpus, read_weights,
@@ -126,8 +129,10 @@ def fit(
         A trained pipeline whose crf_tagger of the same name to start from
         (warm start): its weights are the first iterate, labels of the corpus
         it lacks are added (``initialize(keep_weights=True)``), and the hashed
-        rows the corpus does not use keep their trained weights. Its model
-        (templates, buckets) replaces the config's.
+        rows the corpus does not use keep their trained weights. Its settings
+        (model, structure and the rest of its block) replace the config's
+        component settings: W048 names those of the config that differ and
+        are not used; a config whose target differs is refused (E259).
     stdout : file, optional
         Where the progress lines go (default ``sys.stdout``).
 
@@ -154,12 +159,10 @@ def fit(
     check_corpora(train=train_corpus, dev=dev_corpus)
     pipe = _component(nlp, component, T)
     if init_from is not None:
-        sourced = _source(nlp, pipe.name, Path(init_from))  # (E169: no such pipeline)
-        try:  # the trained component replaced the config's, its structure and model too
-            pipe = _component(sourced, pipe.name, T)
-        except ValueError as err:
-            raise ValueError(Errors.E253.format(path=init_from, name=pipe.name, why=err)) from err
-    _check_dev(dev_corpus, nlp)
+        pipe = _warm_start(nlp, pipe.name, Path(init_from), T)
+    _check_dev(dev_corpus, nlp, pipe)
+    if output_dir is not None:  # (after the checks of the inputs: a bad one leaves no folder)
+        _prepare_output(Path(output_dir))
     train_examples = read_corpus(train_corpus, nlp)
     _initialize(nlp, T, train_examples, keep=pipe.name if init_from is not None else None)
     _annotate(nlp, pipe, T, train_examples)
@@ -290,13 +293,45 @@ def _engine(n_workers: Optional[int], address: Optional[str]) -> Iterator[Any]:
         yield client
 
 
-def _check_dev(dev_corpus: Callable, nlp: Language) -> None:
-    """E142 for a dev corpus with no documents (an empty .spacy file, or a path
-    with no .spacy file): every evaluation would score 0.0 and model-best would
-    be the first one. Reads the first document only."""
-    if next(iter(dev_corpus(nlp)), None) is None:
-        path = getattr(dev_corpus, "path", None)
+def _check_dev(dev_corpus: Callable, nlp: Language, pipe: CRFTagger) -> None:
+    """Refuse a dev corpus that cannot score ``pipe``: every evaluation would
+    score 0.0 and model-best would be the first one.
+
+    Parameters
+    ----------
+    dev_corpus : callable
+        The config's dev corpus reader.
+    nlp : Language
+        The pipeline it reads with.
+    pipe : CRFTagger
+        The component to train, whose target reads the gold.
+
+    Raises
+    ------
+    ValueError
+        E142 for no documents (an empty .spacy file, or a path with no .spacy
+        file); E257 for documents none of which carries the target's gold (an
+        NER corpus for a POS model). Reading stops at the first annotated one.
+    """
+    n_docs = 0
+    for eg in dev_corpus(nlp):
+        if _has_gold(pipe.target, eg.reference):
+            return
+        n_docs += 1
+    path = getattr(dev_corpus, "path", None)
+    if not n_docs:
         raise ValueError(Errors.E142.format(path=path))
+    raise ValueError(Errors.E257.format(path=path, target=pipe.target.name, name=pipe.name,
+                                        n=n_docs))
+
+
+def _has_gold(target: Target, doc: Doc) -> bool:
+    """Whether a reference doc has a gold label of ``target`` on any token.
+
+    The target's own reading of gold, as training's (W001) and initialize's
+    (E008) are: ``missing_key`` marks an unannotated token. Its keys, not
+    ``label_strings``, which some targets count for their label set."""
+    return bool(np.any(target.reference_keys(doc) != target.missing_key))
 
 
 def _check_output(output_dir: Path) -> None:
@@ -304,6 +339,22 @@ def _check_output(output_dir: Path) -> None:
     not when saving."""
     if output_dir.exists() and not output_dir.is_dir():
         raise ValueError(Errors.E143.format(path=output_dir))
+
+
+def _prepare_output(output_dir: Path) -> None:
+    """Create ``output_dir`` and write a file there, removed at once: E258 when
+    either fails (a read-only or missing parent, no permission), before
+    training rather than when saving, which lost the run (annotate's E141 does
+    the same for its OUTPUT)."""
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        # a directory that exists but refuses writes fails here too
+        probe = output_dir / f"{TEMP_PREFIX}probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        why = f"{type(err).__name__}: {err.strerror or err}"
+        raise ValueError(Errors.E258.format(path=output_dir, why=why)) from err
 
 
 def _not_fittable(pipe: CRFTagger) -> ValueError:
@@ -379,6 +430,66 @@ def _initialize(nlp: Language, T: Dict[str, Any], examples: List[Example],
         nlp.initialize(lambda: examples)
     if keep:
         nlp.get_pipe(keep).initialize(lambda: examples, nlp=nlp, keep_weights=True)
+
+
+def _warm_start(nlp: Language, name: str, path: Path, T: Dict[str, Any]) -> CRFTagger:
+    """Replace the component ``name`` by the one of the trained pipeline at
+    ``path`` (:func:`_source`) and return it, checked as :func:`_component`
+    checks the config's.
+
+    The trained component comes with its own settings: E259 where its target
+    is not the config's (fit would train and save a model of another target),
+    W048 naming the config's other settings it does not use.
+
+    Raises
+    ------
+    ValueError
+        E169 (no such pipeline or component), E259, or E253 with the reason why
+        fit cannot train the trained component.
+    """
+    given = _component_settings(nlp, name)
+    _source(nlp, name, path)
+    used = _component_settings(nlp, name)
+    if used.get("target") != given.get("target"):
+        raise ValueError(Errors.E259.format(path=path, name=name, trained=used.get("target"),
+                                            given=given.get("target")))
+    try:  # the trained component replaced the config's, its structure and model too
+        pipe = _component(nlp, name, T)
+    except ValueError as err:
+        raise ValueError(Errors.E253.format(path=path, name=name, why=err)) from err
+    unused = _unused_settings(given, used)
+    if unused:
+        warn(Warnings.W048.format(path=path, name=name, settings="; ".join(unused)))
+    return pipe
+
+
+def _component_settings(nlp: Language, name: str) -> Dict[str, Any]:
+    """The settings of the pipeline's ``[components.NAME]`` block, its
+    sub-blocks flattened to dotted keys (``model.n_buckets``)."""
+    return _flatten(nlp.config.interpolate()["components"][name])
+
+
+def _flatten(block: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    flat: Dict[str, Any] = {}
+    for key, value in block.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _unused_settings(given: Dict[str, Any], used: Dict[str, Any]) -> List[str]:
+    """Each setting of ``given`` (the config's) that ``used`` (the trained
+    component's) lacks or has another value of, as ``key = value (trained:
+    value)``. Settings only the trained component has are not the config's."""
+    unused = []
+    for key, value in given.items():
+        if key not in used:
+            unused.append(f"{key} = {value!r} (the trained component has no such setting)")
+        elif used[key] != value:
+            unused.append(f"{key} = {value!r} (trained: {used[key]!r})")
+    return unused
 
 
 def _source(nlp: Language, name: str, path: Path) -> Language:

@@ -118,3 +118,171 @@ def test_a_model_renamed_aside_by_a_killed_save_is_put_back(tmp_path):
     _remove_stale(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model-best", "model-last"]
     assert (tmp_path / "model-last" / "meta.json").read_text() == "{}"
+
+
+# ------------------------------------------------- checks before training (issue: crf-fit probe)
+
+
+@pytest.fixture(scope="module")
+def ner_dev(tmp_path_factory):
+    """The UNER sample's dev split: entities, no POS (a corpus for another target)."""
+    import spacy
+    from spacy_crf.converters import convert_uner
+
+    docs = convert_uner((SAMPLE / "en_ewt-dev.iob2").read_text(encoding="utf8"),
+                        spacy.blank("en").vocab)
+    path = tmp_path_factory.mktemp("ner_dev") / "ner_dev.spacy"
+    DocBin(docs=docs).to_disk(path)
+    return path
+
+
+def test_a_dev_corpus_without_the_targets_annotation_is_refused(small_corpus, ner_dev, tmp_path):
+    """A POS model with an NER dev corpus trained, every dev score 0.0, and
+    model-best was the first evaluation: silently."""
+    log = io.StringIO()
+    with pytest.raises(ValueError, match=r"^\[CRF-E257\] The dev corpus '.*ner_dev.spacy' "
+                                         r"carries no annotation of target 'pos'") as info:
+        fit(CONFIG, tmp_path / "out", overrides=overrides(small_corpus,
+                                                          **{"paths.dev": str(ner_dev)}),
+            max_iterations=1, stdout=log)
+    assert "--paths.dev" in str(info.value) and "crf_tagger" in str(info.value)
+    assert "Fitting" not in log.getvalue() and not (tmp_path / "out").exists()
+
+
+def test_the_dev_check_reads_gold_as_the_target_does():
+    """Gold on some document is enough; a span target's all-``O`` doc is gold (no
+    entity), a doc whose entities are unset is not."""
+    import spacy
+    from spacy.tokens import Doc
+    from spacy.training import Example
+    from spacy_crf.targets import make_target
+    from spacy_crf.training.fit import _check_dev, _has_gold
+
+    nlp = spacy.blank("en")
+    bare = Doc(nlp.vocab, words=["a", "b"])
+    tagged = Doc(nlp.vocab, words=["a", "b"], pos=["DET", "NOUN"])
+    outside = Doc(nlp.vocab, words=["a", "b"], ents=["O", "O"])
+    ents, pos = make_target("ents"), make_target("pos")
+    assert _has_gold(ents, outside) and not _has_gold(ents, bare)
+    assert _has_gold(pos, tagged) and not _has_gold(pos, outside)
+
+    class Pipe:  # what the check asks of the component
+        name, target = "crf_tagger", pos
+
+    def corpus(docs):
+        return lambda _: iter([Example(Doc(nlp.vocab, words=["a", "b"]), d) for d in docs])
+
+    _check_dev(corpus([bare, bare, tagged]), nlp, Pipe())
+    with pytest.raises(ValueError, match=r"\[CRF-E257\].*none of its 2 document"):
+        _check_dev(corpus([bare, outside]), nlp, Pipe())
+    with pytest.raises(ValueError, match=r"\[CRF-E142\]"):
+        _check_dev(corpus([]), nlp, Pipe())
+
+
+def test_an_output_that_cannot_be_created_is_refused_before_training(small_corpus, tmp_path):
+    """It trained to the end, then lost the run to a raw OSError when saving."""
+    (tmp_path / "a_file").write_text("")
+    log = io.StringIO()
+    with pytest.raises(ValueError, match=r"^\[CRF-E258\] Cannot write to --output "
+                                         r"'.*a_file/out' \(\w+Error: "):
+        fit(CONFIG, tmp_path / "a_file" / "out", overrides=overrides(small_corpus),
+            max_iterations=1, stdout=log)
+    assert "Fitting" not in log.getvalue()
+
+
+def test_an_output_that_refuses_writes_is_refused_before_training(small_corpus, tmp_path,
+                                                                   monkeypatch):
+    """A directory that exists but cannot be written (chmod does not stop root, so
+    the write is made to fail): the probe finds it, and leaves nothing behind."""
+    from pathlib import Path
+
+    real = Path.write_bytes
+
+    def refused(self, data):
+        if self.parent == tmp_path / "out":
+            raise PermissionError(13, "Permission denied")
+        return real(self, data)
+
+    (tmp_path / "out").mkdir()
+    monkeypatch.setattr(Path, "write_bytes", refused)
+    log = io.StringIO()
+    with pytest.raises(ValueError, match=r"\[CRF-E258\].*PermissionError: Permission denied"):
+        fit(CONFIG, tmp_path / "out", overrides=overrides(small_corpus), max_iterations=1,
+            stdout=log)
+    assert "Fitting" not in log.getvalue() and not list((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("case", ["config typo", "dev without target", "unwritable output"])
+def test_bad_inputs_exit_2_with_a_message_and_no_traceback(small_corpus, ner_dev, tmp_path,
+                                                           case):
+    """A misspelt setting exited 1 (spaCy's show_validation_error), where
+    crf-debug-data and a misspelt registry name exit 2."""
+    (tmp_path / "a_file").write_text("")
+    base = [str(CONFIG), "--paths.train", str(small_corpus["train"]), "--max-iterations", "1",
+            "--components.crf_tagger.model.n_buckets", "4096", "--output", str(tmp_path / "o")]
+    extra, said = {
+        "config typo": (["--paths.dev", str(small_corpus["dev"]),
+                         "--components.crf_tagger.model.n_bucket", "10"],
+                        "unexpected argument: 'n_bucket'"),
+        "dev without target": (["--paths.dev", str(ner_dev)], "✘ [CRF-E257]"),
+        "unwritable output": (["--paths.dev", str(small_corpus["dev"]), "--output",
+                               str(tmp_path / "a_file" / "o")], "✘ [CRF-E258]"),
+    }[case]
+    run = run_main(fit_main, [*base, *extra])
+    assert run.returncode == 2, run.stderr
+    assert said in run.stderr and "Traceback" not in run.stderr, run.stderr
+    assert "Fitting" not in run.stdout
+
+
+# ------------------------------------------------------------ --init-from and the config
+
+
+@pytest.fixture(scope="module")
+def trained(small_corpus, tmp_path_factory):
+    """A pipeline fit trained (pos, 4096 buckets, order 1): what --init-from starts from."""
+    out = tmp_path_factory.mktemp("trained")
+    fit(CONFIG, out, overrides=overrides(small_corpus), max_iterations=1, stdout=io.StringIO())
+    return out / "model-last"
+
+
+def w048(record):
+    return [str(w.message) for w in record if "[CRF-W048]" in str(w.message)]
+
+
+def test_init_from_names_the_config_settings_it_does_not_use(small_corpus, trained, tmp_path):
+    """The config's n_buckets and order were dropped without a word."""
+    import spacy
+
+    changed = {"components.crf_tagger.model.n_buckets": 2048,
+               "components.crf_tagger.structure.order": 2}
+    with pytest.warns(UserWarning, match=r"\[CRF-W048\]") as record:
+        fit(CONFIG, tmp_path / "out", overrides=overrides(small_corpus, **changed),
+            max_iterations=1, init_from=trained, stdout=io.StringIO())
+    said = w048(record)
+    assert len(said) == 1, said
+    assert "model.n_buckets = 2048 (trained: 4096)" in said[0]
+    assert "structure.order = 2 (trained: 1)" in said[0]
+    assert "target" not in said[0].split("not used:")[1]
+    # (by design: the trained component is trained further, with its own settings)
+    pipe = spacy.load(tmp_path / "out" / "model-last").get_pipe("crf_tagger")
+    assert pipe.cfg["order"] == 1
+
+
+def test_init_from_with_the_trained_settings_says_nothing(small_corpus, trained, tmp_path):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fit(CONFIG, None, overrides=overrides(small_corpus), max_iterations=1,
+            init_from=trained, stdout=io.StringIO())
+    assert not w048(record)
+
+
+def test_init_from_a_component_of_another_target_is_refused(small_corpus, trained, tmp_path):
+    """Asked for target "tag", it trained and saved a "pos" model, exit 0."""
+    log = io.StringIO()
+    with pytest.raises(ValueError, match=r"^\[CRF-E259\] .*--init-from .*trained for target "
+                                         r"'pos', but the config says target = 'tag'"):
+        fit(CONFIG, tmp_path / "out", max_iterations=1, init_from=trained, stdout=log,
+            overrides=overrides(small_corpus, **{"components.crf_tagger.target": "tag"}))
+    assert "Fitting" not in log.getvalue() and not (tmp_path / "out").exists()
