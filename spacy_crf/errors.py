@@ -529,8 +529,8 @@ class Errors(metaclass=_Codes):
             "language that has them, or leave those templates out of its model.")
     # E251-E253: a relabelled parse, the settings the saved weights mean, fit's warm start
     E251 = ("Target 'dep' labels the relations of a doc's own parse, but a doc of {n} tokens "
-            "('{text}') has none, or has one on only some of its tokens (no heads there): writing its labels would make every token its "
-            "own head, a broken parse. Put a parser before the component in the pipeline (or "
+            "('{text}') has none, or has one on only some of its tokens (no heads there): "
+            "writing its labels would make those tokens their own heads, a broken parse. Put a parser before the component in the pipeline (or "
             "list it in [training] annotating_components), or copy the gold trees onto the "
             "docs with the augmenter spacy-crf.copy_attrs.v1 (attrs [\"HEAD\", \"DEP\"]); "
             "python -m spacy_crf.evaluate MODEL DATA.spacy copies them as the training did.")
