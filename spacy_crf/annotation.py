@@ -60,7 +60,6 @@ or failed shards, 2 a usage, input, output or model error (nothing annotated),
 """
 
 import hashlib
-import os
 import signal
 import sys
 import threading
@@ -80,6 +79,7 @@ from .errors import Errors, Warnings, warn
 from .shard_io import (list_shards, name_list, not_unicode, output_schema, parquet_id_type,
                        read_rows, remove_stale_temp_files, shard_format, unread_entries,
                        write_rows)
+from .util import make_writable_dir
 
 ERRORS_FILE = "_errors.jsonl"
 #: per-shard records of the output files annotate wrote, and with which pipeline:
@@ -658,14 +658,10 @@ def _prepare_output(output_dir: Path, run: Dict[str, Any], shards: List[Path],
     """Create OUTPUT, claim it for the pipeline of ``run`` and clear a killed run's
     temporary files; E141 when OUTPUT cannot be created or written."""
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
+        # a directory that exists but refuses writes fails here, not on every worker
+        make_writable_dir(output_dir)
         (output_dir / ERRORS_DIR).mkdir(exist_ok=True)
         (output_dir / DONE_DIR).mkdir(exist_ok=True)
-        # a file written and removed: a directory that exists but refuses writes
-        # fails here, not on every worker
-        probe = output_dir / f".tmp-probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
         _claim_output(output_dir, run, shards, overwrite)
         for directory in (output_dir, output_dir / ERRORS_DIR, output_dir / DONE_DIR):
             remove_stale_temp_files(directory)

@@ -1,5 +1,8 @@
 """Small helpers shared by the pipeline modules."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 from spacy.attrs import IDX, LENGTH, ORTH, SPACY
 from spacy.tokens import Doc
@@ -62,3 +65,13 @@ def training_seed(nlp) -> int:
     if is_count(seed, 0):
         return seed
     return int(np.random.randint(0, 2 ** 31 - 1))
+
+
+def make_writable_dir(path: Path) -> None:
+    """Create the directory ``path`` (parents too) and write a file there,
+    removed at once: ``OSError`` where either fails, so that a command finds a
+    read-only or missing place before its work, not when saving the result."""
+    path.mkdir(parents=True, exist_ok=True)
+    probe = path / f".tmp-probe-{os.getpid()}"  # (a stale one is a temp file like any)
+    probe.write_bytes(b"")
+    probe.unlink()

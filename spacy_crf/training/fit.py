@@ -44,6 +44,7 @@ from ..errors import Errors, Warnings, warn
 from ..losses import get_loss, registered_losses
 from ..pipeline.crf_tagger import CRFTagger
 from ..targets import Target
+from ..util import make_writable_dir
 from .train_config import check_corpora, load_pipeline, training_corpora
 from .corpus import (FEATURE_CRF, check_emissions, feature_layers, featurize_corpus,
                      holds_part_weights, not_a_feature_crf, read_corpus, read_weights,
@@ -347,11 +348,7 @@ def _prepare_output(output_dir: Path) -> None:
     training rather than when saving, which lost the run (annotate's E141 does
     the same for its OUTPUT)."""
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        # a directory that exists but refuses writes fails here too
-        probe = output_dir / f"{TEMP_PREFIX}probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        make_writable_dir(output_dir)  # (one that exists but refuses writes fails too)
     except OSError as err:
         why = f"{type(err).__name__}: {err.strerror or err}"
         raise ValueError(Errors.E258.format(path=output_dir, why=why)) from err
