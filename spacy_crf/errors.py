@@ -551,6 +551,13 @@ class Errors(metaclass=_Codes):
             "without its modification time) since. Taken as finished they would never be "
             "annotated, so nothing was. Use a new or empty OUTPUT, delete those files, or "
             "pass --overwrite to annotate every shard again.")
+    # E255: vectors that VECTOR_CLUSTERk cannot cluster
+    E255 = ("VECTOR_CLUSTERk templates cluster the pipeline's static vectors, but {n} of "
+            "the {total} words' vectors in nlp.vocab.vectors hold NaN or infinite values "
+            "(e.g. {example}), which k-means cannot place. Fix or drop those rows before "
+            "initialize (e.g. numpy.nan_to_num on nlp.vocab.vectors.data, or vectors made "
+            "again from a clean file with spacy init vectors), or leave the VECTOR_CLUSTERk "
+            "templates out.")
     # E257-E259: crf-fit's checks before training (dev gold, --output, a warm start's target)
     E257 = ("The dev corpus '{path}' carries no annotation of target '{target}', which "
             "'{name}' learns: none of its {n} document(s) has a '{target}' label, so every "

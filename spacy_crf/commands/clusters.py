@@ -8,26 +8,34 @@ The command lines of :mod:`spacy_crf.features.brown_clusters` (the tables) and
     output: ``bits<TAB>word<TAB>count`` per line) into a JSON table ``{word:
     path}`` in spaCy's encoding (the bit path read from its last bit to its
     first, as ``Token.cluster`` and spacy-lookups-data's ``lexeme_cluster``
-    store it). Give the table to a component with ``[initialize.components.NAME]
-    clusters = "OUTPUT.json.gz"``, or add it to a pipeline's lookups as
-    ``lexeme_cluster``. ``--min-count N`` leaves out words seen fewer than N times.
+    store it; an all-zero path with a 1 appended, ``000`` as ``0001``, so that
+    it does not read as no cluster). Give the table to a component with
+    ``[initialize.components.NAME] clusters = "OUTPUT.json.gz"``, or add it to a
+    pipeline's lookups as ``lexeme_cluster``. ``--min-count N`` leaves out words
+    seen fewer than N times.
 
 ``python -m spacy_crf.clusters induce TEXT OUTPUT [--clusters C] [--min-count N] [--lang LANG]``
     Brown-cluster the words of raw text (Liang's windowed algorithm; see
     ``spacy_crf/_kernels/brown.py``): TEXT has one document per line, plain or
     JSON lines with a ``"text"`` field (``.jsonl``), split by the tokenizer of
     ``spacy.blank(LANG)``. OUTPUT is a JSON table (``.json``, ``.json.gz``) or,
-    for any other name, a ``paths`` file. ``--clusters`` defaults to 100,
-    ``--min-count`` to 2.
+    for any other name, a ``paths`` file (gzipped for ``.gz``). ``--clusters``
+    defaults to 100, ``--min-count`` to 2.
 
 ``python -m spacy_crf.clusters show TABLE WORD [WORD ...]``
     Print each word's stored path as a bit string (``-`` for a word the table
     does not have), from a JSON table, a paths file, or ``lookups:LANG`` for
-    spacy-lookups-data's table.
+    spacy-lookups-data's table. A word a table gives the value 0 (the all-zero
+    path of a table made elsewhere) is printed ``0``, with a note on stderr that
+    it reads as no cluster; spacy-lookups-data's tables give 0 to the words they
+    do not cluster, so their words of 0 are printed ``-``.
 
 Usage errors exit 2 with a message; a bad line names its number.
 """
 
+import gzip
+import os
+import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +43,7 @@ from typing import Iterator, List, Optional
 
 import typer
 
-from ..features.brown_clusters import import_paths, lookups_data_table, read_cluster_file
+from ..features.brown_clusters import import_paths, lookups_data_table, read_cluster_items
 from ..features.brown_induction import induce_file
 from ..features.word_table import word_keys
 from ._util import Arg, Opt, check_output, command, group, msg, our_errors, run
@@ -102,7 +110,7 @@ def import_cli(
 def induce_cli(
     # fmt: off
     text: Path = Arg(..., help="Raw text, one document per line (or JSON lines with a text field, .jsonl)", exists=True, dir_okay=False),
-    output: Path = Arg(..., help="Output: a JSON table (.json, .json.gz) or, for any other name, a paths file", dir_okay=False),
+    output: Path = Arg(..., help="Output: a JSON table (.json, .json.gz) or, for any other name, a paths file (gzipped for .gz)", dir_okay=False),
     clusters: int = Opt(100, "--clusters", help="Number of clusters", min=1),
     min_count: int = Opt(2, "--min-count", help="Leave out words seen fewer times", min=1),
     lang: str = Opt("en", "--lang", help="Language whose tokenizer (spacy.blank) splits the text"),
@@ -116,14 +124,49 @@ def induce_cli(
 
     try:
         spacy.blank(lang)
-    except ImportError:
-        raise typer.BadParameter(f"spaCy has no language '{lang}'", param_hint="'--lang'")
+    except ImportError as err:
+        # spaCy's own words: an unknown language (E048), or the package a
+        # language needs (Japanese: sudachipy)
+        raise typer.BadParameter(f"spacy.blank('{lang}') fails: {err}", param_hint="'--lang'")
     start = time.perf_counter()
     with _output_folders(output), _input_errors():
-        n = induce_file(text, output, clusters, min_count, lang)
+        n = induce_to(text, output, clusters, min_count, lang)
     # (fewer words than clusters asked for: each word a cluster of its own)
     msg.good(f"wrote {min(clusters, n):,} Brown clusters of {n:,} words to {output} "
              f"({time.perf_counter() - start:.1f} s)")
+
+
+def induce_to(text: Path, output: Path, n_clusters: int, min_count: int, lang: str) -> int:
+    """:func:`~spacy_crf.features.brown_induction.induce_file`, with a ``paths``
+    file named ``.gz`` written gzipped, as every reader of ``.gz`` opens it
+    (``induce_file`` writes plain text under any name); returns the word count."""
+    name = output.name.lower()
+    if not name.endswith(".gz") or name.endswith(".json.gz"):
+        return induce_file(text, output, n_clusters, min_count, lang)
+    plain = output.with_name(f".{output.name}.{os.getpid()}.part")
+    try:
+        n = induce_file(text, plain, n_clusters, min_count, lang)
+        with open(plain, "rb") as source, gzip.open(output, "wb") as target:
+            shutil.copyfileobj(source, target)
+    finally:
+        plain.unlink(missing_ok=True)
+    return n
+
+
+def stored_paths(table: str, words: List[str]) -> List[Optional[int]]:
+    """Each word's stored path in ``table`` (a file, or ``lookups:LANG``), None
+    for a word it does not have; 0 for a word a file gives the value 0."""
+    if not table.startswith("lookups:"):
+        found = dict(read_cluster_items(table))
+        return [found.get(word) for word in words]
+    lang = table.split(":", 1)[1]
+    lookups = lookups_data_table(lang)
+    if lookups is None:
+        raise typer.BadParameter(
+            f"spacy-lookups-data has no cluster table for '{lang}' (or is not "
+            f"installed: pip install spacy-lookups-data)", param_hint="TABLE")
+    # (the table keeps no word of 0: spaCy's tables give it to words without a cluster)
+    return [value or None for value in lookups.lookup(word_keys(words))[:, 0].tolist()]
 
 
 @command("show", parent=clusters_cli)
@@ -135,19 +178,19 @@ def show_cli(
 ):
     """
     The stored path of each word, as a bit string. A word the table does not
-    have gets "-"; trailing zeros of a path are lost in spaCy's encoding.
+    have gets "-", one it gives the value 0 (all zeros, read as no cluster)
+    "0"; trailing zeros of a path are lost in spaCy's encoding.
     """
     with _input_errors():
-        if table.startswith("lookups:"):
-            found = lookups_data_table(table.split(":", 1)[1])
-            if found is None:
-                raise typer.BadParameter(
-                    f"spacy-lookups-data has no cluster table for '{table[8:]}' (or is not "
-                    f"installed: pip install spacy-lookups-data)", param_hint="TABLE")
-        else:
-            found = read_cluster_file(table)
-    for word, value in zip(words, found.lookup(word_keys(words))[:, 0].tolist()):
-        print(f"{word}\t{path_bits(value)}")
+        values = stored_paths(table, words)
+    for word, value in zip(words, values):
+        print(f"{word}\t{'-' if value is None else path_bits(value) if value else '0'}")
+    zeros = [word for word, value in zip(words, values) if value == 0]
+    if zeros:
+        # stderr: stdout keeps the word<TAB>path lines alone
+        typer.echo(f"{', '.join(zeros)}: in the table with the value 0, an all-zero path, "
+                   f"which the CLUSTER features read as no cluster, like a word the table "
+                   f"does not have", err=True)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -7,17 +7,21 @@ Its settings of ``[initialize.components.NAME]``: ``gazetteer = PATH`` (a
 file), ``gazetteer_ruler`` (an ``entity_ruler`` of the pipeline whose phrase
 patterns are lists too), ``gazetteer_from_training`` (the training examples'
 gold spans, each held out of its own documents while training) and
-``gazetteer_case_sensitive``. Phrases are tokenized by the pipeline.
+``gazetteer_case_sensitive``. Phrases are tokenized by the pipeline, their
+whitespace tokens kept (``"São\u00a0Paulo"``, ``"New  York"``), as spaCy's
+``PhraseMatcher`` and the entity ruler keep them, so that a phrase matches the
+same text in a doc.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.tokens import Doc
 
 from ..errors import Errors
 from ..features.gazetteer import (EVERY_FOLD, Gazetteer, read_gazetteer, ruler_phrases,
-                                  tokenized, training_phrases)
+                                  training_phrases)
 from .base import BuildContext, FeatureSource
 from .registry import register_feature_source
 
@@ -66,10 +70,10 @@ class GazetteerSource(FeatureSource):
                     f"given: set [initialize.components.{context.name}] gazetteer = PATH (or "
                     f"gazetteer_ruler = the name of an entity_ruler, or gazetteer_from_training "
                     f"= true)"))
-        pairs = list(read_gazetteer(gazetteer)) if gazetteer is not None else []
+        pairs = _read_file(gazetteer) if gazetteer is not None else []
         if gazetteer_ruler is not None:
             pairs += _ruler(context, gazetteer_ruler)
-        given_phrases = tokenized(pairs, _make_doc(context))
+        given_phrases = phrase_tokens(pairs, _make_doc(context))
         from_training, folds = (training_phrases(_gold_spans(context)) if gazetteer_from_training
                                 else ([], []))
         if gazetteer_from_training and not from_training:
@@ -97,15 +101,69 @@ class GazetteerSource(FeatureSource):
         return None if saved is None else cls(Gazetteer.from_dict(saved))
 
 
+def phrase_tokens(pairs: Iterable[Tuple[str, str]], make_doc: Callable[[str], Doc]
+                  ) -> List[Tuple[str, Tuple[str, ...]]]:
+    """(name, tokens) with each phrase split by the pipeline's tokenizer ``make_doc``.
+
+    The whitespace tokens inside a phrase are kept: a doc keeps them too (the
+    tokenizer makes a token of a no-break space, or of the second of two
+    spaces), and spaCy's ``PhraseMatcher`` matches them, so a phrase without
+    them would never match its own text. Those at its edges are left out (a
+    match starts and ends at a word). A phrase of whitespace alone is dropped.
+    """
+    out = []
+    for name, phrase in pairs:
+        tokens = [t.text for t in make_doc(phrase)]
+        spaces = [text.isspace() for text in tokens]
+        if all(spaces):
+            continue
+        first = spaces.index(False)
+        last = len(spaces) - spaces[::-1].index(False)
+        out.append((name, tuple(tokens[first:last])))
+    return out
+
+
+def _read_file(path: str) -> List[Tuple[str, str]]:
+    """The (name, phrase) pairs of a gazetteer file (E125 naming the line that
+    is not UTF-8, where ``read_gazetteer`` would raise a bare UnicodeDecodeError)."""
+    try:
+        return list(read_gazetteer(path))
+    except UnicodeDecodeError as err:
+        number = _first_line_not_utf8(Path(path))
+        raise ValueError(Errors.E125.format(
+            why=f"{path}, line {number} is not UTF-8 ({err.reason}): save the file as "
+                f"UTF-8")) from err
+
+
+def _first_line_not_utf8(path: Path) -> int:
+    """The number of the first line of ``path`` that does not decode as UTF-8
+    (0 where each line does: the file was cut inside a character)."""
+    with path.open("rb") as file:
+        for number, raw in enumerate(file, 1):
+            try:
+                raw.decode("utf8")
+            except UnicodeDecodeError:
+                return number
+    return 0
+
+
 def _ruler(context: BuildContext, ruler_name: str) -> List[Tuple[str, str]]:
-    """The phrase patterns of the pipeline's ``entity_ruler`` ``ruler_name``."""
+    """The phrase patterns of the pipeline's ``entity_ruler`` ``ruler_name``
+    (E125 where the pipeline has no such component, or it has no patterns)."""
     nlp = context.nlp
     if nlp is None or ruler_name not in nlp.component_names:
         have = nlp.component_names if nlp is not None else []
         raise ValueError(Errors.E125.format(
             why=f"gazetteer_ruler = '{ruler_name}' is not a component of the pipeline "
                 f"({', '.join(have) or 'none given'})"))
-    return ruler_phrases(nlp.get_pipe(ruler_name))
+    ruler = nlp.get_pipe(ruler_name)
+    if not isinstance(getattr(ruler, "patterns", None), list):
+        factory = nlp.get_pipe_meta(ruler_name).factory
+        raise ValueError(Errors.E125.format(
+            why=f"gazetteer_ruler = '{ruler_name}' names a component of factory '{factory}' "
+                f"({type(ruler).__name__}), which has no patterns: name an entity_ruler (or "
+                f"span_ruler) of the pipeline, whose phrase patterns are the lists"))
+    return ruler_phrases(ruler)
 
 
 def _make_doc(context: BuildContext):

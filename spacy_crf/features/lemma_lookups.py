@@ -6,7 +6,12 @@ would give it under each coarse POS (``lemma_rules``, ``lemma_index``,
 A word's values are computed once per word type, from its lowercase form (the
 rule lemmatizer lowercases a word before anything, and the lookup table's
 keys are lowercase but for a few hundred proper nouns), into a
-:class:`~.word_table.WordTable` keyed by ``LOWER``:
+:class:`~.word_table.WordTable` keyed by ``LOWER``. The tables' forms written
+with capitals (the lookup table's "Americans", Greek's proper-noun exceptions
+"Αγρινίου", French index lemmas "Deutéronome") are read by their lowercase
+form too, with their lemmas lowercased, where the table has no lowercase entry
+of its own: spaCy's rule lemmatizer looks the lowercase form up, so as written
+it never meets them, and neither would a word of ours:
 
 * ``lookup``: the edit from the form to ``lemma_lookup[form]`` (lowercased);
 * ``rule:POS``: the edit to the first lemma of spaCy's ``rule_lemmatize`` for
@@ -42,7 +47,8 @@ RULE_TABLES = ("lemma_rules", "lemma_index", "lemma_exc")
 LOOKUP_COLUMN = "lookup"
 RULE_COLUMN = "rule:"
 #: bumped when what a column holds changes: cached tables of another version are not read
-VERSION = 1
+#: (2: exception forms and index lemmas written with capitals are read by their lowercase)
+VERSION = 2
 
 
 
@@ -75,10 +81,11 @@ class LemmaTables:
                                      if form == form.lower())
         self.rules = {pos: [(pair[0], pair[1]) for pair in pairs if _is_rule(pair)]
                       for pos, pairs in rules.items() if isinstance(pairs, list)}
-        self.index = {pos: set(words) for pos, words in index.items()
-                      if isinstance(words, list)}
-        self.exceptions = {pos: {form: [lemma] if isinstance(lemma, str) else list(lemma)
-                                 for form, lemma in table.items()}
+        # words are looked up by their lowercase form: the index's lemmas and the
+        # exceptions' forms written with capitals are kept lowercase to be found
+        self.index = {pos: {word.lower() for word in words if isinstance(word, str)}
+                      for pos, words in index.items() if isinstance(words, list)}
+        self.exceptions = {pos: _lowercase_exceptions(table)
                            for pos, table in exceptions.items() if isinstance(table, dict)}
 
     @property
@@ -134,6 +141,29 @@ class LemmaTables:
             words.update(table)
         words.discard("")
         return words
+
+
+def _lowercase_exceptions(table: Dict[str, Any]) -> Dict[str, List[str]]:
+    """``lemma_exc``'s form -> lemmas of a POS, keyed by lowercase form.
+
+    A form written with capitals ("Αγρινίου" -> "Αγρίνιο") is read by its
+    lowercase form with its lemmas lowercased, so that its edit is the one
+    from the form as written to its lemma as written ("Αγρινίου" ->
+    "Αγρίνιο" and "αγρινίου" -> "αγρίνιο" make the same tree). A form also
+    written in lowercase keeps the lowercase entry, as it is.
+    """
+    folded = {form.lower(): [lemma.lower() for lemma in _lemma_list(value)]
+              for form, value in table.items() if form != form.lower()}
+    folded.update((form, _lemma_list(value)) for form, value in table.items()
+                  if form == form.lower())
+    return folded
+
+
+def _lemma_list(value: Any) -> List[str]:
+    """An exception's lemmas: the string, or the strings of a list of them."""
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
 
 
 def _first(lemma: Any) -> Optional[str]:

@@ -109,7 +109,8 @@ def vector_cluster_table(vectors, ks: Sequence[int], seed: int = 0) -> WordTable
     Raises
     ------
     ValueError
-        E124 where there are no vectors, or they are floret vectors.
+        E124 where there are no vectors, or they are floret vectors; E255
+        where a word's vector holds NaN or infinity.
     """
     if getattr(vectors, "mode", "default") != "default":
         raise ValueError(Errors.E124.format(why=f"its vectors are in '{vectors.mode}' mode, "
@@ -122,9 +123,10 @@ def vector_cluster_table(vectors, ks: Sequence[int], seed: int = 0) -> WordTable
     items = list(vectors.key2row.items())
     keys = np.fromiter((k for k, _ in items), dtype=np.uint64, count=len(items))
     rows = np.fromiter((r for _, r in items), dtype=np.int64, count=len(items))
-    data = unit_rows(vectors.data if isinstance(vectors.data, np.ndarray)
-                     else np.asarray(vectors.data.get() if hasattr(vectors.data, "get")
-                                     else vectors.data))
+    raw = (vectors.data if isinstance(vectors.data, np.ndarray)
+           else np.asarray(vectors.data.get() if hasattr(vectors.data, "get") else vectors.data))
+    _check_finite(vectors, raw, keys, rows)
+    data = unit_rows(raw)
     used = np.unique(rows)
     rng = np.random.default_rng(seed)
     train = used if used.shape[0] <= MAX_TRAIN_ROWS else np.sort(
@@ -136,3 +138,17 @@ def vector_cluster_table(vectors, ks: Sequence[int], seed: int = 0) -> WordTable
         cluster_of_row[used] = assign(data[used], centroids) + 1
         columns.append(cluster_of_row[rows])
     return WordTable(keys, np.stack(columns, axis=1), key_attr=key_attr)
+
+
+def _check_finite(vectors, data: np.ndarray, keys: np.ndarray, rows: np.ndarray) -> None:
+    """E255 where a word's vector (of ``data``, rows of ``vectors``) is not
+    finite: k-means++ would fail on it with numpy's bare "Probabilities contain
+    NaN", and Lloyd's iterations would spread the NaN to every centroid."""
+    bad_rows = ~np.isfinite(data).all(axis=1)
+    bad = bad_rows[rows]
+    if not bad.any():
+        return
+    key = int(keys[np.argmax(bad)])
+    strings = getattr(vectors, "strings", None)
+    example = f"'{strings[key]}'" if strings is not None and key in strings else f"key {key}"
+    raise ValueError(Errors.E255.format(n=int(bad.sum()), total=len(keys), example=example))

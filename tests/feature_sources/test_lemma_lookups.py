@@ -153,6 +153,31 @@ def test_a_language_of_rules_without_an_index_has_no_rule_column():
     assert build_lemma_table(LemmaTables({}, {"punct": [["“", '"']]}, {}, {})) is None
 
 
+def test_forms_and_index_lemmas_written_with_capitals_are_read_by_their_lowercase_form():
+    # Greek's lemma_exc["propn"] keys its forms as written ("Αγρινίου"), and
+    # French's index has lemmas with capitals: a word is looked up lowercase
+    tables = LemmaTables({}, {"noun": [["s", ""]]}, {"noun": ["Museum"]},
+                         {"propn": {"Αγρινίου": ["Αγρίνιο"], "Kept": ["As"], "kept": ["Kept"]}})
+    assert tables.rule_lemma("propn", "αγρινίου") == "αγρίνιο"
+    assert tables.rule_lemma("propn", "kept") == "Kept"  # the lowercase entry, as written
+    assert tables.rule_lemma("noun", "museums") == "museum"
+    table = build_lemma_table(tables)
+    # the edit from the form as written to its lemma as written: the lemma target's label
+    assert table.edit_of("Αγρινίου", "rule:PROPN", StringStore()) == tree("Αγρινίου", "Αγρίνιο")
+    assert table.edit_of("Museums", "rule:NOUN", StringStore()) == tree("museums", "museum")
+
+
+def test_greek_proper_noun_exceptions_have_a_value():
+    from spacy.lookups import load_language_data
+    from spacy.util import registry
+
+    exceptions = load_language_data(registry.lookups.get("el")["lemma_exc"])["propn"]
+    table = lemma_lookups.lookups_data_lemma_table("el")
+    found = [form for form in exceptions
+             if table.edit_of(form, "rule:PROPN", StringStore()) is not None]
+    assert len(found) == len(exceptions) > 90
+
+
 # ------------------------------------------------------------------ templates
 
 
