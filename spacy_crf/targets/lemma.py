@@ -204,8 +204,9 @@ class LemmaTarget(Target):
         self._index: Dict[Tuple[str, str, str], List[int]] = {}
         self._suffix_lengths: List[int] = []
         self._prefix_lengths: List[int] = []
-        # form -> (label ids whose trees apply, sorted; the lemma of each)
-        self._candidates: Dict[str, Tuple[np.ndarray, List[str]]] = {}
+        # form -> the label ids whose trees apply, sorted (their lemmas are not
+        # kept: 45 strings a form took 3.7 KB, 1.8 GB for a full cache)
+        self._candidates: Dict[str, np.ndarray] = {}
         # (form's ORTH key, label id) -> the key of the lemma written for it
         self._lemma_keys: Dict[Tuple[int, int], int] = {}
 
@@ -333,7 +334,14 @@ class LemmaTarget(Target):
 
     def candidates(self, form: str) -> Tuple[np.ndarray, List[str]]:
         """The label ids whose trees apply to ``form`` (sorted) and the lemma
-        each gives it; worked out once per form."""
+        each gives it."""
+        ids = self._candidate_ids(form)
+        return ids, [self._lemma_of(form, i) for i in ids.tolist()]
+
+    def _candidate_ids(self, form: str) -> np.ndarray:
+        """The label ids whose trees apply to ``form``, sorted: those that give
+        it a lemma, not an empty one (a tree learned from "children" -> "child"
+        cuts "ren" to nothing); worked out once per form."""
         found = self._candidates.get(form)
         if found is not None:
             return found
@@ -350,14 +358,10 @@ class LemmaTarget(Target):
             for key in keys:
                 for i in index.get((case, *key), ()):
                     tried[i] = text
-        ids, lemmas = [], []
         nodes = self._nodes
-        for i in sorted(tried):
-            lemma = apply_edit_tree(nodes[i], tried[i])  # None where it does not apply
-            if lemma is not None:
-                ids.append(i)
-                lemmas.append(lemma)
-        found = (np.asarray(ids, dtype=np.int64), lemmas)
+        # (apply_edit_tree gives None where the tree does not apply)
+        found = np.asarray([i for i in sorted(tried) if apply_edit_tree(nodes[i], tried[i])],
+                           dtype=np.int32)
         if len(self._candidates) < self.CACHE_SIZE:
             self._candidates[form] = found
         return found
@@ -373,7 +377,7 @@ class LemmaTarget(Target):
         orths = np.concatenate([doc.to_array(ORTH).astype(np.uint64).reshape(-1) for doc in docs])
         unique, inverse = np.unique(orths, return_inverse=True)
         strings = batch_strings(docs)  # (docs of several vocabs: each read in its own)
-        ids = [self.candidates(strings[orth])[0] for orth in unique.tolist()]
+        ids = [self._candidate_ids(strings[orth]) for orth in unique.tolist()]
         rows = np.zeros((len(unique), n_labels), dtype=bool)
         # one assignment for the batch, not one per form (a batch has a form at least)
         rows[np.repeat(np.arange(len(ids)), [len(i) for i in ids]), np.concatenate(ids)] = True
@@ -447,10 +451,11 @@ class LemmaTarget(Target):
         return key
 
     def _lemma_of(self, form: str, label: int) -> str:
-        """The lemma tree ``label`` gives ``form``; the form where it does not apply."""
-        ids, lemmas = self.candidates(form)
-        at = int(np.searchsorted(ids, label))
-        return lemmas[at] if at < len(ids) and ids[at] == label else form
+        """The lemma tree ``label`` gives ``form``; the form where it does not
+        apply, or would leave nothing (as :meth:`_candidate_ids` has it)."""
+        text = cased_form(self._cases[label], form)
+        lemma = None if text is None else apply_edit_tree(self._nodes[label], text)
+        return lemma or form
 
     def getter(self) -> Callable[[Token, str], object]:
         return lambda token, _: token.lemma_
