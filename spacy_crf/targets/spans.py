@@ -250,6 +250,20 @@ class SpanTarget(Target):
                               experts=(None if scores.experts is None else
                                        tuple(self.constrain(expert) for expert in scores.experts)))
 
+    def allowed_labels(self, docs: Sequence[Doc]) -> Optional[np.ndarray]:
+        """No span starts on a whitespace token (``"\\n\\n"``, a second space),
+        as spaCy's ner allows no entity to start there: its B and U tags are not
+        allowed on one. None (every label) for a batch without such a token, the
+        usual one. A doc of whitespace alone came out as one entity."""
+        space = [doc.to_array(IS_SPACE).astype(bool).reshape(-1) for doc in docs if len(doc)]
+        space = np.concatenate(space) if space else np.zeros(0, dtype=bool)
+        if not space.any():
+            return None
+        starts = np.isin(self._parsed[0], (schemes.BEGIN, schemes.UNIT))
+        allowed = np.ones((space.shape[0], len(self._labels)), dtype=bool)
+        allowed[np.ix_(space, starts)] = False
+        return allowed
+
     def repair_gold(self, scores: CRFScores, gold: np.ndarray,
                     layout: BatchLayout) -> Tuple[np.ndarray, int]:
         """Unannotate gold tags that break the scheme, so the constrained
@@ -266,7 +280,8 @@ class SpanTarget(Target):
         first, last = sequence_ends(lengths)
         known = gold >= 0
         safe = np.maximum(gold, 0)
-        bad = np.zeros(gold.shape[0], dtype=bool)
+        # a tag the token may not take (a span that starts on whitespace)
+        bad = known & np.isneginf(scores.emissions[np.arange(gold.shape[0]), safe])
         bad[first] |= known[first] & ~allowed_start[safe[first]]
         bad[last] |= known[last] & ~allowed_end[safe[last]]
         pairs = known[:-1] & known[1:]

@@ -1070,3 +1070,30 @@ def test_spacys_spancat_scorer_scores_a_span_group_component():
     own, spancat = scored(None), scored("spacy.spancat_scorer.v1")
     assert spancat["spans_sc_f"] == own["spans_sc_f"] == 1.0
     assert spancat["spans_sc_per_type"] == own["spans_sc_per_type"]
+
+
+@pytest.mark.parametrize("target", ["ents", "spans:sc"])
+def test_no_span_starts_on_a_whitespace_token(target):
+    """spaCy's ner never starts an entity on whitespace; a doc of whitespace
+    tokens alone came out as one entity (a probe: PER over 10 to 100k
+    tokens). A gold span that starts there is left unannotated, not a
+    diverged loss."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": target})
+    words = ["\n\n", "John", "Smith", "saw", "\n", "Paris", "."]
+    gold = Doc(nlp.vocab, words=words, spaces=[False] * len(words))
+    spans = [Span(gold, 1, 3, "PER"), Span(gold, 4, 6, "LOC")]  # "\n Paris": starts on "\n"
+    if target == "ents":
+        gold.set_ents(spans)
+    else:
+        gold.spans["sc"] = spans
+    examples = [Example(Doc(nlp.vocab, words=words, spaces=[False] * len(words)), gold)] * 4
+    losses = train(nlp, examples, 20)
+    assert np.isfinite(losses).all() and losses[-1] < losses[0]
+    for n in (1, 10, 1000):
+        blank = Doc(nlp.vocab, words=["\n", "  ", "\t"] * n, spaces=[False] * 3 * n)
+        found = list(nlp(blank).ents) if target == "ents" else list(nlp(blank).spans["sc"])
+        assert found == []
+    doc = nlp(Doc(nlp.vocab, words=words, spaces=[False] * len(words)))
+    found = doc.ents if target == "ents" else doc.spans["sc"]
+    assert [(span.text, span.label_) for span in found] == [("JohnSmith", "PER")]
