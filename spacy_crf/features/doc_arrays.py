@@ -15,7 +15,7 @@ experts of a ``chain_tree`` model share their features the same way
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from spacy.attrs import HEAD, SENT_START
+from spacy.attrs import HEAD, IS_SPACE, SENT_START
 from spacy.tokens import Doc
 
 
@@ -44,6 +44,18 @@ def _shared(name: str, docs: Sequence[Doc], compute: Callable[[], object]):
     if name not in memo:
         memo[name] = compute()
     return memo[name]
+
+
+def space_rows(docs: Sequence[Doc],
+               compute: Optional[Callable[[], np.ndarray]] = None) -> np.ndarray:
+    """The rows of the batch's whitespace tokens (``IS_SPACE``), over the
+    tokens of its docs in order; read once per :class:`DocBatch` (the
+    features read them first where they fold whitespace, ``compute``)."""
+    def read() -> np.ndarray:
+        arrays = [doc.to_array(IS_SPACE).reshape(-1) for doc in docs if len(doc)]
+        return np.flatnonzero(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+
+    return _shared("space_rows", docs, compute or read)
 
 
 def batch_memo(docs: Sequence[Doc], name: str) -> Dict:

@@ -12,7 +12,7 @@ from ..errors import Errors
 from . import whitespace
 from .affixes import N_COLUMNS as N_AFFIX_COLUMNS, affix_columns
 from .doc_arrays import (attribute_matrix, batch_heads, batch_memo, batch_sequence_lengths,
-                         batch_strings)
+                         batch_strings, space_rows as batch_space_rows)
 from .lexicon import Lexicon
 from .templates import FeatureTemplates
 
@@ -157,8 +157,8 @@ def _value_columns(docs: Sequence[Doc], templates: FeatureTemplates,
         text_attr = next((attr for attr in (ORTH, LOWER) if attr in columns), ORTH)
         columns += [attr for attr in (IS_SPACE, text_attr) if attr not in columns]
     values = attribute_matrix(docs, columns)
-    space_rows = (np.flatnonzero(values[:, columns.index(IS_SPACE)]) if fold
-                  else np.zeros(0, dtype=np.int64))
+    space_rows = (batch_space_rows(docs, lambda: np.flatnonzero(
+        values[:, columns.index(IS_SPACE)])) if fold else np.zeros(0, dtype=np.int64))
     texts = values[space_rows, columns.index(text_attr)] if space_rows.size else space_rows
     if not templates.uses_affixes and not templates.lexicon_attrs:
         result = values if n_read == len(columns) else np.ascontiguousarray(values[:, :n_read])

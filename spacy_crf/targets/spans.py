@@ -12,6 +12,7 @@ from spacy.vocab import Vocab
 
 from .. import inference, schemes
 from ..models.potentials import CRFScores
+from ..features.doc_arrays import doc_lengths, space_rows
 from ..ragged import sequence_ends
 from ..span_probabilities import span_probabilities
 from ..structures import BatchLayout
@@ -255,13 +256,12 @@ class SpanTarget(Target):
         as spaCy's ner allows no entity to start there: its B and U tags are not
         allowed on one. None (every label) for a batch without such a token, the
         usual one. A doc of whitespace alone came out as one entity."""
-        space = [doc.to_array(IS_SPACE).astype(bool).reshape(-1) for doc in docs if len(doc)]
-        space = np.concatenate(space) if space else np.zeros(0, dtype=bool)
-        if not space.any():
+        rows = space_rows(docs)  # (the features' own, where they read them)
+        if not rows.size:
             return None
-        starts = np.isin(self._parsed[0], (schemes.BEGIN, schemes.UNIT))
-        allowed = np.ones((space.shape[0], len(self._labels)), dtype=bool)
-        allowed[np.ix_(space, starts)] = False
+        starts = np.flatnonzero(np.isin(self._parsed[0], (schemes.BEGIN, schemes.UNIT)))
+        allowed = np.ones((int(doc_lengths(docs).sum()), len(self._labels)), dtype=bool)
+        allowed[np.ix_(rows, starts)] = False
         return allowed
 
     def repair_gold(self, scores: CRFScores, gold: np.ndarray,
