@@ -2,8 +2,13 @@
 
 Each figure is a fresh process, run with an empty kernel cache
 (``SPACY_CRF_NUMBA_CACHE`` naming a new directory, as in a new venv, container
-or CI job) and again with the cache the cold run filled (warm). The cold run
-is measured twice: as a fresh install runs, starting from the kernels the
+or CI job) and again with the cache the cold run filled (warm). The table
+cache (``SPACY_CRF_CACHE``: the Brown clusters, usual case and lemma tables
+built from spacy-lookups-data at the first ``initialize``, once per user) is a
+directory of the run's own: empty for the first row, **quick start, new
+user** (the README's Python example as a new user's first run after install,
+both caches empty, then again with both filled), and filled by it for every
+later row. The cold run is measured twice: as a fresh install runs, starting from the kernels the
 package ships compiled (``spacy_crf/_kernels/prebuilt.py``), and with those
 switched off (``SPACY_CRF_PREBUILT=off``: every kernel compiles on this
 machine, as it did before they were shipped, or where no archive matches the
@@ -123,20 +128,24 @@ print(json.dumps({"epoch_s": t2 - t1, "total_s": t2 - t0}))
 """
 
 
-def run(script: str, args: List[str], cache: Path, code: Optional[Path] = None,
+def run(script: str, args: List[str], cache: Path, tables: Path, code: Optional[Path] = None,
         shipped: bool = True) -> Dict[str, Any]:
-    """One fresh process with ``cache`` as spacy-crf's kernel cache; its own
-    timings and the process's wall time. ``code``: a directory holding a copy
-    of the package to run instead; ``shipped=False`` switches the kernels the
-    package ships compiled off."""
+    """One fresh process with ``cache`` as spacy-crf's kernel cache and
+    ``tables`` as its table cache; its own timings and the process's wall
+    time. ``code``: a directory holding a copy of the package to run instead;
+    ``shipped=False`` switches the kernels the package ships compiled off."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")}
-    env.update(SPACY_CRF_NUMBA_CACHE=str(cache), SPACY_CRF_PREBUILT="" if shipped else "off")
+    env.update(SPACY_CRF_NUMBA_CACHE=str(cache), SPACY_CRF_CACHE=str(tables),
+               SPACY_CRF_PREBUILT="" if shipped else "off")
     if code is not None:
         env.update(PYTHONPATH=str(code))
     start = time.perf_counter()
+    # run from the work directory: ``python -c`` puts the current directory
+    # first on sys.path, so from a checkout the checkout's package would be
+    # imported, not ``code``'s copy
     proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True,
-                          text=True, timeout=900)
+                          text=True, timeout=900, cwd=str(tables.parent))
     wall = time.perf_counter() - start
     if proc.returncode:
         raise RuntimeError(proc.stderr[-3000:])
@@ -150,12 +159,17 @@ def cold_and_warm(script: str, args: List[str], work: Path, name: str,
                   shipped: bool = True) -> Dict[str, Any]:
     cache = work / f"cache-{name}"
     cache.mkdir()
-    return {"cold": run(script, args, cache, shipped=shipped),
-            "warm": run(script, args, cache, shipped=shipped)}
+    tables = work / "tables"
+    return {"cold": run(script, args, cache, tables, shipped=shipped),
+            "warm": run(script, args, cache, tables, shipped=shipped)}
 
 
 def measure(work: Path) -> Dict[str, Any]:
     report: Dict[str, Any] = {}
+    # first, while the run's table cache (work/tables) is still empty: a new
+    # user's first quick start builds the tables; every later row reads them
+    report["quick start, crf_tagger, new user"] = cold_and_warm(
+        QUICK_START, ["crf_tagger", str(work / "crf-new")], work, "new")
     for shipped, how in ((True, ""), (False, ", compiled here")):
         tag = "" if shipped else "-here"
         report[f"quick start, crf_tagger{how}"] = cold_and_warm(
@@ -179,10 +193,10 @@ def measure(work: Path) -> Dict[str, Any]:
                         ignore=shutil.ignore_patterns("__pycache__"))
         copies.append(copy)
     report["quick start, a second copy of the code"] = {
-        "cold": run(QUICK_START, ["crf_tagger", str(work / "crf-first")], shared, copies[0],
-                    shipped=False),
-        "warm": run(QUICK_START, ["crf_tagger", str(work / "crf-second")], shared, copies[1],
-                    shipped=False)}
+        "cold": run(QUICK_START, ["crf_tagger", str(work / "crf-first")], shared,
+                    work / "tables", copies[0], shipped=False),
+        "warm": run(QUICK_START, ["crf_tagger", str(work / "crf-second")], shared,
+                    work / "tables", copies[1], shipped=False)}
     return report
 
 
@@ -194,6 +208,11 @@ def print_report(report: Dict[str, Any]) -> None:
                           if k.endswith("_s") and k not in ("total_s", "process_wall_s"))
         print(f"{name:42} {cold['process_wall_s']:8.2f} {warm['process_wall_s']:8.2f}  "
               f"{parts}{'; notice printed' if cold['notice'] else ''}")
+    new, known = report["quick start, crf_tagger, new user"], report["quick start, crf_tagger"]
+    print(f"\nnew user: {new['cold']['process_wall_s']:.2f} s the first time (the kernel and "
+          f"table caches empty: initialize {new['cold']['initialize_s']:.2f} s, against "
+          f"{known['cold']['initialize_s']:.2f} s with the tables cached), "
+          f"{new['warm']['process_wall_s']:.2f} s later")
     kernels = report["quick start, crf_tagger, compiled here"]["cold"].get("compile_by_kernel") or {}
     shipped = report["quick start, crf_tagger"]["cold"].get("compile_by_kernel") or {}
     print(f"\nquick start, cold from the shipped kernels: {sum(shipped.values()):.2f} s compiling "

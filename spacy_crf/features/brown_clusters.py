@@ -29,6 +29,7 @@ Sources, in the order the component tries them at ``initialize``:
 """
 
 import gzip
+from itertools import compress
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
@@ -37,7 +38,7 @@ import srsly
 
 from ..errors import Errors
 from .lookups_data import cached_word_table, once_per_language
-from .word_table import WordTable, table_from_items, word_keys
+from .word_table import MISSING, WordTable, table_from_items, word_keys
 
 TABLE_NAME = "lexeme_cluster"
 
@@ -203,10 +204,12 @@ def _read_lookups_data(lang: str) -> Optional[WordTable]:
 
 
 def _table_of_paths(data) -> Optional[WordTable]:
-    """spacy-lookups-data's ``{word: Brown path}`` as a table (~3 s for English:
-    1M words of gzipped JSON); None for an empty one."""
+    """spacy-lookups-data's ``{word: Brown path}`` as a table (English: 1M words
+    of gzipped JSON, read in about 0.4 s); None for an empty one."""
     values = _stored_values(data.values(), len(data), "spacy-lookups-data's lexeme_cluster")
-    table = table_from_items(word_keys(data.keys()), values)
+    # only the words with a cluster are hashed: English's 810k others are left out anyway
+    kept = values != MISSING
+    table = table_from_items(word_keys(compress(data.keys(), kept)), values[kept])
     return table if len(table) else None
 
 
