@@ -20,8 +20,8 @@ import numpy as np
 from spacy.tokens import Doc
 
 from ..errors import Errors
-from ..features.gazetteer import (EVERY_FOLD, Gazetteer, read_gazetteer, ruler_phrases,
-                                  training_phrases)
+from ..features.gazetteer import (EVERY_FOLD, Gazetteer, phrase_of, read_gazetteer,
+                                  ruler_phrases, training_phrases)
 from .base import BuildContext, FeatureSource
 from .registry import register_feature_source
 
@@ -103,23 +103,14 @@ class GazetteerSource(FeatureSource):
 
 def phrase_tokens(pairs: Iterable[Tuple[str, str]], make_doc: Callable[[str], Doc]
                   ) -> List[Tuple[str, Tuple[str, ...]]]:
-    """(name, tokens) with each phrase split by the pipeline's tokenizer ``make_doc``.
-
-    The whitespace tokens inside a phrase are kept: a doc keeps them too (the
-    tokenizer makes a token of a no-break space, or of the second of two
-    spaces), and spaCy's ``PhraseMatcher`` matches them, so a phrase without
-    them would never match its own text. Those at its edges are left out (a
-    match starts and ends at a word). A phrase of whitespace alone is dropped.
-    """
+    """(name, tokens) with each phrase split by the pipeline's tokenizer
+    ``make_doc``, as the gazetteer matches it (``features.gazetteer.phrase_of``:
+    the whitespace inside kept); a phrase of whitespace alone is dropped."""
     out = []
     for name, phrase in pairs:
-        tokens = [t.text for t in make_doc(phrase)]
-        spaces = [text.isspace() for text in tokens]
-        if all(spaces):
-            continue
-        first = spaces.index(False)
-        last = len(spaces) - spaces[::-1].index(False)
-        out.append((name, tuple(tokens[first:last])))
+        tokens = phrase_of([t.text for t in make_doc(phrase)])
+        if tokens:
+            out.append((name, tokens))
     return out
 
 

@@ -278,14 +278,14 @@ def ruler_phrases(ruler: Any) -> List[Tuple[str, str]]:
     return [(p["label"], p["pattern"]) for p in ruler.patterns if isinstance(p.get("pattern"), str)]
 
 
-def tokenized(pairs: Iterable[Tuple[str, str]], make_doc) -> List[Tuple[str, Tuple[str, ...]]]:
-    """(name, tokens) with each phrase split by the pipeline's tokenizer ``make_doc``."""
-    out = []
-    for name, phrase in pairs:
-        tokens = tuple(t.text for t in make_doc(phrase) if not t.is_space)
-        if tokens:
-            out.append((name, tokens))
-    return out
+def phrase_of(texts: Sequence[str]) -> Tuple[str, ...]:
+    """A phrase's token texts as the gazetteer matches them: the whitespace
+    tokens inside kept (a doc keeps them, the tokenizer making a token of a
+    no-break space or of a second space, and spaCy's ``PhraseMatcher`` matches
+    them), those at its edges left out (a match starts and ends at a word);
+    empty for whitespace alone."""
+    words = [i for i, text in enumerate(texts) if not text.isspace()]
+    return tuple(texts[words[0]:words[-1] + 1]) if words else ()
 
 
 def document_fold(doc: Doc) -> int:
@@ -315,7 +315,7 @@ def training_phrases(docs_and_spans: Iterable[Tuple[Doc, Iterable[Any]]]
     for doc, spans in docs_and_spans:
         bit = 1 << document_fold(doc)
         for span in spans:
-            tokens = tuple(t.text for t in span if not t.is_space)
+            tokens = phrase_of([t.text for t in span])
             if span.label_ and tokens:
                 phrases.append((span.label_, tokens))
                 folds.append(bit)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import spacy
 import srsly
-from spacy.tokens import Span
+from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.vectors import Vectors
 
@@ -415,6 +415,19 @@ def held_out_reference(docs_and_spans, given, doc):
     phrases = [(s.label_, tuple(t.text for t in s)) for d, spans in docs_and_spans
                if document_fold(d) != fold for s in spans]
     return Gazetteer(phrases + given)
+
+
+def test_a_training_phrase_keeps_the_whitespace_inside_as_the_file_phrases_do():
+    """A gold span "New  York" (two spaces: a whitespace token inside) was a
+    phrase without it, which never matched its own text; the whitespace at a
+    span's edges is left out, as for phrases of a file or a ruler."""
+    nlp = spacy.blank("en")
+    doc = Doc(nlp.vocab, words=["\n", "New", " ", "York", "\n", "is", "big"],
+              spaces=[False, False, False, False, False, True, False])
+    phrases, _ = training_phrases([(doc, [Span(doc, 0, 5, "LOC"), Span(doc, 5, 6, "X")])])
+    assert phrases == [("LOC", ("New", " ", "York")), ("X", ("is",))]
+    gaz = Gazetteer(phrases)
+    assert gaz.column([doc]).tolist()[1:4] != [0, 0, 0]
 
 
 def test_a_training_gazetteer_holds_out_each_documents_own_fold():
