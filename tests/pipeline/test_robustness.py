@@ -184,7 +184,9 @@ def check_prediction(pipe, docs) -> None:
     n_tokens = sum(len(d) for d in docs)
     if not n_tokens:
         return
-    scores = pipe.target.constrain(pipe.model.predict(docs))
+    # (the target's constraints with the labels it allows each token: no span
+    # starts on whitespace)
+    scores = pipe.constrain_target(pipe.model.predict(docs), docs)
     structure = pipe.batch_layout(docs)
     assert int(structure.lengths.sum()) == n_tokens
     ids, best = inference.viterbi(scores, structure)
