@@ -58,7 +58,7 @@ class Errors(metaclass=_Codes):
     E006 = "Unknown target '{target}'. Use {options}."
     E018 = ("Target '{target}' decodes spans with the scheme's transition constraints, "
             "which structure {structure} does not apply. Use "
-            "structure = \"chain\" (order = 1 or 2) or structure = \"semi_markov\".")
+            "structure = \"chain\" (order = 1 or 2), \"pruned_chain\" or \"semi_markov\".")
     E007 = ("The component '{name}' has no labels: it was not initialized. Call "
             "nlp.initialize() (or train it with `spacy train`) before using it, or load a "
             "trained pipeline.")
@@ -435,7 +435,8 @@ class Errors(metaclass=_Codes):
             "{value!r}.")
     E211 = ("python -m spacy_crf.fit does not train spacy-crf.PrunedChain.v1 (its lattice "
             "changes with the weights), which spacy-crf.Chain.v1 with order = null also "
-            "picks for a target whose labels come by the hundred (morph, lemma): train "
+            "picks for a target whose labels come by the hundred (morph, lemma, over 200 "
+            "entity tags): train "
             "this config with python -m spacy train, or with fit and spacy-crf.Chain.v1 "
             "with order = 1 in the component's structure block (the same parameters: the "
             "model loads in either){also}.")
@@ -688,6 +689,13 @@ class Warnings(metaclass=_Codes):
             "{settings}. Fit without --init-from to train with them, or set them in the "
             "config as the trained component has them to silence this.")
     # W043: structure settings at a component's top level (issue 50)
+    W049 = ("'{name}' trains on {n} of the {total} sequence(s) of a batch as unannotated: "
+            "their gold labels are known on some tokens only, and the labels the pruned "
+            "chain keeps for the others (each token's best candidates, and O for a span "
+            "target) cannot join the known ones under the scheme (e.g. B-PER ? L-PER without "
+            "I-PER among the unknown token's). Every loss learns nothing from them. Annotate "
+            "those tokens, raise the structure's candidates, or use spacy-crf.Chain.v1 with "
+            "order = 1. Said once per component.")
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "
             "Write them in that block; the config the pipeline keeps (nlp.config, a saved "

@@ -6,7 +6,7 @@ each given the component's :class:`~.state.ComponentState`:
 
 * the gold label ids of a batch (-1 where unknown; span tags that break the
   scheme are unannotated, W003, and so are the sequences whose gold leaves the
-  labellings the structure keeps, W045);
+  labellings the structure keeps, W045 or W049);
 * the configured loss of those labels and its gradient (``spacy_crf.losses``;
   E009 if it is not finite);
 * labels that ``add_label`` gave a trained model, which are never predicted
@@ -66,13 +66,14 @@ def unannotated_where_unreachable(state: ComponentState, scores: CRFScores,
     """``gold`` with ``-1`` in every sequence whose gold labels no labelling
     the structure keeps agrees with (``CRFStructure.unreachable_gold``: a
     second-order chain's label pair that initialize did not see), so every
-    loss trains on it as unannotated; W045 says so, once per component."""
+    loss trains on it as unannotated; W045 (W049) says so, once per component."""
     lost = layout.structure.unreachable_gold(scores, layout, gold)
     if lost is None or not lost.any():
         return gold
-    if state.target.first_time("W045"):
-        warn(Warnings.W045.format(name=state.name, n=int(lost.sum()),
-                                  total=int(layout.n_sequences)))
+    code = layout.structure.unreachable_gold_warning
+    if state.target.first_time(code):
+        warn(getattr(Warnings, code).format(name=state.name, n=int(lost.sum()),
+                                            total=int(layout.n_sequences)))
     return np.where(np.repeat(lost, layout.lengths), -1, gold)
 
 

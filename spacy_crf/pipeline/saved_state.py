@@ -22,6 +22,7 @@ from ..models.label_parts import check_label_parts, forget_label_parts
 from ..models.featurize import restore_lexicon, set_owner
 from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..targets import make_target
+from ..structures import settings_left_behind
 from .settings import check_settings, settings_of
 from .state import ComponentState
 
@@ -177,6 +178,8 @@ def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]
     _same_as_saved(state, saved, where, "target")
     cfg = {**state.cfg, **saved, "unseen_labels": list(unseen)}
     check_settings(state.model, state.name, **settings_of(cfg))
+    for key in settings_left_behind(state.cfg, cfg["structure"]) - set(saved):
+        del cfg[key]  # (the config's chain order, where its null chose a pruned chain)
     if state.target.is_span_target:
         _same_as_saved(state, saved, where, "scheme")
     for key in RUNTIME_SETTINGS:

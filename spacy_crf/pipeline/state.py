@@ -26,7 +26,7 @@ from ..models.token_transitions import has_token_transitions
 from ..models.sparse_table import step_model
 from ..models.weight_average import WeightAverages
 from ..structures import (BatchLayout, ComponentView, CRFStructure, ResolvedStructure,
-                          StructureSpec)
+                          StructureSpec, settings_left_behind)
 from ..targets import Target, make_target
 from ..unseen_labels import seen_in
 
@@ -56,12 +56,9 @@ class ComponentState:
     ``cfg``, ``model`` and ``target`` are replaced by :meth:`swap` alone.
     """
 
-    def __init__(self, name: str, vocab: Vocab, cfg: Dict[str, Any], model: Model,
-                 target: Target,
-                 structure_by_labels: Optional[Callable[[Target], StructureSpec]] = None
-                 ) -> None:
-        self.name, self.vocab = name, vocab
-        self.cfg, self.model, self.target = cfg, model, target
+    def __init__(self, name: str, vocab: Vocab, cfg: Dict[str, Any], model: Model, target: Target,
+                 structure_by_labels: Optional[Callable[..., StructureSpec]] = None) -> None:
+        self.name, self.vocab, self.cfg, self.model, self.target = name, vocab, cfg, model, target
         # the config's choice by label count (StructureSpec.by_labels), made at
         # every fresh initialize; the cfg saves what it chose
         self.structure_by_labels = structure_by_labels
@@ -81,7 +78,10 @@ class ComponentState:
         return self.resolved.strategy
 
     def update_structure(self, changes: Mapping[str, Any]) -> None:
-        """Write the structure's settings ``changes`` into the cfg and resolve it again."""
+        """Write the structure's settings ``changes`` into the cfg (less those of
+        a structure they replace) and resolve it again."""
+        for key in settings_left_behind(self.cfg, changes.get("structure", self.cfg["structure"])):
+            del self.cfg[key]
         self.cfg.update(changes)
         self.resolved = ResolvedStructure.of(self.cfg, has_token_transitions(self.model))
 
@@ -151,7 +151,7 @@ class ComponentState:
         if self.structure_by_labels is None:
             return
         old = self.structure
-        self.update_structure(self.structure_by_labels(self.target).cfg())
+        self.update_structure(self.structure_by_labels(self.target, self.cfg).cfg())
         new = self.structure
         undeclare_params(self.model, set(old.params) - set(new.params))
         declare_params(self.model, new.params)

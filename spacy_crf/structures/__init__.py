@@ -17,8 +17,8 @@ such a module: nothing here imports it).
 
 from .base import (BatchLayout, ComponentView, CRFStructure, get_structure,  # noqa: F401
                    register_structure, strategy_of, structure_names)
-from .config import (ResolvedStructure, StructureSpec, as_spec, migrate_model_settings,  # noqa: F401
-                     spec_from_cfg)
+from .config import (ResolvedStructure, StructureSpec, as_spec,  # noqa: F401
+                     migrate_model_settings, settings_left_behind, spec_from_cfg)
 from .chain import ChainLayout, ChainStructure  # noqa: F401
 from .tree import TreeLayout, TreeStructure  # noqa: F401
 from .second_order import SecondOrderChain, SecondOrderLayout  # noqa: F401

@@ -171,6 +171,8 @@ class CRFStructure:
     #: pairs initialize saw), so a gold labelling can leave them; every loss then
     #: trains on that sequence as unannotated (:meth:`unreachable_gold`, W045)
     prunes_labellings: bool = False
+    #: the warning that names the sequences :meth:`unreachable_gold` finds
+    unreachable_gold_warning: str = "W045"
 
     # -- building ------------------------------------------------------------
 

@@ -20,7 +20,7 @@ components saved before the blocks existed did, so both load alike
 import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Union
 
 import catalogue
 from spacy.util import registry
@@ -62,10 +62,11 @@ class StructureSpec:
     by_component: Optional[Callable[[Any, Optional[Sequence[str]]], "StructureSpec"]] = field(
         default=None, compare=False)
     #: for a block whose choice also rests on the label count, known at
-    #: ``initialize`` only: ``(its Target, with its labels) -> spec``, the spec
+    #: ``initialize`` only: ``(its Target, with its labels; its cfg) -> spec``, the spec
     #: for those labels (``pipeline.state.ComponentState.choose_structure``);
     #: a new component's alone, as the cfg saves the choice
-    by_labels: Optional[Callable[[Any], "StructureSpec"]] = field(default=None, compare=False)
+    by_labels: Optional[Callable[[Any, Mapping[str, Any]], "StructureSpec"]] = field(
+        default=None, compare=False)
 
     @property
     def strategy_key(self) -> str:
@@ -139,6 +140,15 @@ def _block(name: Any) -> Callable[..., StructureSpec]:
     if not isinstance(name, str) or name not in _BLOCKS:
         raise ValueError(Errors.E012.format(structure=name, allowed=", ".join(map(repr, _BLOCKS))))
     return _BLOCKS[name][1]
+
+
+def settings_left_behind(cfg: Mapping[str, Any], structure: str) -> Set[str]:
+    """The keys of ``cfg`` that the block of its structure takes and that of
+    ``structure`` does not: stale in a cfg that names ``structure`` now (a
+    chain's ``order`` beside the pruned chain that ``order = null`` chose)."""
+    if cfg.get("structure") == structure:
+        return set()
+    return (set(_params(_block(cfg["structure"]))) - set(_params(_block(structure)))) & set(cfg)
 
 
 @lru_cache(maxsize=None)

@@ -33,13 +33,22 @@ that lattice: ``candidates^2`` a move, whatever the label count.
   block's own default (null) keeps every candidate, as models saved before
   it did.
 
+* A span target (``ents``, ``spans:KEY``, thousands of entity types) keeps
+  ``O`` in every token's lattice beside its candidates, so the scheme's
+  forbidden moves (``-inf`` transitions, as the chain has them) always leave
+  a labelling: ``O`` everywhere, or the spans ``keep_existing`` fixes with
+  ``O`` around them. In training the gold is kept where it is known; a
+  sequence whose unknown tokens' candidates cannot join its known tags
+  (``B-PER ? L-PER`` with no ``I-PER`` among the unknown token's) trains as
+  unannotated, with W049. Span confidences (``store_confidence``) need the
+  full chain (E096).
+
 The lattice is a path whose every move has a pair matrix of its own (the
 transitions between the two tokens' candidates), so it runs on the tree
 kernels as the input-dependent chain does (``tree_path.py``): ``start`` and
 ``end`` go on the first and last tokens' candidate scores. The parameters are
 the chain's (``transitions``, ``start``, ``end``), so a model trained with
-one structure loads in the other. Token targets only (a span scheme's
-forbidden moves could leave a lattice without a labelling: E018). N-best
+one structure loads in the other. N-best
 lists (``n_best``) are the lattice's k best labellings, exact over it (the
 chain's k-best kernel with a move matrix per token): a labelling that uses a
 pruned label is not among them, so the list is the full chain's wherever
@@ -110,6 +119,9 @@ class PrunedChainLayout(ChainLayout):
     candidates: int = DEFAULT_CANDIDATES
     #: decoding keeps the candidates within this of a token's best (None: all)
     margin: Optional[float] = None
+    #: a label every token's lattice holds beside its candidates (-1: none): a
+    #: span target's ``O``, which the scheme lets follow and precede anything
+    always: int = -1
     structure_name = "pruned_chain"
 
 
@@ -162,6 +174,42 @@ def best_candidates(emissions, n: int, keep: np.ndarray, margin: Optional[float]
     return cand, counts, scores
 
 
+def with_label(emissions, cand: np.ndarray, counts: np.ndarray, scores: np.ndarray, label: int
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`best_candidates`' arrays with ``label`` added to every token's
+    candidates that lack it (one slot more), in label order, the slots past a
+    token's count repeating its last candidate with score ``-inf``."""
+    n_tokens, n = cand.shape
+    none = np.iinfo(np.int64).max  # (sorts after every label)
+    real = real_slots(cand, counts)
+    missing = ~((cand == label) & real).any(axis=1)
+    label_scores = np.asarray(emissions[:, label] if isinstance(emissions, np.ndarray)
+                              else np.asarray(emissions)[:, label], dtype=scores.dtype)
+    keys = np.concatenate([np.where(real, cand, none),
+                           np.where(missing, label, none)[:, None]], axis=1)
+    order = np.argsort(keys, axis=1, kind="stable")
+    keys = np.take_along_axis(keys, order, axis=1)
+    scores = np.take_along_axis(
+        np.concatenate([np.where(real, scores, -np.inf),
+                        np.where(missing, label_scores, -np.inf)[:, None]], axis=1), order, axis=1)
+    counts = counts + missing
+    last = keys[np.arange(n_tokens), counts - 1]
+    cand = np.where(np.arange(n + 1)[None, :] < counts[:, None], keys, last[:, None])
+    return cand, counts, scores
+
+
+def real_slots(cand: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(N, n) bool: the slots within each token's count (the rest repeat its last)."""
+    return np.arange(cand.shape[1])[None, :] < counts[:, None]
+
+
+def put_slots(out: np.ndarray, cand: np.ndarray, counts: np.ndarray, values: np.ndarray) -> None:
+    """``out[t, cand[t, i]] = values[t, i]`` over the real slots alone: a
+    repeated one (its value 0) would overwrite its label's."""
+    real = real_slots(cand, counts)
+    out[np.nonzero(real)[0], cand[real]] = values[real]
+
+
 def slots_of(cand: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Where each token's label (-1: none) stands among its candidates (-1: none)."""
     hit = cand == labels[:, None]
@@ -177,12 +225,19 @@ class PrunedChainStructure(CRFStructure):
     layout_class = PrunedChainLayout
     batch_trainer_error = Errors.E211
     supports_n_best = True
+    supports_spans = True
     reads_composed_emissions = True
+    #: a sequence with unknown gold labels may find no labelling in its lattice
+    prunes_labellings = True
+    unreachable_gold_warning = "W049"
 
     def layout(self, docs: Sequence, component: ComponentView) -> PrunedChainLayout:
+        target = component.target
         return PrunedChainLayout(sequence_lengths(docs, component),
                                  int(component.cfg.get("candidates", DEFAULT_CANDIDATES)),
-                                 component.cfg.get("margin"))
+                                 component.cfg.get("margin"),
+                                 target.out_id if target is not None and target.is_span_target
+                                 else -1)
 
     def check(self, scores: CRFScores, layout: BatchLayout) -> np.ndarray:
         # the emissions as they are (float32 from a model, or a factored
@@ -196,6 +251,16 @@ class PrunedChainStructure(CRFStructure):
                                                 n_rows=emissions.shape[0]))
         return emissions
 
+    @staticmethod
+    def _candidates(emissions, layout: PrunedChainLayout, keep: np.ndarray,
+                    margin: Optional[float]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each token's candidates (:func:`best_candidates`), with the layout's
+        ``always`` label (a span target's ``O``) where it prunes."""
+        found = best_candidates(emissions, layout.candidates, keep, margin)
+        if layout.always < 0 or (margin is None and layout.candidates >= emissions.shape[1]):
+            return found
+        return with_label(emissions, *found, layout.always)
+
     def _lattice(self, emissions: np.ndarray, scores: CRFScores, layout: PrunedChainLayout,
                  keep: np.ndarray, margin: Optional[float]
                  ) -> Tuple[np.ndarray, np.ndarray, tuple]:
@@ -207,7 +272,7 @@ class PrunedChainStructure(CRFStructure):
         ``t - 1``'s candidate ``j`` to ``t``'s candidate ``i``, each move's
         pair matrix, no root scores."""
         lengths = layout.lengths
-        cand, counts, cand_scores = best_candidates(emissions, layout.candidates, keep, margin)
+        cand, counts, cand_scores = self._candidates(emissions, layout, keep, margin)
         n_tokens, n_cand = cand.shape
         local = np.empty((n_tokens, n_cand))
         pair = np.empty((n_tokens, n_cand, n_cand))
@@ -219,8 +284,7 @@ class PrunedChainStructure(CRFStructure):
 
     def _max_pass(self, emissions, scores, layout, fixed, labels, best):
         # the lattice's scores read in place (pruning.lattice_viterbi), not written out
-        cand, counts, cand_scores = best_candidates(emissions, layout.candidates, fixed,
-                                                    layout.margin)
+        cand, counts, cand_scores = self._candidates(emissions, layout, fixed, layout.margin)
         slots = np.zeros(cand.shape[0], dtype=np.int64)
         pruning.lattice_viterbi(cand_scores, cand, counts, layout.lengths, as_f64(scores.start),
                                 as_f64(scores.end), as_f64(scores.transitions),
@@ -255,16 +319,14 @@ class PrunedChainStructure(CRFStructure):
         tree.sum_product(*args, slots_of(cand, fixed), log_z, kept, NO_EDGES,
                          np.zeros(args[4].shape), np.zeros(cand.shape[1]), False, False)
         marginals[:] = 0.0
-        # the real slots alone: a repeated one (probability 0) would overwrite its label's
-        real = np.arange(cand.shape[1])[None, :] < counts[:, None]
-        marginals[np.nonzero(real)[0], cand[real]] = kept[real]
+        put_slots(marginals, cand, counts, kept)
 
     def nll_and_gradient(self, scores: CRFScores, layout: PrunedChainLayout,
                          gold: np.ndarray) -> Tuple[np.ndarray, CRFScores]:
         emissions = self.check(scores, layout)
         gold = np.ascontiguousarray(gold, dtype=np.int64)
         # (training keeps every candidate: the margin is decoding's)
-        cand, _, args = self._lattice(emissions, scores, layout, gold, None)
+        cand, counts, args = self._lattice(emissions, scores, layout, gold, None)
         n_labels = emissions.shape[1]
         nll = np.zeros(layout.n_sequences)
         d_local = np.zeros(cand.shape)
@@ -272,7 +334,7 @@ class PrunedChainStructure(CRFStructure):
         tree.nll_gradient(*args, slots_of(cand, gold), nll, d_local, d_pair,
                           np.zeros(cand.shape[1]), False)
         d_emissions = np.zeros(emissions.shape)
-        np.put_along_axis(d_emissions, cand, d_local, 1)
+        put_slots(d_emissions, cand, counts, d_local)
         first, last = sequence_ends(layout.lengths)
         heads = args[2]
         moves = np.flatnonzero(heads >= 0)
@@ -288,6 +350,29 @@ class PrunedChainStructure(CRFStructure):
             "end": np.bincount(cand[last].ravel(), weights=d_local[last].ravel(),
                                minlength=n_labels)}
         return nll, gradient_in_dtype(scores, gradient)
+
+    def unreachable_gold(self, scores, layout, gold):
+        """The sequences of known and unknown gold labels whose training lattice
+        (the gold where known, each unknown token's candidates) holds no
+        labelling: a span scheme's ``B-PER ? L-PER`` where the unknown token's
+        candidates lack ``I-PER``. A sequence whose gold is all known (or all
+        unknown) always has one; only a batch with a partly known sequence
+        takes the lattice's Viterbi pass."""
+        gold = np.asarray(gold, dtype=np.int64)
+        lengths = layout.lengths
+        n_known = np.bincount(np.repeat(np.arange(lengths.shape[0]), lengths),
+                              weights=gold >= 0, minlength=lengths.shape[0])
+        partial = (n_known > 0) & (n_known < lengths)
+        if not partial.any():
+            return None
+        emissions = self.check(scores, layout)
+        cand, counts, cand_scores = self._candidates(emissions, layout, gold, None)
+        slots = np.zeros(cand.shape[0], dtype=np.int64)
+        best = np.zeros(layout.n_sequences)
+        pruning.lattice_viterbi(cand_scores, cand, counts, lengths, as_f64(scores.start),
+                                as_f64(scores.end), as_f64(scores.transitions),
+                                slots_of(cand, gold), slots, best)
+        return partial & np.isneginf(best)
 
     def labelling_counts(self, layout, labels, weights, out):
         # a labelling scores as in the full chain (the same parameters)

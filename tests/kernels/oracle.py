@@ -133,3 +133,22 @@ def assert_same_inference(ours, theirs, fixed=None, k=4, atol=1e-9):
         run = getattr(inference, name)
         for a, b in zip(run(*ours, *args, fixed), run(*theirs, *args, fixed)):
             np.testing.assert_allclose(a, b, atol=atol)
+
+
+def lattice_labellings(scores, rows, cand, keep):
+    """Every labelling of the tokens ``rows`` whose labels are their candidates
+    (and ``keep`` where set), with its score."""
+    e = scores.emissions[rows]
+    n, L = e.shape
+    paths = all_labellings(n, L)
+    ok = np.ones(len(paths), dtype=bool)
+    for t in range(n):
+        ok &= np.isin(paths[:, t], cand[rows][t])
+        if keep[rows][t] >= 0:
+            ok &= paths[:, t] == keep[rows][t]
+    paths = paths[ok]
+    totals = (e[np.arange(n), paths].sum(axis=1) + scores.start[paths[:, 0]]
+              + scores.end[paths[:, -1]])
+    for t in range(1, n):
+        totals += scores.transitions[paths[:, t - 1], paths[:, t]]
+    return paths, totals

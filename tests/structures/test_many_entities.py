@@ -2,7 +2,8 @@
 
 A span target's ``order = null`` is chosen at ``initialize`` from its
 scheme's label triples (``structures/chain.py``: order 2 up to
-``DEFAULT_ORDER2_TRIPLES``, order 1 above), and the factory's weight table
+``DEFAULT_ORDER2_TRIPLES``, order 1 above, and the pruned chain above
+``DEFAULT_PRUNED_SPAN_LABELS`` tags), and the factory's weight table
 (``n_buckets = null``) gets fewer rows where many labels would make it
 larger (``hashed_linear.table_rows``; W039 below 2^18 rows).
 """
@@ -21,7 +22,8 @@ from spacy_crf import schemes
 from spacy_crf.models import hashed_linear
 from spacy_crf.models.hashed_linear import NAME as TABLE, table_rows
 from spacy_crf.models.potentials import find_potentials
-from spacy_crf.structures.chain import DEFAULT_ORDER2_TRIPLES
+from spacy_crf.structures.chain import (DEFAULT_ORDER2_TRIPLES, DEFAULT_PRUNED_SPAN_LABELS,
+                                        PRUNED_MARGIN, SPAN_CANDIDATES)
 from spacy_crf.structures.second_order import allowed_pairs, allowed_triples
 
 from conftest import SPELLING_ONLY
@@ -136,7 +138,9 @@ def test_issue2800_1000_entity_types_train():
     """spaCy's test_issue2800 (tests/parser/test_ner.py) with crf_tagger: 1,000
     entity types (4,001 BILUO labels) added to a blank English pipeline with
     the factory's defaults train without an error (order 2 refused them with
-    E147, and their table with E161)."""
+    E147, and their table with E161), over the pruned chain that ``order =
+    null`` takes above ``DEFAULT_PRUNED_SPAN_LABELS`` tags (each update was
+    0.6 s of L^2 work at order 1)."""
     nlp = English()
     train_data = [Example.from_dict(nlp.make_doc("One sentence"), {"entities": []})]
     ner = nlp.add_pipe("crf_tagger", config={"target": "ents"})
@@ -144,11 +148,35 @@ def test_issue2800_1000_entity_types_train():
         ner.add_label(entity_type)
     with pytest.warns(UserWarning, match=r"\[CRF-W039\].*65536 rows"):
         optimizer = nlp.initialize()
-    for _ in range(5):  # (spaCy's test runs 20; each update here is ~0.6 s of L^2 work)
+    for _ in range(20):
         losses = {}
         random.shuffle(train_data)
         for example in train_data:
             nlp.update([example], sgd=optimizer, losses=losses, drop=0.5)
-    assert len(ner.tags) == 4001 and ner.cfg["order"] == 1
+    assert len(ner.tags) == 4001 and ner.crf_structure.name == "pruned_chain"
+    assert "order" not in ner.cfg and ner.cfg["margin"] == PRUNED_MARGIN
+    assert ner.cfg["candidates"] == SPAN_CANDIDATES
     assert np.isfinite(losses["crf_tagger"])
     assert nlp("One sentence").ents == ()
+
+
+def test_many_tags_take_the_pruned_chain_unless_span_confidences_are_stored(tmp_path):
+    """Above ``DEFAULT_PRUNED_SPAN_LABELS`` tags the pruned chain (saved with
+    the component, the chain's order left out of its cfg); with
+    ``store_confidence`` order 1, whose span probabilities are exact; an
+    order given in the config is kept."""
+    n_types = DEFAULT_PRUNED_SPAN_LABELS // 4 + 1  # BILUO: 4 tags a type, and O
+    many = trained(n_types)
+    pipe = many.get_pipe("crf_tagger")
+    assert len(pipe.tags) > DEFAULT_PRUNED_SPAN_LABELS
+    assert pipe.crf_structure.name == "pruned_chain" and "order" not in pipe.cfg
+    many.to_disk(tmp_path / "p")
+    loaded = spacy.load(tmp_path / "p").get_pipe("crf_tagger")
+    assert loaded.crf_structure.name == "pruned_chain" and "order" not in loaded.cfg
+    text = "Ann met Bob Lee in Paris on Monday"
+    assert [(e.start, e.end, e.label_) for e in many(text).ents] == \
+        [(e.start, e.end, e.label_) for e in loaded.pipe([many.make_doc(text)]).__next__().ents]
+    sure = trained(n_types, store_confidence=True).get_pipe("crf_tagger")
+    assert sure.crf_structure.name == "chain" and sure.cfg["order"] == 1
+    given = trained(n_types, structure={"@structures": "spacy-crf.Chain.v1", "order": 1})
+    assert given.get_pipe("crf_tagger").crf_structure.name == "chain"
