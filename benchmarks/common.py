@@ -331,6 +331,30 @@ def add_run_arguments(parser, wait: bool = True) -> None:
                         help="keep corpora, models and logs here (default: a temp dir, removed)")
 
 
+#: sentences of train and of test a full run and a ``--quick`` one read
+#: (label_scaling.py, many_entity_types.py)
+SAMPLE_SENTENCES = {"train": (2000, 300), "test": (1000, 200)}
+
+
+def add_sample_arguments(parser) -> None:
+    """``--train-sentences`` and ``--test-sentences`` (set by
+    :func:`sample_sizes` where left out), ``--epochs`` and ``--batch-size``:
+    a plain ``nlp.update`` loop over a sample of a corpus."""
+    for split, (full, quick) in SAMPLE_SENTENCES.items():
+        parser.add_argument(f"--{split}-sentences", type=int, default=None,
+                            help=f"first sentences of {split} (default {full:,}; --quick {quick})")
+    parser.add_argument("--epochs", type=int, default=2,
+                        help="the first loads the kernels: at least 2 for a clean per-token time")
+    parser.add_argument("--batch-size", type=int, default=32)
+
+
+def sample_sizes(args) -> None:
+    """The sentences :func:`add_sample_arguments` left unset: a full run's, or ``--quick``'s."""
+    for split, (full, quick) in SAMPLE_SENTENCES.items():
+        if getattr(args, f"{split}_sentences") is None:
+            setattr(args, f"{split}_sentences", quick if args.quick else full)
+
+
 def time_pipe(nlp, make_docs: Callable[[], List[Any]], runs: int, warmup_docs: int) -> Dict[str, Any]:
     """Time ``nlp.pipe`` over fresh docs ``runs`` times (after a warm-up that loads
     or compiles the numba kernels, not timed); the docs of the last run are kept."""

@@ -67,9 +67,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (add_run_arguments, disk_bytes, environment, log, make_summary, markdown_table,  # noqa: E402
-                    peak_rss_mb, render_summary, run_in_workdir, run_isolated, time_pipe,
-                    wait_until_quiet)
+from common import (add_run_arguments, add_sample_arguments, disk_bytes,  # noqa: E402
+                    environment, log, make_summary, markdown_table, peak_rss_mb, render_summary,
+                    run_in_workdir, run_isolated, sample_sizes, time_pipe, wait_until_quiet)
 from defaults import update_loop  # noqa: E402
 from scaling import WordStream, loglog_slope  # noqa: E402
 
@@ -235,7 +235,11 @@ ENT_SYSTEMS: Dict[str, Dict[str, Any]] = {
     "defaults": {},
     "order_1": {"structure": {"@structures": "spacy-crf.Chain.v1", "order": 1}},
     "order_2": {"structure": {"@structures": "spacy-crf.Chain.v1", "order": 2}},
+    # each token's 8 best tags and O, 6 of the best at most in decoding (as the morph target)
+    "pruned": {"structure": {"@structures": "spacy-crf.PrunedChain.v1", "margin": 6.0}},
 }
+#: what --ent-systems runs unless told
+DEFAULT_ENT_SYSTEMS = ("defaults", "order_1", "order_2")
 
 
 def ner_corpus(n_types: int, n_train: int, n_test: int, seed: int = SEED
@@ -416,8 +420,8 @@ def sweep(ks: Sequence[int], systems: Sequence[str], args: Any, workdir: Path) -
 
 def sweep_ents(args: Any, workdir: Path) -> List[Dict[str, Any]]:
     rows = []
-    for system in ENT_SYSTEMS:
-        for n_types in ENTITY_TYPES:
+    for system in args.ent_systems:
+        for n_types in args.entity_types:
             r = run_phase(phase_ents, args, (n_types, system),
                           workdir / f"ents_{system}_{n_types}", entity_types=n_types,
                           system=system)
@@ -498,6 +502,7 @@ def label_scaling_summary(report: Dict[str, Any]) -> Dict[str, Any]:
              "and nlp.initialize, in the JSON); peak RSS: the process's after training (the to_disk and decode after "
              "it are in the JSON); model MB: the saved crf_tagger directory"]
     if ents:
+        types = sorted({r["entity_types"] for r in ents})
         ent_rows = []
         for r in ents:
             if "error" in r:
@@ -505,14 +510,17 @@ def label_scaling_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                                  "", "", "", "", "", ""])
                 continue
             few = next((f for f in ents if f["system"] == r["system"] and "error" not in f
-                        and f["entity_types"] == ENTITY_TYPES[0]), None)
+                        and f["entity_types"] == types[0]), None)
             ratio = few["decode_tokens_per_s"] / r["decode_tokens_per_s"] if few else None
             ent_rows.append([str(r["entity_types"]), r["system"], str(r["n_labels"]),
                              r["structure"], f"{r['decode_tokens_per_s']:,.0f}",
                              "" if ratio is None else f"{ratio:.2f}x",
                              f"{r['train_us_per_token']:.1f}",
                              f"{r['model_bytes'] / 2**20:.1f}", f"{100 * r['ents_f']:.1f}"])
-            if r["entity_types"] == ENTITY_TYPES[-1] and ratio is not None:
+            if r["system"] == "pruned" and r["entity_types"] == types[0]:
+                notes.append("entity types, pruned: spacy-crf.PrunedChain.v1 (8 candidates "
+                             "and O, margin 6)")
+            if (types[0], r["entity_types"]) == ENTITY_TYPES and ratio is not None:
                 notes.append(f"entity types, {r['system']}: the {ENTITY_TYPES[0]}-type model "
                              f"decodes {ratio:.2f}x as fast as the {ENTITY_TYPES[-1]}-type one "
                              f"({'within' if ratio <= 2 else 'not within'} issue #51's 2x)")
@@ -521,7 +529,7 @@ def label_scaling_summary(report: Dict[str, Any]) -> Dict[str, Any]:
                        f"decodes within 2x of a {ENTITY_TYPES[0]}-type one); defaults: the "
                        f"factory's, order_1: the same with a chain of order 1:",
             "headers": ["entity types", "system", "BILUO labels", "structure",
-                        "decode tokens/s", f"{ENTITY_TYPES[0]}-type tok/s over this",
+                        "decode tokens/s", f"{types[0]}-type tok/s over this",
                         "train us/token", "model MB", "ents F"],
             "rows": ent_rows})
     title = "Label-set scaling of the morph target, 10 to 2,000 labels" + (
@@ -581,21 +589,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--ents-only", action="store_true",
                         help="the 4 vs 18 entity types alone (full-size corpus unless --quick), "
                              "e.g. --out benchmarks/results/label_scaling_ents.json")
-    parser.add_argument("--train-sentences", type=int, default=None,
-                        help="default 2,000 (~40k tokens); --quick 300")
-    parser.add_argument("--test-sentences", type=int, default=None,
-                        help="default 1,000 (~20k tokens); --quick 200")
-    parser.add_argument("--epochs", type=int, default=2,
-                        help="the first loads the kernels: at least 2 for a clean per-token time")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--entity-types", type=int, nargs="+", default=list(ENTITY_TYPES),
+                        help="entity type counts to run (the first is the ratios' base)")
+    parser.add_argument("--ent-systems", nargs="+", default=list(DEFAULT_ENT_SYSTEMS),
+                        choices=list(ENT_SYSTEMS), help="entity systems to run")
+    add_sample_arguments(parser)
     parser.add_argument("--memory-budget-gb", type=float, default=5.0,
                         help="largest per-label table x 3 (weights, Adam's moments) to run")
     add_run_arguments(parser)
     args = parser.parse_args(argv)
-    if args.train_sentences is None:
-        args.train_sentences = 300 if args.quick else 2000
-    if args.test_sentences is None:
-        args.test_sentences = 200 if args.quick else 1000
+    sample_sizes(args)
 
     def finish(report: Dict[str, Any]) -> None:
         report["summary"] = label_scaling_summary(report)
