@@ -128,7 +128,8 @@ def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndar
         if length and empty is not None and empty[s]:
             out.append([])
         elif length:
-            out.append([(float(np.exp(best[s, r] - log_z[s])),
+            # (at most 1: exp(0) of a lone labelling came out 1.0000000000000002)
+            out.append([(min(float(np.exp(best[s, r] - log_z[s])), 1.0),
                          names[labels[r, start:start + length]].tolist())
                         for r in range(counts[s])])
         start += length

@@ -57,7 +57,7 @@ class ComponentState:
     """
 
     def __init__(self, name: str, vocab: Vocab, cfg: Dict[str, Any], model: Model, target: Target,
-                 structure_by_labels: Optional[Callable[..., StructureSpec]] = None) -> None:
+                 structure_by_labels: Optional[Callable[[Target], StructureSpec]] = None) -> None:
         self.name, self.vocab, self.cfg, self.model, self.target = name, vocab, cfg, model, target
         # the config's choice by label count (StructureSpec.by_labels), made at
         # every fresh initialize; the cfg saves what it chose
@@ -151,7 +151,7 @@ class ComponentState:
         if self.structure_by_labels is None:
             return
         old = self.structure
-        self.update_structure(self.structure_by_labels(self.target, self.cfg).cfg())
+        self.update_structure(self.structure_by_labels(self.target).cfg())
         new = self.structure
         undeclare_params(self.model, set(old.params) - set(new.params))
         declare_params(self.model, new.params)

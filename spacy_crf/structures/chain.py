@@ -8,7 +8,7 @@ likelihood), ``_kernels/kbest.py`` (n-best), ``_kernels/span_probabilities.py``
 
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from spacy.util import registry
@@ -67,8 +67,7 @@ def chain_structure(order: Optional[int] = None, transition_templates: Optional[
         :data:`DEFAULT_ORDER2_TRIPLES` label triples (up to 6 BILUO or 8 BIO
         types; chosen at ``initialize``, when the labels are known, and saved),
         1 above, and above :data:`DEFAULT_PRUNED_SPAN_LABELS` tags (50 BILUO
-        types) the pruned chain below, unless ``store_confidence`` asks for
-        span confidences; for a target whose labels come by the
+        types) the pruned chain below; for a target whose labels come by the
         hundred (``morph``), order 1 over each token's best labels
         (``spacy-crf.PrunedChain.v1`` with ``margin = 6``:
         ``structures/pruned_chain.py``); 1
@@ -123,22 +122,20 @@ def pruned_chain_spec(**settings: Any) -> StructureSpec:
     return registry.structures.get(PRUNED_BLOCK)(margin=PRUNED_MARGIN, **settings)
 
 
-def _span_order_for_labels(transitions: Dict[str, Any], prunable: bool, target: Any,
-                           cfg: Mapping[str, Any]) -> StructureSpec:
+def _span_order_for_labels(transitions: Dict[str, Any], prunable: bool,
+                           target: Any) -> StructureSpec:
     """The order ``null`` gives a span target with its labels (at
-    ``initialize``; ``cfg``: the component's settings): 2 where its scheme
-    allows at most :data:`DEFAULT_ORDER2_TRIPLES` label triples, 1 above, and
-    over :data:`DEFAULT_PRUNED_SPAN_LABELS` tags the pruned chain, unless span
-    confidences are stored (they need the full chain) or the model cannot
-    score it (``prunable``). Order 2 walks every allowed triple at every
+    ``initialize``): 2 where its scheme allows at most
+    :data:`DEFAULT_ORDER2_TRIPLES` label triples, 1 above, and over
+    :data:`DEFAULT_PRUNED_SPAN_LABELS` tags the pruned chain, where the model
+    can score it (``prunable``). Order 2 walks every allowed triple at every
     token, and their number grows with the cube of the types: 618 for 4 BILUO
     types, 29,486 for 18 (OntoNotes), which decoded 22 times slower; order 1
     over 18 types decodes about as fast as order 2 over 4, but its label pairs
     grow with the square of the types: 1,000 types (4,001 tags) trained at 45
     tokens/s."""
     allowed, allowed_start, _ = target.constraints()
-    if prunable and allowed.shape[0] > DEFAULT_PRUNED_SPAN_LABELS \
-            and not cfg.get("store_confidence"):
+    if prunable and allowed.shape[0] > DEFAULT_PRUNED_SPAN_LABELS:
         return pruned_chain_spec(candidates=SPAN_CANDIDATES)
     order = 2 if allowed_triples(allowed, allowed_start) <= DEFAULT_ORDER2_TRIPLES else 1
     return chain_structure(order, **transitions)

@@ -62,11 +62,10 @@ class StructureSpec:
     by_component: Optional[Callable[[Any, Optional[Sequence[str]]], "StructureSpec"]] = field(
         default=None, compare=False)
     #: for a block whose choice also rests on the label count, known at
-    #: ``initialize`` only: ``(its Target, with its labels; its cfg) -> spec``, the spec
+    #: ``initialize`` only: ``(its Target, with its labels) -> spec``, the spec
     #: for those labels (``pipeline.state.ComponentState.choose_structure``);
     #: a new component's alone, as the cfg saves the choice
-    by_labels: Optional[Callable[[Any, Mapping[str, Any]], "StructureSpec"]] = field(
-        default=None, compare=False)
+    by_labels: Optional[Callable[[Any], "StructureSpec"]] = field(default=None, compare=False)
 
     @property
     def strategy_key(self) -> str:

@@ -162,10 +162,13 @@ def fit(
     if init_from is not None:
         pipe = _warm_start(nlp, pipe.name, Path(init_from), T)
     _check_dev(dev_corpus, nlp, pipe)
-    if output_dir is not None:  # (after the checks of the inputs: a bad one leaves no folder)
-        _prepare_output(Path(output_dir))
     train_examples = read_corpus(train_corpus, nlp)
     _initialize(nlp, T, train_examples, keep=pipe.name if init_from is not None else None)
+    if pipe.crf_structure.batch_trainer_error:
+        # order = null chose by the labels initialize found (a span target over 200 tags)
+        raise _not_fittable(pipe)
+    if output_dir is not None:  # (after the checks of the inputs: a bad one leaves no folder)
+        _prepare_output(Path(output_dir))
     _annotate(nlp, pipe, T, train_examples)
     with _engine(n_workers, address) as client:
         # one shard per thread, or per Dask worker

@@ -160,11 +160,10 @@ def test_issue2800_1000_entity_types_train():
     assert nlp("One sentence").ents == ()
 
 
-def test_many_tags_take_the_pruned_chain_unless_span_confidences_are_stored(tmp_path):
+def test_many_tags_take_the_pruned_chain(tmp_path):
     """Above ``DEFAULT_PRUNED_SPAN_LABELS`` tags the pruned chain (saved with
-    the component, the chain's order left out of its cfg); with
-    ``store_confidence`` order 1, whose span probabilities are exact; an
-    order given in the config is kept."""
+    the component, the chain's order left out of its cfg), span confidences
+    too (the full chain's); an order given in the config is kept."""
     n_types = DEFAULT_PRUNED_SPAN_LABELS // 4 + 1  # BILUO: 4 tags a type, and O
     many = trained(n_types)
     pipe = many.get_pipe("crf_tagger")
@@ -176,7 +175,8 @@ def test_many_tags_take_the_pruned_chain_unless_span_confidences_are_stored(tmp_
     text = "Ann met Bob Lee in Paris on Monday"
     assert [(e.start, e.end, e.label_) for e in many(text).ents] == \
         [(e.start, e.end, e.label_) for e in loaded.pipe([many.make_doc(text)]).__next__().ents]
-    sure = trained(n_types, store_confidence=True).get_pipe("crf_tagger")
-    assert sure.crf_structure.name == "chain" and sure.cfg["order"] == 1
+    sure = trained(n_types, store_confidence=True)
+    assert sure.get_pipe("crf_tagger").crf_structure.name == "pruned_chain"
+    assert all(0.0 < e._.crf_confidence <= 1.0 for e in sure(text).ents)
     given = trained(n_types, structure={"@structures": "spacy-crf.Chain.v1", "order": 1})
     assert given.get_pipe("crf_tagger").crf_structure.name == "chain"

@@ -83,6 +83,7 @@ def test_log_z_marginals_map_and_n_best_against_enumerating_the_lattice(seed):
     cand, counts, _ = lattice_of(scores, layout, fixed, layout.margin)
     # O is in every token's lattice, so every sequence has a labelling
     assert all(OUT in cand[t, :counts[t]] for t in range(layout.n_tokens))
+    every = lattice_of(scores, layout, fixed, None)[0]  # (the marginals': no margin)
     probs, log_z = inference.marginals(scores, layout, fixed)
     labels, best = inference.viterbi(scores, layout, fixed)
     k = int(rng.integers(1, 6))
@@ -93,10 +94,13 @@ def test_log_z_marginals_map_and_n_best_against_enumerating_the_lattice(seed):
         start += n
         if not n:
             continue
+        wide, wide_totals = finite(*lattice_labellings(scores, rows, every, fixed))
+        assert_sequence_matches_enumeration(wide, wide_totals, probs[rows], log_z[s],
+                                            wide_totals.max(), wide[np.argmax(wide_totals)])
         paths, totals = finite(*lattice_labellings(scores, rows, cand, fixed))
         assert len(paths)
-        assert_sequence_matches_enumeration(paths, totals, probs[rows], log_z[s], best[s],
-                                            labels[rows])
+        assert best[s] == pytest.approx(totals.max(), abs=1e-9)
+        np.testing.assert_array_equal(labels[rows], paths[np.argmax(totals)])
         order = np.argsort(-totals, kind="stable")
         assert k_counts[s] == min(k, len(paths))
         np.testing.assert_allclose(k_best[s, :k_counts[s]], totals[order[:k_counts[s]]],
@@ -241,7 +245,66 @@ def test_unreachable_partial_gold_trains_as_unannotated_with_w049():
     assert len(said) == 1 and "1 of the 2 sequence(s)" in said[0]
 
 
-def test_span_confidences_need_the_full_chain():
-    with pytest.raises(ValueError, match="E096"):
-        spacy.blank("en").add_pipe("crf_tagger", config={"target": "ents", "structure": BLOCK,
-                                                         "store_confidence": True})
+@pytest.mark.parametrize("seed", range(4))
+def test_span_probabilities_are_the_full_chains(seed):
+    """Span confidences count every labelling, the pruned ones too: the full
+    chain's of the same parameters, with fixed tags as well."""
+    rng = np.random.default_rng(90 + seed)
+    lengths = np.asarray([5, 3, 6])
+    scores = constrained_problem(rng, lengths)
+    pruned = PrunedChainLayout(lengths, candidates=2, margin=3.0, always=OUT)
+    chain = ChainLayout(lengths)
+    labels, _ = inference.viterbi(scores, pruned)
+    starts, ends = schemes.codes_to_spans(schemes.parse_tags(TAGS)[0][labels], "BILUO",
+                                          np.cumsum(lengths))
+    blocked = schemes.continuations(TAGS, "BILUO")
+    fixed = np.full(int(lengths.sum()), -1)
+    fixed[0] = OUT
+    for given in (None, fixed):
+        ours = inference.span_log_probabilities(scores, pruned, labels, starts, ends, blocked,
+                                                given)
+        theirs = inference.span_log_probabilities(scores, chain, labels, starts, ends, blocked,
+                                                  given)
+        np.testing.assert_allclose(ours[0], theirs[0], atol=1e-12)
+
+
+def test_a_saved_pruned_model_gives_span_confidences_on_load(tmp_path):
+    """store_confidence set when loading a model trained without it (the
+    structure comes from the saved cfg): each entity gets the full chain's
+    probability."""
+    nlp, _ = trained_ents({})
+    nlp.to_disk(tmp_path / "p")
+    sure = spacy.load(tmp_path / "p",
+                      config={"components": {"crf_tagger": {"store_confidence": True}}})
+    assert sure.get_pipe("crf_tagger").crf_structure.name == "pruned_chain"
+    doc = sure("Bob met Carol Smith in New York City")
+    assert doc.ents and all(0.0 < e._.crf_confidence <= 1.0 for e in doc.ents)
+
+
+def test_the_batch_trainer_refuses_the_pruned_chain_order_null_picks_for_many_tags(tmp_path):
+    """fit checks the structure again once initialize has chosen it by the
+    tags: E211, and no output folder (it had fit the changing lattice for 0
+    iterations and saved an untrained model)."""
+    import io
+
+    from spacy.tokens import Doc, DocBin
+
+    from conftest import filled_config
+    from spacy_crf.training.fit import fit
+
+    config = filled_config(tmp_path, "ner", "ents")
+    config.to_disk(tmp_path / "ents.cfg")
+    vocab = spacy.blank("en").vocab
+    words = "Ann met Bob in Paris today".split()
+    for split, n in (("train", 60), ("dev", 10)):
+        bin_ = DocBin()
+        for i in range(n):  # 60 types (241 tags), each in the data
+            bin_.add(Doc(vocab, words=words, ents=[f"B-T{i % 60}", "O", f"B-T{(i + 1) % 60}",
+                                                   "O", f"B-T{(i + 2) % 60}", "O"]))
+        bin_.to_disk(tmp_path / f"{split}.spacy")
+    with pytest.raises(ValueError, match=r"\[CRF-E211\].*over 200 entity tags"):
+        fit(tmp_path / "ents.cfg", tmp_path / "out", max_iterations=2, stdout=io.StringIO(),
+            overrides={"paths.train": str(tmp_path / "train.spacy"),
+                       "paths.dev": str(tmp_path / "dev.spacy"),
+                       "components.ner.model.n_buckets": 4096})
+    assert not (tmp_path / "out").exists()
