@@ -696,6 +696,12 @@ class Warnings(metaclass=_Codes):
             "I-PER among the unknown token's). Every loss learns nothing from them. Annotate "
             "those tokens, raise the structure's candidates, or use spacy-crf.Chain.v1 with "
             "order = 1. Said once per component.")
+    W050 = ("'{old}' of another pipeline is sourced here as '{new}', and spaCy puts the one "
+            "object in both pipelines (add_pipe(source=...) does not copy it): in the "
+            "pipeline it comes from, it now stores its values as '{new}' too "
+            "(token._.{new_stem}_confidence), where its crf_tagger '{clash}' stores its own: "
+            "there, the two overwrite each other's. To keep using that pipeline, source from "
+            "a copy of it (spacy.load it again, or copy.deepcopy it).")
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "
             "Write them in that block; the config the pipeline keeps (nlp.config, a saved "

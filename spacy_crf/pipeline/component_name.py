@@ -6,6 +6,7 @@ from typing import Any, Dict
 from spacy.language import Language
 from spacy.pipeline.pipe import Pipe
 
+from ..errors import Warnings, warn
 from ..models.featurize import set_owner
 from .extensions import check_own_place, register_extensions, stem
 from .pipe_meta import calling_method, declare_component_meta, sourcing_pipeline
@@ -35,6 +36,7 @@ class FollowsItsName:
         if nlp is not None:  # E190 before anything changes, as the factory checks
             check_own_place(value, [other for other, pipe in nlp.components
                                     if isinstance(pipe, FollowsItsName)])
+            _warn_shared(self, value)
         elif state is not None and stem(value) != stem(state.name):
             # moved by spaCy (rename_pipe): its values would go to a new place,
             # which may be another's
@@ -49,6 +51,27 @@ class FollowsItsName:
             set_owner(state.model, value)
         if nlp is not None:  # its target's meta, not the factory's default
             declare_component_meta(nlp, value, self)
+
+
+def _warn_shared(component: FollowsItsName, value: str) -> None:
+    """W050 where spaCy sources ``component`` under a name that stores its
+    values where another crf_tagger of the pipeline it comes from stores its
+    own: the one object serves both pipelines (spaCy's own comment there:
+    "there is no actual solution here"), so there the two would overwrite each
+    other's values. (Under any other name its values there just move with
+    its name, as the docs say.)"""
+    found = calling_method(("create_pipe_from_source",), 5)
+    if found is None:
+        return
+    nlp, local = found
+    source = local.get("source")
+    if not isinstance(source, Language) or source is nlp or stem(value) == stem(component.name):
+        return
+    clash = [other for other, pipe in source.components if pipe is not component
+             and isinstance(pipe, FollowsItsName) and stem(other) == stem(value)]
+    if clash:
+        warn(Warnings.W050.format(old=local.get("source_name", component.name), new=value,
+                                  new_stem=stem(value), clash=clash[0]))
 
 
 def _check_new_place(component: FollowsItsName, value: str) -> None:

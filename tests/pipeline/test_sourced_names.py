@@ -95,3 +95,24 @@ def test_a_component_sourced_under_a_name_that_reads_as_anothers_is_refused():
     with pytest.raises(ValueError, match=r"\[CRF-E190\]"):  # my_tags: one place for both
         nlp.add_pipe("crf_tagger", source=pos, name="my_tags")
     assert pos.get_pipe("crf_tagger").name == "crf_tagger"  # the source's is left as it was
+
+
+def test_sourcing_under_the_name_of_another_component_of_its_pipeline_warns():
+    """spaCy puts the one object in both pipelines: sourced under the name of
+    another crf_tagger of the pipeline it comes from, the two store in one
+    place there (W050); under any other name, no warning (its values move
+    with its name, as the docs say), and a copy keeps the source as it was."""
+    import copy
+    import warnings
+
+    tags = trained("tag", {"tags": ["DT", "NN", "VBD", "."]})
+    tags.add_pipe("crf_tagger", name="upos", source=trained(
+        "pos", {"pos": ["DET", "NOUN", "VERB", "PUNCT"]}))
+    source = copy.deepcopy(tags)
+    before = confidences(source(Doc(source.vocab, words=WORDS)), "upos")
+    with pytest.warns(UserWarning, match=r"W050.*'crf_tagger'.*as 'upos'.*crf_tagger 'upos'"):
+        spacy.blank("en").add_pipe("crf_tagger", name="upos", source=tags)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spacy.blank("en").add_pipe("crf_tagger", name="tags2", source=copy.deepcopy(source))
+    assert confidences(source(Doc(source.vocab, words=WORDS)), "upos") == before
