@@ -702,6 +702,11 @@ class Warnings(metaclass=_Codes):
             "(token._.{new_stem}_confidence), where its crf_tagger '{clash}' stores its own: "
             "there, the two overwrite each other's. To keep using that pipeline, source from "
             "a copy of it (spacy.load it again, or copy.deepcopy it).")
+    W051 = ("'{name}' runs the structure it was saved with, {saved}, not the one its config "
+            "names, {given}: its weights were trained with the saved one, and a load keeps "
+            "it (an override of the structure block at spacy.load, or a config.cfg edited "
+            "after training, is not used). To run another structure, train the component "
+            "with it.")
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "
             "Write them in that block; the config the pipeline keeps (nlp.config, a saved "

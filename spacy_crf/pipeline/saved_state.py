@@ -15,14 +15,14 @@ from typing import Any, Dict, Iterable, Optional, Union
 import srsly
 from spacy.util import ensure_path
 
-from ..errors import Errors
+from ..errors import Errors, Warnings, warn
 from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..models.architectures import set_n_labels
 from ..models.label_parts import check_label_parts, forget_label_parts
 from ..models.featurize import restore_lexicon, set_owner
 from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..targets import make_target
-from ..structures import settings_left_behind
+from ..structures import StructureSpec, settings_left_behind, spec_from_cfg
 from .settings import check_settings, settings_of
 from .state import ComponentState
 
@@ -158,6 +158,17 @@ def _same_as_saved(state: ComponentState, saved: Dict[str, Any], where: str, key
                                             saved=saved[key], given=state.cfg[key]))
 
 
+def _warn_other_structure(state: ComponentState, kept: StructureSpec) -> None:
+    """W051 where the component's config names a structure, or structure
+    settings, other than those it is loaded with (the saved cfg's): those
+    run, as its weights were trained with them. Not where the config leaves
+    the structure to the labels (a span target's ``order = null``)."""
+    given = state.resolved.spec
+    if state.structure_by_labels is None and given.cfg() != kept.cfg():
+        warn(Warnings.W051.format(name=state.name, given=given.describe(),
+                                  saved=kept.describe()))
+
+
 def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]:
     """The cfg a load swaps in: the saved one, checked with the factory's
     E-codes, with the component's own runtime settings (RUNTIME_SETTINGS)."""
@@ -180,6 +191,7 @@ def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]
     check_settings(state.model, state.name, **settings_of(cfg))
     for key in settings_left_behind(state.cfg, cfg["structure"]) - set(saved):
         del cfg[key]  # (the config's chain order, where its null chose a pruned chain)
+    _warn_other_structure(state, spec_from_cfg(cfg))
     if state.target.is_span_target:
         _same_as_saved(state, saved, where, "scheme")
     for key in RUNTIME_SETTINGS:

@@ -81,3 +81,25 @@ def test_initialize_and_load_resolve_the_structure_the_cfg_then_holds():
     assert loaded.get_pipe("crf_tagger").crf_structure is chosen
     copy = pickle.loads(pickle.dumps(pipe))
     assert copy.crf_structure is chosen
+
+
+def test_a_load_whose_config_names_another_structure_says_which_runs(tmp_path):
+    """An override of the structure block at spacy.load (or a config.cfg
+    edited after training) is not used: W051 names the saved structure,
+    which runs, and the config's; a plain load says nothing."""
+    import warnings
+
+    import spacy
+
+    nlp = make_nlp("tag", structure=chain(1))
+    train(nlp, toy_examples(nlp, "tag"), n_iter=2)
+    nlp.to_disk(tmp_path / "p")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spacy.load(tmp_path / "p")
+    pruned = {"@structures": "spacy-crf.PrunedChain.v1", "candidates": 500}
+    with pytest.warns(UserWarning, match=r"W051.*saved with, 'chain' \(order = 1\).*"
+                                         r"'pruned_chain' \(candidates = 500\)"):
+        again = spacy.load(tmp_path / "p",
+                           config={"components": {"crf_tagger": {"structure": pruned}}})
+    assert again.get_pipe("crf_tagger").crf_structure.name == "chain"
