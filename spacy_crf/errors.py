@@ -579,6 +579,9 @@ class Errors(metaclass=_Codes):
     E260 = ("get_loss of '{name}' takes the model's scores, pipe.model.predict(docs), as "
             "spaCy's get_loss takes them; it was given {got}, which is what pipe.predict "
             "returns (the decoded labels). Pass pipe.model.predict(docs).")
+    E261 = ("python -m spacy crf-package: the version {version!r} is not a version pip can "
+            "install ({why}): give --version one such as 1.0.0 or 1.0.0rc1 (PEP 440), or fix "
+            "the version in the pipeline's meta.json.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

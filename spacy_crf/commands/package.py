@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 from urllib.parse import unquote, urlparse
 
 from ._util import Arg, Opt, command, msg, our_errors, run
@@ -257,11 +257,23 @@ def plan(model_dir: Path, out_dir: Path, name: Optional[str] = None,
     out_dir = check_out_dir(out_dir)
     tree = find_source_tree(source)
     result = Plan(model_dir=model_dir.resolve(), out_dir=out_dir, source=tree, package=package,
-                  version=str(version if version is not None else meta.get("version", "0.0.0")),
+                  version=checked_version(version if version is not None
+                                          else meta.get("version", "0.0.0")),
                   name=name)
     if result.package_dir.exists() and not force:
         raise ValueError(Errors.E175.format(path=result.package_dir))
     return result
+
+
+def checked_version(version: Any) -> str:
+    """``version`` as given, E261 where pip could not install it (PEP 440)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(str(version))
+    except InvalidVersion as err:
+        raise ValueError(Errors.E261.format(version=str(version), why=err)) from err
+    return str(version)
 
 
 # ------------------------------------------------------------------------------- the work
@@ -321,14 +333,20 @@ def build_model_wheel(plan: Plan, force: bool = False) -> Path:
     if plan.name is not None:
         command += ["--name", plan.name]
     _run("spacy package --build wheel", command)
-    # spaCy names the wheel after the package with runs of underscores squashed
-    stem = re.sub("_+", "_", f"{plan.package}-{plan.version}")
+    from packaging.utils import canonicalize_name, parse_wheel_filename
+    from packaging.version import Version
+
+    # the build names the wheel in normal form: runs of underscores squashed, the
+    # name lowercased (en_Demo: en_demo-...), the version normalized (1.0.0-rc1: 1.0.0rc1)
     dist = plan.package_dir / "dist"
-    wheels = sorted(dist.glob(f"{stem}-*.whl"))
+    wanted = (canonicalize_name(plan.package), Version(plan.version))
+    wheels = sorted(path for path in dist.glob("*.whl")
+                    if parse_wheel_filename(path.name)[:2] == wanted)
     if not wheels:
         # spaCy falls back to setup.py when build fails and reports success either way
         raise RuntimeError(Errors.E177.format(step="spacy package --build wheel",
-                                              why=f"no {stem}-*.whl in {dist}"))
+                                              why=f"no wheel of {plan.package} {plan.version} "
+                                                  f"in {dist}"))
     return wheels[0]
 
 

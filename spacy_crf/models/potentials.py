@@ -92,7 +92,9 @@ class CRFScores:
     emissions: Any
     params: Dict[str, Any] = field(default_factory=dict)
     token: Dict[str, Any] = field(default_factory=dict)
-    experts: Optional[Tuple["CRFScores", ...]] = None
+    # (a tuple of CRFScores, not named so: pydantic v1, which thinc before 8.3.10
+    # checks a factory's arguments with, recursed on the self-reference forever)
+    experts: Optional[Tuple[Any, ...]] = None
 
     def __getattr__(self, name: str) -> Any:
         if name not in SCORE_AXES:

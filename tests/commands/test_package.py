@@ -144,8 +144,25 @@ def test_failed_builds(tmp_path, monkeypatch):
     checked = Plan(model_dir=tmp_path, out_dir=tmp_path, source=ROOT, package="en_demo",
                    version="1.0.0")
     with pytest.raises(RuntimeError, match=r"^\[CRF-E177\] .*spacy package --build wheel failed "
-                                           r"\(no en_demo-1\.0\.0-\*\.whl in "):
+                                           r"\(no wheel of en_demo 1\.0\.0 in "):
         pkg.build_model_wheel(checked)
+
+
+def test_the_wheel_is_found_under_the_names_the_build_gives_it(tmp_path, monkeypatch):
+    """The build lowercases the name and normalizes the version in the wheel's
+    file name (en_Demo 1.0.0-rc1: en_demo-1.0.0rc1); crf-package had looked for
+    the name as given, and reported a failed build of a wheel it had built."""
+    monkeypatch.setattr(pkg, "_run", lambda step, command, cwd=None: None)
+    checked = Plan(model_dir=tmp_path, out_dir=tmp_path, source=ROOT, package="en_Demo",
+                   version="1.0.0-rc1")
+    dist = checked.package_dir / "dist"
+    dist.mkdir(parents=True)
+    (dist / "en_other-1.0.0rc1-py3-none-any.whl").touch()
+    wheel = dist / "en_demo-1.0.0rc1-py3-none-any.whl"
+    wheel.touch()
+    assert pkg.build_model_wheel(checked) == wheel
+    with pytest.raises(ValueError, match=r"^\[CRF-E261\] .*'one\.two' is not a version"):
+        plan(fake_model(tmp_path / "model"), tmp_path / "out", version="one.two")
 
 
 def test_requirement_check(tmp_path):
