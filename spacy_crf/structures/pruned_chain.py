@@ -186,8 +186,7 @@ def with_label(emissions, cand: np.ndarray, counts: np.ndarray, scores: np.ndarr
     none = np.iinfo(np.int64).max  # (sorts after every label)
     real = real_slots(cand, counts)
     missing = ~((cand == label) & real).any(axis=1)
-    label_scores = np.asarray(emissions[:, label] if isinstance(emissions, np.ndarray)
-                              else np.asarray(emissions)[:, label], dtype=scores.dtype)
+    label_scores = np.asarray(np.asarray(emissions)[:, label], dtype=scores.dtype)
     keys = np.concatenate([np.where(real, cand, none),
                            np.where(missing, label, none)[:, None]], axis=1)
     order = np.argsort(keys, axis=1, kind="stable")
@@ -372,8 +371,12 @@ class PrunedChainStructure(CRFStructure):
         (the gold where known, each unknown token's candidates) holds no
         labelling: a span scheme's ``B-PER ? L-PER`` where the unknown token's
         candidates lack ``I-PER``. A sequence whose gold is all known (or all
-        unknown) always has one; only a batch with a partly known sequence
-        takes the lattice's Viterbi pass."""
+        unknown) always has one, and so does any of a token target (no move
+        is forbidden: the lemma target's batches, often partly known, take no
+        pass); only a span target's batch with a partly known sequence takes
+        the lattice's Viterbi pass."""
+        if layout.always < 0:
+            return None
         gold = np.asarray(gold, dtype=np.int64)
         lengths = layout.lengths
         n_known = np.bincount(np.repeat(np.arange(lengths.shape[0]), lengths),
