@@ -1,6 +1,7 @@
 """A crf_tagger's ``name``, which its extensions, stored values, messages and
 pipe meta follow (:class:`FollowsItsName`)."""
 
+import sys
 from typing import Any, Dict
 
 from spacy.language import Language
@@ -61,7 +62,7 @@ def _warn_shared(component: FollowsItsName, value: str) -> None:
     other's values. (Under any other name its values there just move with
     its name, as the docs say.)"""
     found = calling_method(("create_pipe_from_source",), 5)
-    if found is None:
+    if found is None or _built_from_config():
         return
     nlp, local = found
     source = local.get("source")
@@ -72,6 +73,20 @@ def _warn_shared(component: FollowsItsName, value: str) -> None:
     if clash:
         warn(Warnings.W050.format(old=local.get("source_name", component.name), new=value,
                                   new_stem=stem(value), clash=clash[0]))
+
+
+def _built_from_config(max_depth: int = 12) -> bool:
+    """Whether spaCy's ``Language.from_config`` is among the callers: a config
+    that sources a component (``source = PATH``) loads the pipeline it comes
+    from itself, and drops it, so no one uses that pipeline after."""
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "from_config" and "self" not in frame.f_locals:
+            return True  # (the classmethod: its first argument is cls)
+        frame = frame.f_back
+    return False
 
 
 def _check_new_place(component: FollowsItsName, value: str) -> None:

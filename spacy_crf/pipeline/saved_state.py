@@ -22,7 +22,7 @@ from ..models.label_parts import check_label_parts, forget_label_parts
 from ..models.featurize import restore_lexicon, set_owner
 from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..targets import make_target
-from ..structures import StructureSpec, settings_left_behind, spec_from_cfg
+from ..structures import settings_left_behind, spec_from_cfg
 from .settings import check_settings, settings_of
 from .state import ComponentState
 
@@ -108,6 +108,7 @@ def load(state: ComponentState, cfg: Optional[Dict[str, Any]], model_bytes: Opti
     component's own), after checking everything: a failed load changes nothing."""
     own_cfg = cfg is None  # weights that do not fit are then E186: the cfg is the likely cause
     cfg = state.cfg if own_cfg else checked_cfg(state, cfg, where)
+    other_structure = None if own_cfg else _other_structure(state, cfg)
     target = make_target(cfg["target"], cfg["scheme"])
     try:
         target.set_labels(cfg["labels"], state.vocab)  # E061 for a tag outside the scheme
@@ -142,6 +143,8 @@ def load(state: ComponentState, cfg: Optional[Dict[str, Any]], model_bytes: Opti
                 raise ValueError(_unfit(state, where, f"they hold {found} labels"))
             raise ValueError(Errors.E011.format(name=state.name, found=found, expected=n_labels))
     state.swap(cfg, model, target)
+    if other_structure:
+        warn(other_structure)
 
 
 def _unfit(state: ComponentState, where: str, why: Any) -> str:
@@ -158,15 +161,18 @@ def _same_as_saved(state: ComponentState, saved: Dict[str, Any], where: str, key
                                             saved=saved[key], given=state.cfg[key]))
 
 
-def _warn_other_structure(state: ComponentState, kept: StructureSpec) -> None:
+def _other_structure(state: ComponentState, cfg: Dict[str, Any]) -> Optional[str]:
     """W051 where the component's config names a structure, or structure
-    settings, other than those it is loaded with (the saved cfg's): those
-    run, as its weights were trained with them. Not where the config leaves
-    the structure to the labels (a span target's ``order = null``)."""
-    given = state.resolved.spec
+    settings, other than those of the ``cfg`` it is loaded with (the saved
+    one's): those run, as its weights were trained with them. Not where the
+    config leaves the structure to the labels (a span target's ``order =
+    null``). Said once the load has succeeded (a model the config's structure
+    shapes otherwise fails to load: E010)."""
+    given, kept = state.resolved.spec, spec_from_cfg(cfg)
     if state.structure_by_labels is None and given.cfg() != kept.cfg():
-        warn(Warnings.W051.format(name=state.name, given=given.describe(),
-                                  saved=kept.describe()))
+        return Warnings.W051.format(name=state.name, given=given.describe(),
+                                    saved=kept.describe())
+    return None
 
 
 def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]:
@@ -191,7 +197,6 @@ def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]
     check_settings(state.model, state.name, **settings_of(cfg))
     for key in settings_left_behind(state.cfg, cfg["structure"]) - set(saved):
         del cfg[key]  # (the config's chain order, where its null chose a pruned chain)
-    _warn_other_structure(state, spec_from_cfg(cfg))
     if state.target.is_span_target:
         _same_as_saved(state, saved, where, "scheme")
     for key in RUNTIME_SETTINGS:

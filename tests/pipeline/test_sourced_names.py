@@ -97,7 +97,7 @@ def test_a_component_sourced_under_a_name_that_reads_as_anothers_is_refused():
     assert pos.get_pipe("crf_tagger").name == "crf_tagger"  # the source's is left as it was
 
 
-def test_sourcing_under_the_name_of_another_component_of_its_pipeline_warns():
+def test_sourcing_under_the_name_of_another_component_of_its_pipeline_warns(tmp_path):
     """spaCy puts the one object in both pipelines: sourced under the name of
     another crf_tagger of the pipeline it comes from, the two store in one
     place there (W050); under any other name, no warning (its values move
@@ -116,3 +116,15 @@ def test_sourcing_under_the_name_of_another_component_of_its_pipeline_warns():
         warnings.simplefilter("error")
         spacy.blank("en").add_pipe("crf_tagger", name="tags2", source=copy.deepcopy(source))
     assert confidences(source(Doc(source.vocab, words=WORDS)), "upos") == before
+    # a config that sources it: spaCy loads the pipeline it comes from itself and
+    # drops it, so no one uses that pipeline after: no warning
+    from thinc.api import Config
+
+    source.to_disk(tmp_path / "source")
+    config = Config({"nlp": {"lang": "en", "pipeline": ["upos"]},
+                     "components": {"upos": {"source": str(tmp_path / "source"),
+                                             "component": "crf_tagger"}}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        built = spacy.util.load_model_from_config(config, auto_fill=True)
+    assert built.get_pipe("upos").name == "upos"
