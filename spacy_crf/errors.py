@@ -190,8 +190,8 @@ class Errors(metaclass=_Codes):
     E103 = ("The model '{model}' scores only the structure(s) {allowed}, not structure "
             "{structure}. Use {fix} with it, or a FeatureCRF / NeuralCRF model, which scores "
             "every structure.")
-    E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (it is added to every "
-            "count), got {value!r}.")
+    E104 = ("'smoothing' of spacy-crf.HMM.v1 must be a number > 0 (added to the transition "
+            "counts, and times P(tag) to the word-tag counts), got {value!r}.")
     E105 = ("transition_templates (input-dependent transitions) work with structure = "
             "\"chain\" (order 1 or 2) and \"tree\"; this component has structure "
             "{structure}. Remove transition_templates from the model (spacy-crf.FeatureCRF.v1), or "
@@ -710,6 +710,11 @@ class Warnings(metaclass=_Codes):
             "it (an override of the structure block at spacy.load, or a config.cfg edited "
             "after training, is not used). To run another structure, train the component "
             "with it.")
+    W052 = ("'{name}' is an HMM, which learns from the counts of the examples initialize "
+            "reads, and they hold no gold label of its target '{target}': its tables stay "
+            "uniform (every token the first label), and updates do not change them. Give "
+            "initialize examples annotated for that target (nlp.initialize(lambda: "
+            "examples), or [initialize] in spacy train's config reading the corpus).")
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "
             "Write them in that block; the config the pipeline keeps (nlp.config, a saved "

@@ -318,7 +318,8 @@ def HMM(n_buckets: int = 2**18, smoothing: float = 0.1, nO: Optional[int] = None
     n_buckets : int
         Rows of the hashed count tables (words, and suffixes with capitalisation).
     smoothing : float
-        Added to every count (transitions and word-tag counts), > 0.
+        The additive smoothing, > 0: added to every transition count, and,
+        times the tag's relative frequency ``P(y)``, to every word-tag count.
     nO : int, optional
         Number of tags, usually inferred from the component's labels.
     """

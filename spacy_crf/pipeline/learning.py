@@ -170,6 +170,11 @@ def fit_from_counts(state: ComponentState,
     if learns_from_counts(state.model):
         examples = [eg for eg in get_examples() if len(eg.predicted)]
         docs = [eg.predicted for eg in examples]
-        gold = np.concatenate([state.target.gold_ids(eg) for eg in examples])
-        fit_counts(state.model, docs, gold, state.read_batch(docs).layout.lengths)
+        gold = (np.concatenate([state.target.gold_ids(eg) for eg in examples]) if examples
+                else np.zeros(0, dtype=np.int64))  # (docs of no tokens alone)
+        if not (gold >= 0).any():  # its tables stay uniform, and updates change nothing
+            warn(Warnings.W052.format(name=state.name, target=state.cfg["target"]))
+        lengths = (state.read_batch(docs).layout.lengths if docs
+                   else np.zeros(0, dtype=np.int64))
+        fit_counts(state.model, docs, gold, lengths)
         state.learn_new_labels(gold)

@@ -16,6 +16,7 @@ from pathlib import Path
 from spacy.util import registry
 
 from ..errors import Warnings
+from ..models.hooks import learns_from_counts
 
 LogStep = Callable[[Optional[Dict[str, Any]]], None]
 
@@ -47,7 +48,7 @@ def console_logger(progress_bar: Optional[str] = None, console_output: bool = Tr
 
         def finalize() -> None:
             finalize_inner()
-            warning = untrained_best(evaluated, steps[0])
+            warning = None if learned_at_initialize(nlp) else untrained_best(evaluated, steps[0])
             if warning:
                 stderr.write(warning + "\n")
                 stderr.flush()
@@ -55,6 +56,16 @@ def console_logger(progress_bar: Optional[str] = None, console_output: bool = Tr
         return log_step, finalize
 
     return setup
+
+
+def learned_at_initialize(nlp: Any) -> bool:
+    """Whether every component ``spacy train`` trains learns from counts at
+    ``initialize`` (the HMM): no update changes it, so a model-best of step 0
+    is the trained model, and W010 would be wrong."""
+    trainable = [pipe for _, pipe in nlp.pipeline if getattr(pipe, "is_trainable", False)]
+    return bool(trainable) and all(
+        learns_from_counts(model) for model in (getattr(pipe, "model", None) for pipe in trainable)
+        if model is not None)
 
 
 def untrained_best(evaluated: List[int], n_steps: int) -> Optional[str]:

@@ -193,3 +193,31 @@ def test_spacy_train_trains_the_hmm_config(tmp_path):
                 "--paths.train", tmp_path / "train.spacy", "--paths.dev", tmp_path / "dev.spacy")
     nlp = spacy.load(tmp_path / "out" / "model-best")
     assert nlp.meta["performance"]["pos_acc"] > 0.8
+
+
+def test_initialize_without_gold_of_its_target_says_the_tables_stay_uniform():
+    """The HMM learns from the counts initialize reads: examples without the
+    target's gold (or only empty docs, which crashed numpy) leave it uniform
+    for good, and W052 says so; the FeatureCRF takes the same call silently."""
+    nlp = spacy.blank("en")
+    pipe = nlp.add_pipe("crf_tagger", config={"target": "tag", "model": dict(HMM)})
+    no_tags = [Example.from_dict(Doc(nlp.vocab, words=w), {"pos": t}) for w, t in CORPUS]
+    with pytest.warns(UserWarning, match=r"W052.*HMM.*target 'tag'.*uniform"):
+        pipe.initialize(lambda: no_tags, nlp=nlp, labels=["DT", "NN"])
+    empty = Doc(nlp.vocab, words=[])
+    with pytest.warns(UserWarning, match=r"W052"):
+        pipe.initialize(lambda: [Example(empty, empty)], nlp=nlp, labels=["DT", "NN"])
+    assert [t.tag_ for t in nlp("a dog")] == ["DT", "DT"]  # (uniform: the first label)
+    trained, _ = hmm_pipeline()  # with gold: no W052
+    assert [t.pos_ for t in trained("the dog runs")] == ["DET", "NOUN", "VERB"]
+
+
+def test_spacy_trains_log_does_not_call_an_hmms_model_best_untrained():
+    """W010 (model-best evaluated after one update) is not for a pipeline whose
+    every trained component learned from counts at initialize."""
+    from spacy_crf.training.train_logger import learned_at_initialize
+
+    nlp, _ = hmm_pipeline()
+    assert learned_at_initialize(nlp)
+    nlp.add_pipe("crf_tagger", name="other", config={"target": "tag"})
+    assert not learned_at_initialize(nlp)
