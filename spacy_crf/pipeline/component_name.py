@@ -10,7 +10,7 @@ from spacy.pipeline.pipe import Pipe
 from ..errors import Warnings, warn
 from ..models.featurize import set_owner
 from .extensions import check_own_place, register_extensions, stem
-from .pipe_meta import calling_method, declare_component_meta, sourcing_pipeline
+from .pipe_meta import calling_frame, calling_method, declare_component_meta, sourcing_pipeline
 
 
 class FollowsItsName:
@@ -79,14 +79,9 @@ def _built_from_config(max_depth: int = 12) -> bool:
     """Whether spaCy's ``Language.from_config`` is among the callers: a config
     that sources a component (``source = PATH``) loads the pipeline it comes
     from itself, and drops it, so no one uses that pipeline after."""
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        if frame is None:
-            return False
-        if frame.f_code.co_name == "from_config" and "self" not in frame.f_locals:
-            return True  # (the classmethod: its first argument is cls)
-        frame = frame.f_back
-    return False
+    frame = calling_frame(("from_config",), max_depth, sys._getframe(1))
+    # (Language.from_config is a classmethod: its first argument is cls)
+    return frame is not None and "self" not in frame.f_locals
 
 
 def _check_new_place(component: FollowsItsName, value: str) -> None:

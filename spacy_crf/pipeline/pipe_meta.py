@@ -29,6 +29,7 @@ that holds it now.
 
 import dataclasses
 import sys
+from types import FrameType
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from spacy.language import FactoryMeta, Language
@@ -128,13 +129,23 @@ def calling_method(names: Sequence[str], max_depth: int = 5
     spaCy names a component from ``create_pipe_from_source`` (sourcing) and
     ``_link_components`` (``rename_pipe``, ``add_pipe``, loading), and gives it
     no other sign of the pipeline."""
-    frame = sys._getframe(2)
+    frame = calling_frame(names, max_depth, sys._getframe(2))
+    if frame is None:
+        return None
+    nlp = frame.f_locals.get("self")
+    return (nlp, dict(frame.f_locals)) if isinstance(nlp, Language) else None
+
+
+def calling_frame(names: Sequence[str], max_depth: int, start: Optional[FrameType]
+                  ) -> Optional[FrameType]:
+    """The nearest frame, from ``start`` up (at most ``max_depth`` of them), of
+    a function named one of ``names``; None where there is none."""
+    frame = start
     for _ in range(max_depth):
         if frame is None:
             return None
         if frame.f_code.co_name in names:
-            nlp = frame.f_locals.get("self")
-            return (nlp, dict(frame.f_locals)) if isinstance(nlp, Language) else None
+            return frame
         frame = frame.f_back
     return None
 
