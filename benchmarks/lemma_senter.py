@@ -65,7 +65,7 @@ peak RSS is per phase. Four tasks, each on its own conversion of the corpus:
   first 300 sentences of each split, their entities from the same UNER files.
 
 Every system is scored by one function on Docs made from the gold test words
-(spaCy's ``lemmatizer_score``: ``lemma_acc``; ``senter_score``: ``sents_f``;
+and their spacing, as ``spacy evaluate`` reads a corpus (spaCy's ``lemmatizer_score``: ``lemma_acc``; ``senter_score``: ``sents_f``;
 UPOS: token accuracy; the pipeline rows also ``morphologizer_score`` and
 ``get_ner_prf``: ``ents_f``), the predictions read back from ``Token.lemma_``,
 ``Token.is_sent_start`` and ``Token.pos_`` (``spacy_peer.phase_decode``).
@@ -242,8 +242,12 @@ def decoded(row: Dict[str, Any], model_dir: Path, test_path: Path, target: str, 
 
     from spacy_peer import phase_decode
 
-    words = [[t.text for t in d] for d in DocBin().from_disk(test_path).get_docs(Vocab())]
-    result = run_isolated(phase_decode, str(model_dir), words, attr, decode_runs)
+    docs = list(DocBin().from_disk(test_path).get_docs(Vocab()))
+    # the words with their spacing, as spacy evaluate reads a corpus (a model
+    # that reads the text's spacing, SPACE_AFTER, would read none in Doc(words))
+    words = [[t.text for t in d] for d in docs]
+    spaces = [[bool(t.whitespace_) for t in d] for d in docs]
+    result = run_isolated(phase_decode, str(model_dir), words, attr, decode_runs, spaces=spaces)
     row["scores"] = score_predictions(target, test_path, result.pop("pred"))
     result["model_bytes"] = result.pop("weights_bytes")
     row["decode"] = result
@@ -437,6 +441,8 @@ def lemma_senter_summary(report: Dict[str, Any]) -> Dict[str, Any]:
              "ends are; start F: the predicted starts as tokens, each doc's first token "
              "left out)" + (", morphologizer_score and get_ner_prf (ents_f)" if with_ents else
                             " and morphologizer_score") + ", on Docs made from the gold test words"
+             + (" and their spacing (as spacy evaluate reads a corpus)"
+                if s.get("test_spacing") else "")
              + ("; the pipeline rows run on the test docs' raw text (spaCy's tokenizer, then "
                 "every component), their predicted tokens aligned with the gold ones by "
                 "spaCy's Example, tok/s counted in gold tokens"
@@ -530,7 +536,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     settings = {"epochs": args.epochs, "batch_size": args.batch_size,
                 "spacy_steps": 100 if args.quick else args.spacy_steps,
                 "filled_max_steps": args.filled_max_steps,
-                "decode_runs": args.decode_runs, "goals": GOALS}
+                "decode_runs": args.decode_runs, "goals": GOALS,
+                # the test Docs have the text's spacing (runs before had Doc(words) alone)
+                "test_spacing": True}
     run = task_runner("lemma_senter", command, settings, args.tasks,
                       lambda task, workdir: run_task(task, args, workdir), lemma_senter_summary)
     return run_benchmark(args, [args.data_dir / DATA["dir"]], "lemma_senter_bench_", run,

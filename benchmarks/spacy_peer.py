@@ -165,12 +165,13 @@ def _token_getter(attr: str) -> Callable[[Any], str]:
 
 def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_runs: int,
                  components: Optional[List[str]] = None, warmup_docs: int = 200,
-                 meta_keys: Sequence[str] = ()) -> Dict[str, Any]:
+                 meta_keys: Sequence[str] = (),
+                 spaces: Optional[List[List[bool]]] = None) -> Dict[str, Any]:
     """Load a trained pipeline, tag Docs made from the given words, time ``nlp.pipe``.
 
     Meant to run in a fresh process (``common.run_isolated``), which adds
-    the process's ``peak_rss_mb``. The Docs are ``Doc(nlp.vocab, words=words)``,
-    made fresh for every timed run and not timed; ``nlp.pipe`` runs with
+    the process's ``peak_rss_mb``. The Docs are ``Doc(nlp.vocab, words=words)``
+    (with ``spaces=`` where they are given), made fresh for every timed run and not timed; ``nlp.pipe`` runs with
     ``batch_size=1000`` after an untimed warm-up (``common.time_pipe``).
 
     Parameters
@@ -194,6 +195,9 @@ def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_r
     meta_keys : sequence of str
         Scores to copy from ``meta.json``'s ``performance`` (the dev scores
         of the saved model).
+    spaces : list of list of bool, optional
+        Whether whitespace follows each word, as the test text has it (by
+        default a space after every word, as ``Doc(words)`` puts it).
 
     Returns
     -------
@@ -213,7 +217,10 @@ def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_r
     load_s = time.perf_counter() - t0
 
     def make_docs() -> List[Doc]:
-        return [Doc(nlp.vocab, words=words) for words in sentences]
+        if spaces is None:
+            return [Doc(nlp.vocab, words=words) for words in sentences]
+        return [Doc(nlp.vocab, words=words, spaces=gaps)
+                for words, gaps in zip(sentences, spaces)]
 
     timing = time_pipe(nlp, make_docs, decode_runs, warmup_docs=warmup_docs)
     times, shares, docs = timing["times"], timing["shares"], timing["docs"]

@@ -582,6 +582,10 @@ class Errors(metaclass=_Codes):
     E261 = ("python -m spacy crf-package: the version {version!r} is not a version pip can "
             "install ({why}): give --version one such as 1.0.0 or 1.0.0rc1 (PEP 440), or fix "
             "the version in the pipeline's meta.json.")
+    # E262: the text's spacing as a feature (issue 52)
+    E262 = ("The feature templates of '{name}' read SPACE_AFTER, but "
+            "[initialize.components.{name}] space_after = false leaves it out: take "
+            "SPACE_AFTER out of the model's templates, or the setting out of the config.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -166,8 +166,8 @@ def fit_ewt_sample(tmp_path, structure: dict, n_docs: int = 200):
 SPELLING_ONLY = {"cluster_templates": None, "boost_updates": 0}
 #: ``[initialize.components.NAME]`` settings that leave out the word tables a
 #: target reads by default beside its model's templates (spaCy's lemma tables,
-#: the usual case): a model that reads its templates alone
-NO_WORD_TABLES = {"lemma_lookups": False, "usual_case": False}
+#: the usual case, the text's spacing): a model that reads its templates alone
+NO_WORD_TABLES = {"lemma_lookups": False, "usual_case": False, "space_after": False}
 
 SMALL_MODEL = {
     "@architectures": "spacy-crf.FeatureCRF.v2",

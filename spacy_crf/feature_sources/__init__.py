@@ -4,7 +4,8 @@
 * ``vector_clusters``: k-means clusters of the static vectors, ``VECTOR_CLUSTERk``;
 * ``gazetteer``: phrase lists, ``GAZETTEER``;
 * ``lemma_lookups``: spaCy's lemma tables, ``LOOKUP_LEMMA`` and ``RULE_LEMMA_POS``;
-* ``usual_case``: how a word is usually written (spaCy's word probabilities), ``USUAL_CASE``.
+* ``usual_case``: how a word is usually written (spaCy's word probabilities), ``USUAL_CASE``;
+* ``space_after``: whether whitespace follows the token in the text, ``SPACE_AFTER``.
 
 Each lives in a module of its own here and registers itself
 (:mod:`.registry`: ``spacy.util.registry.crf_feature_sources``, whose entry
@@ -27,10 +28,11 @@ from .vector_clusters import VectorClusters
 from .gazetteer import GazetteerSource
 from .lemma_lookups import LemmaLookups
 from .usual_case import UsualCase
+from .space_after import SpaceAfter
 from ..registries import import_modules
 
 import_modules(__name__, __path__)
 
 __all__ = ["BuildContext", "FeatureSource", "attrs_hints", "register_feature_source",
            "registered_feature_sources", "source_of", "split_settings", "BrownClusters",
-           "VectorClusters", "GazetteerSource", "LemmaLookups", "UsualCase"]
+           "VectorClusters", "GazetteerSource", "LemmaLookups", "UsualCase", "SpaceAfter"]

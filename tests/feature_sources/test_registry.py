@@ -84,11 +84,13 @@ def lengths_nlp(**settings):
 
 def test_the_new_source_is_registered_and_its_attribute_parses():
     assert list(registered_feature_sources()) == ["clusters", "vector_clusters", "gazetteer",
-                                                  "lemma_lookups", "usual_case", "lengths"]
+                                                  "lemma_lookups", "usual_case", "space_after",
+                                                  "lengths"]
     assert source_of("LONG") is Lengths and source_of("GAZETTEER").name == "gazetteer"
     assert FeatureTemplates(["LONG[-1..1]", "NORM|LONG"]).lexicon_attrs == ["LONG"]
     with pytest.raises(ValueError, match=r"\[CRF-E001\].*CLUSTER, CLUSTERk, VECTOR_CLUSTERk, "
-                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, USUAL_CASE, LONG, "
+                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, USUAL_CASE, SPACE_AFTER, "
+                                         r"LONG, "
                                          r"head:ATTR"):
         FeatureTemplates(["SHORT"])
 
