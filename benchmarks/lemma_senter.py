@@ -65,8 +65,9 @@ peak RSS is per phase. Four tasks, each on its own conversion of the corpus:
   first 300 sentences of each split, their entities from the same UNER files.
 
 Every system is scored by one function on Docs made from the gold test words
-and their spacing, as ``spacy evaluate`` reads a corpus (spaCy's ``lemmatizer_score``: ``lemma_acc``; ``senter_score``: ``sents_f``;
-UPOS: token accuracy; the pipeline rows also ``morphologizer_score`` and
+and their spacing, as ``spacy evaluate`` reads a corpus (spaCy's
+``lemmatizer_score``: ``lemma_acc``; ``senter_score``: ``sents_f``; UPOS: token
+accuracy; the pipeline rows also ``morphologizer_score`` and
 ``get_ner_prf``: ``ents_f``), the predictions read back from ``Token.lemma_``,
 ``Token.is_sent_start`` and ``Token.pos_`` (``spacy_peer.phase_decode``).
 Decode tokens/s: ``nlp.pipe`` (batch 1000) over those Docs, best of

@@ -171,8 +171,9 @@ def phase_decode(model_dir: str, sentences: List[List[str]], attr: str, decode_r
 
     Meant to run in a fresh process (``common.run_isolated``), which adds
     the process's ``peak_rss_mb``. The Docs are ``Doc(nlp.vocab, words=words)``
-    (with ``spaces=`` where they are given), made fresh for every timed run and not timed; ``nlp.pipe`` runs with
-    ``batch_size=1000`` after an untimed warm-up (``common.time_pipe``).
+    (with ``spaces=`` where they are given), made fresh for every timed run and
+    not timed; ``nlp.pipe`` runs with ``batch_size=1000`` after an untimed
+    warm-up (``common.time_pipe``).
 
     Parameters
     ----------

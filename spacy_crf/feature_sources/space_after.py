@@ -19,8 +19,8 @@ spaced ones (:func:`spacing_known`); where they do not, the targets' spacing
 templates are left out quietly, and the model reads what it read before.
 A model trained on text and then given docs spaced throughout reads each
 token as followed by a space, as written (the sentence model above scored
-88.34 there, against 89.06 without the source). ``[initialize.components.NAME] space_after = false`` leaves
-the source out.
+88.34 there, against 89.06 without the source).
+``[initialize.components.NAME] space_after = false`` leaves the source out.
 """
 
 from itertools import islice

@@ -89,8 +89,8 @@ def test_the_new_source_is_registered_and_its_attribute_parses():
     assert source_of("LONG") is Lengths and source_of("GAZETTEER").name == "gazetteer"
     assert FeatureTemplates(["LONG[-1..1]", "NORM|LONG"]).lexicon_attrs == ["LONG"]
     with pytest.raises(ValueError, match=r"\[CRF-E001\].*CLUSTER, CLUSTERk, VECTOR_CLUSTERk, "
-                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, USUAL_CASE, SPACE_AFTER, "
-                                         r"LONG, "
+                                         r"GAZETTEER, LOOKUP_LEMMA, RULE_LEMMA_POS, USUAL_CASE, "
+                                         r"SPACE_AFTER, LONG, "
                                          r"head:ATTR"):
         FeatureTemplates(["SHORT"])
 
