@@ -10,6 +10,7 @@ from spacy.language import Language
 from spacy.training import Example
 
 from ..errors import Errors
+from ..feature_sources import split_settings
 from ..models.architectures import set_n_labels
 from ..models.hashed_linear import seed_dropout
 from ..models.label_parts import set_label_parts
@@ -33,6 +34,9 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
     found = initial_labels(state.name, state.target, state.cfg["target"], get_examples, nlp,
                            labels, state.added_labels)
     if keep_weights and state.initialized():
+        # the word tables stay those it was trained with, but a setting no
+        # source takes is still a typo to name (E242)
+        split_settings(state.name, sources)
         found = set(state.target.order_labels(found))  # a span target's O, given or not
         missing = [tag for tag in state.tags if tag not in found]
         if labels is not None and missing:

@@ -119,6 +119,12 @@ def test_the_new_sources_settings_are_checked_as_the_components_own():
     # called directly, a setting no source takes is named with what they take
     with pytest.raises(ValueError, match=r"\[CRF-E242\].*'long_form'.*lengths: long_from"):
         nlp.get_pipe("crf_tagger").initialize(lambda: examples, nlp=nlp, long_form=5)
+    # and so is it where a trained component keeps its weights and word tables
+    nlp, examples = lengths_nlp(long_from=5)
+    train(nlp, examples, 2, optimizer=FROM_INITIALIZE)
+    with pytest.raises(ValueError, match=r"\[CRF-E242\].*'long_form'"):
+        nlp.get_pipe("crf_tagger").initialize(lambda: examples, nlp=nlp, keep_weights=True,
+                                              long_form=5)
 
 
 def test_two_sources_cannot_take_one_setting():

@@ -30,13 +30,33 @@ def test_the_attribute_is_the_sources():
 def test_docs_from_text_have_spacing_and_docs_of_words_alone_do_not():
     nlp = spacy.blank("en")
     assert spacing_known([nlp("He said \"go.\" Then he left.")])
-    # Doc(words) puts a space after every token, the last one included
+    # Doc(words) puts a space after every token (spaCy marks its spaces unknown)
     assert not spacing_known([Doc(nlp.vocab, words=["He", "said", "\"", "go", "."])])
-    # a doc without punctuation shows nothing (its last token says nothing either)
+    # docs without punctuation after a word show nothing, however many
     assert not spacing_known([nlp("hello world"), nlp("hi")])
-    assert spacing_known([nlp("hello world"), nlp("Hi!")])
+    assert spacing_known([nlp("hello world")] * 2000 + [nlp("Hi!")])
     assert not spacing_known([Doc(nlp.vocab, words=["a", "b"], spaces=[False, False])])
     assert not spacing_known([])
+
+
+def test_a_few_attached_tokens_in_a_corpus_of_spaced_words_do_not_make_it_spaced():
+    vocab = spacy.blank("en").vocab
+    # CoNLL-U without SpaceAfter: a multiword token's parts stay attached
+    conllu = Doc(vocab, words=["I", "do", "n't", "know", ",", "right", "."],
+                 spaces=[True, False, True, True, True, True, False])
+    assert not spacing_known([conllu])
+    # a line break spaCy's augmenter inserts is attached to the word before it
+    augmented = Doc(vocab, words=["Stop", "\n", ".", "Go", "."],
+                    spaces=[False, True, True, True, False])
+    assert not spacing_known([augmented])
+    # a word split again by the tokenizer (a corpus cutting long docs): one
+    # attached mark among many spaced ones
+    resplit = Doc(vocab, words=["non", ".", "stop", ",", "a", ",", "b", "."],
+                  spaces=[False, True, True, True, True, True, True, False])
+    assert not spacing_known([resplit])
+    text = Doc(vocab, words=["a", ",", "b", ",", "c", "."],
+               spaces=[False, True, True, True, False, False])
+    assert spacing_known([text])
 
 
 def test_its_values_are_the_texts_spacing():
