@@ -68,10 +68,8 @@ class VectorClusters(WordTableSource):
         ks = sorted({vector_clusters(attr) for attr in attrs})
         if not ks:
             return None
-        vectors = context.vocab.vectors
-        if not len(vectors.key2row):
-            raise ValueError(Errors.E124.format(why="the pipeline has no vectors"))
-        return cls(vector_cluster_table(vectors, ks, seed=context.seed), ks)
+        # (E124 for no vectors, or floret ones, whose word list is empty too)
+        return cls(vector_cluster_table(context.vocab.vectors, ks, seed=context.seed), ks)
 
     def has(self, attr: str) -> bool:
         return vector_clusters(attr) in self.ks

@@ -296,7 +296,20 @@ def test_vector_clusters_group_words_with_similar_vectors():
 def test_vector_clusters_need_vectors():
     nlp = spacy.blank("en")
     tagger(nlp, templates=["NORM", "VECTOR_CLUSTER8"], cluster_templates=[])
-    with pytest.raises(ValueError, match=r"\[CRF-E124\]"):
+    with pytest.raises(ValueError, match=r"\[CRF-E124\].*vectors is empty"):
+        train(nlp, [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})], 1,
+              optimizer=FROM_INITIALIZE)
+
+
+def test_floret_vectors_are_named_as_such():
+    # floret vectors keep no word list: the message says so, not "no vectors"
+    from spacy.vectors import Vectors
+
+    nlp = spacy.blank("en")
+    nlp.vocab.vectors = Vectors(strings=nlp.vocab.strings, mode="floret",
+                                data=np.ones((10, 4), dtype="f"), hash_count=1, minn=2, maxn=3)
+    tagger(nlp, templates=["NORM", "VECTOR_CLUSTER8"], cluster_templates=[])
+    with pytest.raises(ValueError, match=r"\[CRF-E124\].*'floret' mode"):
         train(nlp, [Example.from_dict(nlp.make_doc("a b"), {"tags": ["X", "Y"]})], 1,
               optimizer=FROM_INITIALIZE)
 
