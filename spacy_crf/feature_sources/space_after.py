@@ -14,9 +14,9 @@ tell an opening quote from a closing one) from 95.17 to 95.35.
 Only docs made from text have spacing to read. ``Doc(vocab, words)`` given
 no ``spaces``, and every corpus read into such docs (column formats without
 ``SpaceAfter``), put a space after every token, the last one included. So
-the source is built only where the training docs tell attached tokens from
-spaced ones (:func:`spacing_known`); where they do not, the targets' spacing
-templates are left out quietly, and the model reads what it read before.
+the source is built only where the training docs have the spacing of text
+(:func:`spacing_known`); where they do not, the targets' spacing templates
+are left out quietly, and the model reads what it read before.
 A model trained on text and then given docs spaced throughout reads each
 token as followed by a space, as written (the sentence model above scored
 88.34 there, against 89.06 without the source).
