@@ -32,7 +32,8 @@ ORDER = ("trainers", "orders", "semi_markov", "hmm", "after_parser", "after_pars
          "after_parser_weak", "jackknife",
          "after_parser_ner", "after_parser_deprel", "neural_upos", "neural_ner", "conll2000_chunking",
          "ewt_upos",
-         "uner_english_ewt", "ewt_tree", "scaling", "label_scaling", "morph", "lemma_senter")
+         "uner_english_ewt", "ewt_tree", "scaling", "label_scaling", "morph", "lemma_senter",
+         "spacing")
 
 
 def load_reports(paths: Sequence[Path]) -> List[Dict[str, Any]]:

@@ -135,6 +135,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
     import morph
     import scaling
     import orders
+    import spacing
     import trainers
     import uner
 
@@ -149,6 +150,7 @@ def test_committed_summaries_are_what_the_scripts_compute_from_their_json():
         "orders": orders.orders_summary,
         "morph": morph.morph_summary,
         "lemma_senter": lemma_senter.lemma_senter_summary,
+        "spacing": lambda r: spacing.spacing_summary(r["rows"], r["command"]),
     }
     checked = 0
     for path in committed_reports():
