@@ -72,16 +72,18 @@ def test_its_values_are_the_texts_spacing():
     assert values[:, column].tolist() == [1, 1, 0, 0, 0, 1, 0]
 
 
-def text_examples(nlp, texts):
+def text_examples(nlp, texts, spacing=True):
+    """Examples of ``texts`` as tokenized, with their spacing (``spacing``) or
+    as ``Doc(words)`` makes them, spaced throughout."""
     docs = [nlp.make_doc(text) for text in texts]
+    if not spacing:
+        docs = [Doc(nlp.vocab, words=[t.text for t in doc]) for doc in docs]
     return [Example.from_dict(doc, {"tags": ["PUNCT" if t.is_punct else "W" for t in doc]})
             for doc in docs]
 
 
 def words_examples(nlp, texts):
-    docs = [Doc(nlp.vocab, words=[t.text for t in nlp.make_doc(text)]) for text in texts]
-    return [Example.from_dict(doc, {"tags": ["PUNCT" if t.is_punct else "W" for t in doc]})
-            for doc in docs]
+    return text_examples(nlp, texts, spacing=False)
 
 
 TEXTS = ["He said \"go.\" Then he left.", "\"Why?\" she asked."]
