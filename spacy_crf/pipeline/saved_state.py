@@ -9,6 +9,7 @@ component's :class:`~.state.ComponentState` swaps in what was checked.
 """
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any, Dict, Iterable, Optional, Union
 
@@ -169,10 +170,17 @@ def _other_structure(state: ComponentState, cfg: Dict[str, Any]) -> Optional[str
     null``). Said once the load has succeeded (a model the config's structure
     shapes otherwise fails to load: E010)."""
     given, kept = state.resolved.spec, spec_from_cfg(cfg)
-    if state.structure_by_labels is None and given.cfg() != kept.cfg():
-        return Warnings.W051.format(name=state.name, given=given.describe(),
-                                    saved=kept.describe())
-    return None
+    if state.structure_by_labels is not None or given.cfg() == kept.cfg():
+        return None
+    if given.strategy_key == kept.strategy_key:
+        # settings that run alike are the same structure (a semi-Markov
+        # max_segment_length = 0 runs as the length initialize found)
+        runs = state.resolved.strategy.settings_run
+        given, kept = (dataclasses.replace(spec, settings=runs(spec.settings, cfg))
+                       for spec in (given, kept))
+        if given.cfg() == kept.cfg():
+            return None
+    return Warnings.W051.format(name=state.name, given=given.describe(), saved=kept.describe())
 
 
 def checked_cfg(state: ComponentState, saved: Any, where: str) -> Dict[str, Any]:

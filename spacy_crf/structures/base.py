@@ -234,6 +234,14 @@ class CRFStructure:
         the names that get label-interaction scores of their own."""
         return {"relations": []}
 
+    def settings_run(self, settings: Mapping[str, Any], cfg: Mapping[str, Any]
+                     ) -> Dict[str, Any]:
+        """The settings the structure runs with, given its ``settings`` as a
+        config names them and a trained component's ``cfg`` (what
+        :meth:`initialize_cfg` found): two configs that run alike compare
+        equal (W051). As named, here."""
+        return dict(settings)
+
     def grow_cfg(self, component: ComponentView, n_old: int, n_new: int) -> Dict[str, Any]:
         """The cfg settings that change when ``add_label`` grows a trained
         component from ``n_old`` to ``n_new`` labels (the new ones last)."""

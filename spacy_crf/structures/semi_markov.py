@@ -201,6 +201,13 @@ class SemiMarkovStructure(CRFStructure):
                                                longest=longest))
         return {"relations": [], LENGTH_KEY: length}
 
+    def settings_run(self, settings: Mapping[str, Any], cfg: Mapping[str, Any]
+                     ) -> Dict[str, Any]:
+        """``max_segment_length = 0`` runs as the length ``initialize`` found
+        (``segment_length``): an override naming that length runs the same."""
+        length = int(settings.get("max_segment_length") or cfg.get(LENGTH_KEY) or 0)
+        return {**settings, "max_segment_length": length}
+
     def layout(self, docs: Sequence, component: ComponentView) -> SemiMarkovLayout:
         # the model's segment layer scores segments of this length, read from
         # the layout that travels with the batch (models/segment_scores.py)

@@ -103,3 +103,35 @@ def test_a_load_whose_config_names_another_structure_says_which_runs(tmp_path):
         again = spacy.load(tmp_path / "p",
                            config={"components": {"crf_tagger": {"structure": pruned}}})
     assert again.get_pipe("crf_tagger").crf_structure.name == "chain"
+
+
+def test_a_load_naming_the_segment_length_initialize_found_runs_alike(tmp_path):
+    """A semi-Markov model trained with ``max_segment_length = 0`` runs with
+    the longest gold span initialize found: a load naming that length runs
+    the same structure and says nothing; another length gets W051, naming
+    the length that runs."""
+    import warnings
+
+    import spacy
+
+    nlp = make_nlp("ents", structure={"@structures": "spacy-crf.SemiMarkov.v1"})
+    examples = [Example(Doc(nlp.vocab, words=text.split()),
+                        Doc(nlp.vocab, words=text.split(), ents=_iob(text.split(), spans)))
+                for text, spans in TOY_NER]
+    train(nlp, examples, n_iter=2)
+    found = nlp.get_pipe("crf_tagger").cfg["segment_length"]
+    assert found > 1
+    nlp.to_disk(tmp_path / "p")
+
+    def block(length):
+        return {"components": {"crf_tagger": {"structure": {
+            "@structures": "spacy-crf.SemiMarkov.v1", "max_segment_length": length}}}}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same = spacy.load(tmp_path / "p", config=block(found))
+    assert same.get_pipe("crf_tagger").cfg["segment_length"] == found
+    with pytest.warns(UserWarning, match=rf"W051.*saved with, 'semi_markov' "
+                                         rf"\(max_segment_length = {found}\).*"
+                                         rf"\(max_segment_length = {found + 1}\)"):
+        spacy.load(tmp_path / "p", config=block(found + 1))
