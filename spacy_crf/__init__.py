@@ -10,8 +10,10 @@ from . import augmenters, scoring  # noqa: F401  (registrations)
 from .training import add_labels, train_logger  # noqa: F401  (registers callbacks, the logger)
 from .models import CRFScores, FeatureCRF, NeuralCRF
 from .pipeline import CRFTagger, make_crf_tagger
+from .pipeline.value_readers import register_extensions
 from .targets import set_doc_labels
 
 __version__ = "0.1.0"
 
-__all__ = ["CRFTagger", "make_crf_tagger", "FeatureCRF", "NeuralCRF", "CRFScores", "set_doc_labels"]
+__all__ = ["CRFTagger", "make_crf_tagger", "FeatureCRF", "NeuralCRF", "CRFScores", "set_doc_labels",
+           "register_extensions"]

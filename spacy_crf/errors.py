@@ -586,6 +586,16 @@ class Errors(metaclass=_Codes):
     E262 = ("The feature templates of '{name}' read SPACE_AFTER, but "
             "[initialize.components.{name}] space_after = false leaves it out: take "
             "SPACE_AFTER out of the model's templates, or the setting out of the config.")
+    E263 = ("A label cannot be the empty string: it is what an unannotated token reads "
+            "(Token.tag_ of a token without a tag), so every unannotated token would be gold "
+            "for it. Give each label its text, and leave unannotated tokens without one.")
+    E264 = ("Gold values of '{attr}' (target '{target}') must be strings (the component "
+            "writes strings back): found {kind} {value!r} in a doc starting {text!r}. Store "
+            "str(value) in the extension, or map the values to label strings.")
+    E265 = ("'{attr}' is an extension with a getter{what}: its values are computed, not "
+            "stored, so the component can neither read gold from it nor write predictions "
+            "to it. Register a plain extension for the target (Token.set_extension(NAME, "
+            "default=None)), and copy the computed values into it for training.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

@@ -18,22 +18,40 @@ value at character 0 (``("._.", NAME, 0, None)``), so ``Span.as_doc``
 shifts it by the span's first character, as it shifts spaCy's own
 extension values, and the offsets are read shifted by as much.
 
-An entry is ``{owner: [starts, lengths, values]}`` (in characters), one owner
-per component (or per ``_.NAME`` attribute), with the starts in increasing
-order; lists, so
+Characters alone can mislead where values of one doc land on another's:
+``Span.as_doc(copy_user_data=True)`` copies the values of the tokens outside
+the span too (as it copies spaCy's own extension values), and
+``Doc.from_docs`` shifts them onto the characters of the docs beside it, or
+overwrites one doc's entry with another's whose key it shifted to the same
+character. So each value also keeps a mark of its text (the low 32 bits of
+its hash, as a token's ``ORTH``): a value is read only where the text at its
+characters has its mark. A doc value (an n-best list) is of the tokens it
+was decoded over: its mark is the sum of their ``ORTH`` hashes, which a doc
+retokenized to the same token count no longer has.
+
+An entry is ``{owner: [starts, lengths, values, marks]}`` (in characters),
+one owner per component (or per ``_.NAME`` attribute), with the starts in
+increasing order; lists and a bytes string (``marks``, uint32 each), so
 ``DocBin(store_user_data=True)`` and ``nlp.pipe(n_process=...)`` (msgpack)
-keep it.
+keep it. An entry stored before marks existed has three lists, and its
+values are read by their characters alone.
 """
 
 from bisect import bisect_left
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from spacy.attrs import IDX, LENGTH
+from spacy.attrs import IDX, LENGTH, ORTH
+from spacy.strings import hash_string
 from spacy.tokens import Doc, Span, Token
 
-#: an entry's payload: character starts, lengths in characters, values
-Stored = Tuple[Sequence[int], Sequence[int], Sequence[Any]]
+#: an entry's payload: character starts, lengths in characters, values, and
+#: (where stored) the marks of the values' tokens as uint32 bytes
+Stored = Sequence[Any]
+#: a value's mark: the low 32 bits of the sum of its tokens' ORTH hashes
+MARK_BITS = np.uint64(0xFFFFFFFF)
+#: a mark read from an entry stored without marks: matches any tokens
+NO_MARK = -1
 
 
 def entry_key(kind: str) -> tuple:
@@ -60,17 +78,41 @@ def _merge_shifted(doc: Doc, kind: str) -> bool:
                and k[0] == "._." and k[1] == key[1] and k[3] is None and k[2] != 0]
     if not shifted:
         return False
-    ranges: Dict[str, List[Tuple[int, int, Any]]] = {}
-    for owner, (starts, lengths, values) in (user_data.get(key) or {}).items():
-        ranges[owner] = list(zip(starts, lengths, values))
-    for old in shifted:
-        offset = old[2]
-        for owner, (starts, lengths, values) in user_data.pop(old).items():
+    ranges: Dict[str, List[Tuple[int, int, Any, int]]] = {}
+    for offset, entry in [(0, user_data.get(key) or {})] + [(k[2], user_data.pop(k))
+                                                            for k in shifted]:
+        for owner, stored in entry.items():
             ranges.setdefault(owner, []).extend(
-                (s + offset, n, v) for s, n, v in zip(starts, lengths, values))
-    user_data[key] = {owner: [list(column) for column in zip(*sorted(found, key=lambda r: r[:2]))]
-                      for owner, found in ranges.items() if found}
+                (s + offset, n, v, m) for s, n, v, m in zip(*stored[:3], _marks(stored)))
+    merged = {}
+    for owner, found in ranges.items():
+        if found:  # (a stable sort: at one start, the doc's own values first)
+            starts, lengths, values, marks = zip(*sorted(found, key=lambda r: r[:2]))
+            merged[owner] = [list(starts), list(lengths), list(values), _pack(marks)]
+    user_data[key] = merged
     return True
+
+
+def _marks(stored: Stored) -> np.ndarray:
+    """The marks of an entry's values (int64; NO_MARK for an entry without)."""
+    if len(stored) > 3:
+        marks = np.frombuffer(stored[3], dtype="<u4").astype(np.int64)
+        return np.where(marks == int(MARK_BITS), NO_MARK, marks)
+    return np.full(len(stored[0]), NO_MARK, dtype=np.int64)
+
+
+def _pack(marks: Sequence[int]) -> bytes:
+    """Marks as an entry keeps them (NO_MARK as 0xFFFFFFFF: 1 in 4 billion real
+    marks read as unmarked then, which only lets characters decide)."""
+    return np.asarray(marks, dtype=np.int64).astype("<u4").tobytes()
+
+
+def token_marks(doc: Doc) -> np.ndarray:
+    """(n,) int64: each token's mark (the low 32 bits of its ORTH hash)."""
+    return (doc.to_array(ORTH).astype(np.uint64) & MARK_BITS).astype(np.int64)
+
+
+
 
 
 def token_offsets(doc: Doc) -> np.ndarray:
@@ -78,8 +120,23 @@ def token_offsets(doc: Doc) -> np.ndarray:
     return doc.to_array([IDX, LENGTH]).reshape(-1, 2).T  # (uint64: Python ints in tolist)
 
 
+def text_marks(doc: Doc, starts: Sequence[int], ends: Sequence[int]) -> np.ndarray:
+    """(k,) int64: the marks of the text ``doc.text[start:end]`` of each span
+    (its hash's low 32 bits, as a token's ``ORTH``): a span keeps its value
+    through a merge of its tokens (``merge_entities``), as it covers the same text."""
+    text = doc.text
+    return np.fromiter((hash_string(text[s:e]) & int(MARK_BITS) for s, e in zip(starts, ends)),
+                       dtype=np.int64, count=len(starts))
+
+
+def _doc_mark(doc: Doc) -> int:
+    """A doc value's mark: the sum of its tokens' ORTH hashes (low 32 bits), so
+    that it is read over the tokens it was stored for, retokenized or not."""
+    return int(token_marks(doc).astype(np.uint64).sum() & MARK_BITS)
+
+
 def store(doc: Doc, kind: str, owner: str, starts: List[int], lengths: List[int],
-          values: List[Any]) -> None:
+          values: List[Any], marks: Optional[np.ndarray] = None) -> None:
     """Store ``values`` of ``owner`` for the characters ``[start, start + length)``
     of each (increasing starts) on ``doc``, replacing what ``owner`` stored before.
 
@@ -96,74 +153,103 @@ def store(doc: Doc, kind: str, owner: str, starts: List[int], lengths: List[int]
     values : list
         The values (msgpack-serializable). The three lists are kept as they
         are given, not copied (this runs once per doc when decoding).
+    marks : numpy.ndarray, optional
+        Each value's mark: :func:`token_marks` for a value per token,
+        :func:`text_marks` for a value per span; none given, the values are
+        read by their characters alone.
     """
     _merge_shifted(doc, kind)  # so no older value of the owner's is merged in later
     entries = dict(doc.user_data.get(entry_key(kind)) or {})  # a copy: as_doc shares it
-    entries[owner] = [starts, lengths, values]
+    entries[owner] = [starts, lengths, values] + ([] if marks is None else [_pack(marks)])
     doc.user_data[entry_key(kind)] = entries
 
 
 def store_per_token(doc: Doc, kind: str, owner: str, values: Sequence[Any]) -> None:
     """Store one value per token of ``doc`` (see :func:`store`)."""
     starts, lengths = token_offsets(doc).tolist()
-    store(doc, kind, owner, starts, lengths, list(values))
+    store(doc, kind, owner, starts, lengths, list(values), token_marks(doc))
 
 
 def _lookup(doc: Doc, kind: str, owner: Optional[str], start: int, end: int,
-            hint: int = -1) -> Optional[Any]:
+            mark: int, hint: int = -1) -> Optional[Any]:
     stored = owned(doc, kind, owner)
-    found = None if stored is None else _find(stored, start, end, hint)
+    found = None if stored is None else _find(stored, start, end, mark, hint)
     if found is None and _merge_shifted(doc, kind):
         # a doc Doc.from_docs put together: the values of the docs after the first
-        return _lookup(doc, kind, owner, start, end, hint)
+        return _lookup(doc, kind, owner, start, end, mark, hint)
     return found
 
 
-def _find(stored: Stored, start: int, end: int, hint: int = -1) -> Optional[Any]:
-    starts, lengths, values = stored
-    j = hint if 0 <= hint < len(starts) and starts[hint] == start else bisect_left(starts, start)
-    if j < len(starts) and starts[j] == start and lengths[j] == end - start:
-        return values[j]
+def _find(stored: Stored, start: int, end: int, mark: int, hint: int = -1) -> Optional[Any]:
+    """The value stored for ``[start, end)`` with ``mark`` (the first, where a
+    merge put several there)."""
+    starts, lengths, values = stored[:3]
+    # (the hint, a token's position, where it holds the first value at start)
+    first = (0 <= hint < len(starts) and starts[hint] == start
+             and (hint == 0 or starts[hint - 1] != start))
+    j = hint if first else bisect_left(starts, start)
+    marks = stored[3] if len(stored) > 3 else None
+    while j < len(starts) and starts[j] == start:
+        if lengths[j] == end - start and (marks is None or _mark_at(marks, j) in (mark, NO_MARK)):
+            return values[j]
+        j += 1
     return None
 
 
+def _mark_at(marks: bytes, j: int) -> int:
+    found = int.from_bytes(marks[4 * j:4 * j + 4], "little")
+    return NO_MARK if found == int(MARK_BITS) else found
+
+
 def token_value(token: Token, kind: str, owner: Optional[str] = None) -> Optional[Any]:
-    """The value ``owner`` stored for exactly ``token``'s characters, else ``None``.
+    """The value ``owner`` stored for exactly ``token``'s characters and text,
+    else ``None``.
 
     ``owner=None`` reads the only owner's; a ValueError where several stored
     values of ``kind`` on the doc."""
-    return _lookup(token.doc, kind, owner, token.idx, token.idx + len(token), token.i)
+    return _lookup(token.doc, kind, owner, token.idx, token.idx + len(token),
+                   token.orth & int(MARK_BITS), token.i)
 
 
 def span_value(span: Span, kind: str, owner: Optional[str] = None) -> Optional[Any]:
-    """The value ``owner`` stored for exactly ``span``'s characters, else ``None``."""
-    return _lookup(span.doc, kind, owner, span.start_char, span.end_char) if len(span) else None
+    """The value ``owner`` stored for exactly ``span``'s characters and tokens,
+    else ``None``."""
+    if not len(span):
+        return None
+    return _lookup(span.doc, kind, owner, span.start_char, span.end_char,
+                   hash_string(span.text) & int(MARK_BITS))
 
 
 def doc_values(doc: Doc, kind: str, owner: str) -> Optional[List[Any]]:
-    """Per token of ``doc``, the value ``owner`` stored for its characters
-    (``None`` for a token without one); ``None`` where ``owner`` stored nothing."""
+    """Per token of ``doc``, the value ``owner`` stored for its characters and
+    text (``None`` for a token without one); ``None`` where ``owner`` stored nothing."""
     _merge_shifted(doc, kind)
     stored = owned(doc, kind, owner)
     if stored is None:
         return None
-    starts, lengths, values = stored
-    offsets = token_offsets(doc)
-    if len(starts) == len(doc) and np.array_equal(offsets, [starts, lengths]):
+    starts, lengths, values = stored[:3]
+    offsets, marks = token_offsets(doc), token_marks(doc)
+    stored_marks = _marks(stored)
+    if (len(starts) == len(doc) and np.array_equal(offsets, [starts, lengths])
+            and ((stored_marks == marks) | (stored_marks == NO_MARK)).all()):
         return list(values)  # the tokens as they were stored (the usual case)
-    by_range = dict(zip(zip(starts, lengths), values))
-    return [by_range.get(key) for key in zip(*offsets.tolist())]
+    by_range: Dict[Tuple[int, int], List[Tuple[int, Any]]] = {}
+    for key, value, mark in zip(zip(starts, lengths), values, stored_marks.tolist()):
+        by_range.setdefault(key, []).append((mark, value))
+    return [next((v for m, v in by_range.get(key, ()) if m in (mark, NO_MARK)), None)
+            for key, mark in zip(zip(*offsets.tolist()), marks.tolist())]
 
 
 def doc_value(doc: Doc, kind: str, owner: Optional[str] = None) -> Optional[Any]:
     """The value ``owner`` stored for the whole of ``doc`` (:func:`store_doc_value`),
-    else ``None`` (also on a doc made of a part of it)."""
-    return _lookup(doc, kind, owner, 0, _doc_end(doc))
+    else ``None`` (also on a doc made of a part of it, or retokenized)."""
+    return _lookup(doc, kind, owner, 0, _doc_end(doc), _doc_mark(doc))
 
 
 def store_doc_value(doc: Doc, kind: str, owner: str, value: Any) -> None:
     """Store one value for the whole of ``doc``: its characters, first to last token."""
-    store(doc, kind, owner, [0], [_doc_end(doc)], [value])  # (from character 0)
+    store(doc, kind, owner, [0], [_doc_end(doc)], [value],  # (from character 0)
+          np.asarray([_doc_mark(doc)], dtype=np.int64))
 
 
 def _doc_end(doc: Doc) -> int:

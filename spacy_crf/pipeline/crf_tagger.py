@@ -32,7 +32,7 @@ from ..models.whole_label import add_whole_label_weights
 from ..scoring import score_crf
 from ..structures import (BatchLayout, ComponentView, CRFStructure, StructureSpec, as_spec,
                           migrate_model_settings)
-from ..targets import Target
+from ..targets import Target, check_label
 from . import learning, saved_state
 from .component_name import FollowsItsName
 from .source_settings import with_source_settings
@@ -286,8 +286,7 @@ class CRFTagger(FollowsItsName, TrainablePipe):
         an update has the label in gold (``nlp.resume_training()`` and
         ``nlp.update``, or ``python -m spacy_crf.fit --init-from``).
         """
-        if not isinstance(label, str):
-            raise ValueError(Errors.E062.format(label=label))
+        check_label(label)  # E062, E263
         new = [tag for tag in self.target.labels_for(label) if tag not in self.tags]
         if not new:
             return 0

@@ -95,11 +95,12 @@ def confidence_owner(extension: Optional[tuple]) -> Optional[str]:
     return None
 
 
-def register_extensions(component: str) -> None:
-    """Register the component's own extensions and the shared ones (a
-    component whose name reads "crf" has the shared ones as its own)."""
-    own = stem(component)
-    for owner in dict.fromkeys([None, own if own != SHARED_STEM else None]):
+def register_extensions(*components: str) -> None:
+    """Register the components' own extensions and the shared ones (a
+    component whose name reads "crf" has the shared ones as its own; with no
+    name, the shared ones alone)."""
+    owners = [None] + [stem(c) for c in components if stem(c) != SHARED_STEM]
+    for owner in dict.fromkeys(owners):
         name = f"{owner or SHARED_STEM}_"
         _set(Token, name + CONFIDENCE, partial(_token_confidence, owner))
         _set(Span, name + CONFIDENCE, partial(_span_confidence, owner))

@@ -16,7 +16,7 @@ from spacy.language import Language
 from spacy.training import Example
 
 from ..errors import Errors, Warnings
-from ..targets import Target
+from ..targets import Target, check_label
 
 #: the words of the Example spaCy's nlp.initialize() passes when given no get_examples
 _PLACEHOLDER = ["x", "y", "z"]
@@ -42,8 +42,7 @@ def initial_labels(name: str, target: Target, target_name: str,
     check_get_examples(name, get_examples, nlp, labels)
     if labels is not None:
         for label in labels:  # (as add_label checks them)
-            if not isinstance(label, str):
-                raise ValueError(Errors.E062.format(label=label))
+            check_label(label)
         # a span target's types stand for their tags, as in add_label (spacy init
         # labels writes types); "O" and tags stand for themselves
         found = {tag for label in labels for tag in target.labels_for(label)}

@@ -161,7 +161,7 @@ def add_gold_types(state: ComponentState, examples: List[Example]) -> None:
     types = {span.label_ for eg in examples for span in state.target.spans_of(eg.reference) or []}
     new = sorted(t for t in types - known if not is_negative(t))
     if new:  # (one growth for the batch: each commits the averaged weights)
-        state.grow([tag for span_type in new for tag in state.target.labels_for(span_type)])
+        state.grow([tag for span_type in new for tag in state.target.tags_of_type(span_type)])
 
 
 def fit_from_counts(state: ComponentState,

@@ -162,13 +162,15 @@ def write_prediction(state: ComponentState, docs: Sequence[Doc],
         offsets = token_values.token_offsets(doc)
         if prediction.confidence is not None:
             token_values.store(doc, CONFIDENCE, owner, *offsets.tolist(),
-                               prediction.confidence[end - n:end].tolist())
+                               prediction.confidence[end - n:end].tolist(),
+                               token_values.token_marks(doc))
         if prediction.span_confidence is not None:
             # each predicted span: its first token's start, to its last token's end
             probs, span_ends = prediction.span_confidence
             first = np.flatnonzero(span_ends[end - n:end] >= 0)
             last = span_ends[end - n:end][first] - (end - n) - 1
-            starts = offsets[0][first]
-            token_values.store(doc, SPAN_CONFIDENCE, owner, starts.tolist(),
-                               (offsets[0][last] + offsets[1][last] - starts).tolist(),
-                               probs[end - n:end][first].tolist())
+            starts, ends_at = offsets[0][first].tolist(), (offsets[0] + offsets[1])[last].tolist()
+            token_values.store(doc, SPAN_CONFIDENCE, owner, starts,
+                               [e - s for s, e in zip(starts, ends_at)],
+                               probs[end - n:end][first].tolist(),
+                               token_values.text_marks(doc, starts, ends_at))

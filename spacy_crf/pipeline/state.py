@@ -168,7 +168,7 @@ class ComponentState:
     def grow(self, new: Sequence[str]) -> None:
         """Append ``new`` labels to a trained model (and its rehearsal
         teacher): zero weights, and never predicted until some gold has them."""
-        n_old, labels = len(self.tags), list(self.tags) + list(new)
+        n_old, labels = len(self.tags), list(dict.fromkeys([*self.tags, *new]))  # each once
         grown_cfg = self.structure.grow_cfg(self.view, n_old, len(labels))  # may refuse
         make_target(self.cfg["target"], self.cfg["scheme"]).set_labels(labels, self.vocab)  # E061
         # the model grows from the weights it predicts with; averaging starts afresh
@@ -180,7 +180,7 @@ class ComponentState:
                 set_label_parts(model, parts, grow=True)  # a factored table's new parts
         self.update_structure(grown_cfg)
         self.set_labels(labels)
-        self.cfg["unseen_labels"] = list(self.cfg.get("unseen_labels", [])) + list(new)
+        self.cfg["unseen_labels"] = list(self.cfg.get("unseen_labels", [])) + labels[n_old:]
 
     def unseen_ids(self, but: Sequence[str] = ()) -> List[int]:
         """The columns of the labels not learned yet, but ``but``."""

@@ -20,7 +20,7 @@ with :func:`register_target`; a module here is imported with the package,
 one elsewhere through its entry point.
 """
 
-from .base import NEGATIVE_PREFIX, Target, is_negative, refuse_negative_type
+from .base import NEGATIVE_PREFIX, Target, check_label, is_negative, refuse_negative_type
 from .registry import assignable_attributes, make_target, register_target, registered_targets
 
 # the package's own targets, registered in the order E006 lists them
@@ -38,7 +38,7 @@ from ..registries import import_modules
 import_modules(__name__, __path__)
 
 __all__ = [
-    "NEGATIVE_PREFIX", "Target", "is_negative", "refuse_negative_type",
+    "NEGATIVE_PREFIX", "Target", "check_label", "is_negative", "refuse_negative_type",
     "assignable_attributes", "make_target", "register_target", "registered_targets",
     "TokenAttrTarget", "TagTarget", "PosTarget", "DepTarget", "EMPTY_MORPH_KEY", "MorphTarget",
     "NULL_TREE", "LemmaTarget", "parse_edit_tree", "SentStartsTarget", "TYPE_BITS", "SpanTarget",

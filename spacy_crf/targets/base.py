@@ -32,6 +32,15 @@ def is_negative(label: str) -> bool:
     return label.startswith(NEGATIVE_PREFIX) and len(label) > len(NEGATIVE_PREFIX)
 
 
+def check_label(label: Any) -> None:
+    """E062 for a label that is not a string, E263 for the empty string: the
+    label of an unannotated token (``add_label``, ``initialize(labels=...)``)."""
+    if not isinstance(label, str):
+        raise ValueError(Errors.E062.format(label=label))
+    if not label:
+        raise ValueError(Errors.E263)
+
+
 def refuse_negative_type(span_type: str, target: str) -> None:
     """E185 for a negative span type (``"!PERSON"``): span targets, as spaCy's
     ner, cannot learn "not a PERSON" (see :meth:`Target._warn_unknown`)."""
@@ -164,10 +173,12 @@ class Target:
         raise NotImplementedError
 
     def label_strings(self, doc: Doc) -> List[str]:
-        """The labels present in a reference doc (to collect the label set)."""
+        """The labels present in a reference doc (to collect the label set);
+        not a negative one (``!NN``: its tokens are unannotated, W015)."""
         keys = self.reference_keys(doc)
         keys = np.unique(keys[keys != self.missing_key])
-        return [self.string_of(doc, int(key)) for key in keys]
+        found = (self.string_of(doc, int(key)) for key in keys)
+        return [label for label in found if not is_negative(label)]
 
     def string_of(self, doc: Doc, key: int) -> str:
         return doc.vocab.strings[key]

@@ -66,6 +66,11 @@ class ExtensionTarget(Target):
         labels = self.labels_of(doc)
         if not labels:
             return np.zeros((len(doc),), dtype=np.uint64)
+        for label in labels:
+            if label is not None and not isinstance(label, str):
+                raise ValueError(Errors.E264.format(
+                    attr=f"token._.{self.attr}", target=self.name, kind=type(label).__name__,
+                    value=label, text=doc[:8].text))
         arr = np.asarray(["" if s is None else s for s in labels], dtype=object)
         uniq, inverse = np.unique(arr, return_inverse=True)
         table = np.asarray([hash_string(s) if s else 0 for s in uniq], dtype=np.uint64)
@@ -144,14 +149,15 @@ def _legacy_labels(doc: Doc, attr: str) -> Optional[List[Optional[str]]]:
     return list(stored) if stored is not None and len(stored) == len(doc) else None
 
 
-def _get_label(attr: str, token: Token) -> Optional[str]:
+def _get_label(attr: str, token: Token, default: Any = None) -> Optional[str]:
     doc = token.doc
     if token_values.owned(doc, LABELS, attr) is not None:
-        return token_values.token_value(token, LABELS, attr)
-    legacy = _legacy_labels(doc, attr)
-    if legacy is not None:
-        return legacy[token.i]
-    return doc.user_data.get(("._.", attr, token.idx, None))
+        found = token_values.token_value(token, LABELS, attr)
+    else:
+        legacy = _legacy_labels(doc, attr)
+        found = (legacy[token.i] if legacy is not None
+                 else doc.user_data.get(("._.", attr, token.idx, None)))
+    return default if found is None else found
 
 
 def _set_label(attr: str, token: Token, value: Optional[str]) -> None:
@@ -166,15 +172,16 @@ def register_extension(attr: str) -> None:
 
     The getter and setter are partials of module-level functions, so the
     extension pickles (spaCy sends extensions to spawned worker processes).
-    An extension registered elsewhere is replaced (its values stay readable:
-    :func:`extension_labels`), but not a crf_tagger's confidence extension
-    (``token._.{name}_confidence``, ``token._.crf_confidence``).
+    A plain extension registered elsewhere is replaced: its values stay
+    readable (:func:`extension_labels`), and a token without one still reads
+    its ``default`` (gold reads it as unannotated).
 
     Raises
     ------
     ValueError
         E202 where ``token._.attr`` is a crf_tagger's confidence extension: as a
-        crf_tagger refuses to take over this one (E192), whichever comes first.
+        crf_tagger refuses to take over this one (E192), whichever comes first;
+        E265 where it has a getter of its own (its values are computed, not stored).
     """
     existing = Token.get_extension(attr)
     if existing is not None and isinstance(existing[2], partial) and existing[2].func is _get_label:
@@ -187,8 +194,12 @@ def register_extension(attr: str) -> None:
         whose = ("the confidence extension every crf_tagger shares" if owner == SHARED_STEM
                  else f"the confidence extension of a crf_tagger named '{owner}'")
         raise ValueError(Errors.E202.format(attr=attr, whose=whose))
-    Token.set_extension(attr, getter=partial(_get_label, attr), setter=partial(_set_label, attr),
-                        force=True)
+    if existing is not None and existing[2] is not None:
+        raise ValueError(Errors.E265.format(attr=f"token._.{attr}", what=(
+            "" if existing[3] is None else " and a setter")))
+    default = existing[0] if existing is not None else None
+    Token.set_extension(attr, getter=partial(_get_label, attr, default=default),
+                        setter=partial(_set_label, attr), force=True)
 
 
 

@@ -83,14 +83,19 @@ class SpanTarget(Target):
     def labels_for(self, label: str) -> List[str]:
         """The labels ``add_label(label)`` adds: a tag (``B-LOC``) itself, a
         span type (``LOC``) every tag of the type in the scheme."""
-        try:
+        if _reads_as_tag(label):
             _, _, types = schemes.parse_tags([label])
             tags = [label]
-        except ValueError:  # not a tag: a type
-            types, tags = [label], schemes.tag_set([label], self.scheme)[1:]
+        else:  # not a tag: a type
+            types, tags = [label], self.tags_of_type(label)
         for span_type in types:
             refuse_negative_type(span_type, self.name)
         return tags
+
+    def tags_of_type(self, span_type: str) -> List[str]:
+        """Every tag of the span type ``span_type`` in the scheme (``B-LOC``,
+        ``I-LOC``, ...), whatever the type's name: ``U-BOAT`` or ``O`` too."""
+        return schemes.tag_set([span_type], self.scheme)[1:]
 
     def public_labels(self, tags: Sequence[str]) -> Tuple[str, ...]:
         """The span types of ``tags``, sorted (as spaCy's ``ner.labels``; no ``O``)."""
@@ -105,7 +110,8 @@ class SpanTarget(Target):
         data = []
         for i, span_type in sorted(enumerate(types), key=lambda item: item[1]):
             own = np.flatnonzero(kind == i)
-            if {int(p) for p in prefix[own]} == scheme_prefixes:
+            # (a type named as a tag reads, or is, one: "U-BOAT", "O" as its tags)
+            if {int(p) for p in prefix[own]} == scheme_prefixes and not _reads_as_tag(span_type):
                 data.append(span_type)
             else:
                 data.extend(tags[j] for j in own)
@@ -337,3 +343,12 @@ class SpanTarget(Target):
 
     def score_weights(self) -> Dict[str, Optional[float]]:
         return prf_weights(self.score_attr)
+
+
+def _reads_as_tag(label: str) -> bool:
+    """Whether ``label`` reads as a tag of the schemes (``O``, ``B-PER``, ``U-BOAT``)."""
+    try:
+        schemes.parse_tags([label])
+    except ValueError:
+        return False
+    return True

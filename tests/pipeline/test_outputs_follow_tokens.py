@@ -202,3 +202,69 @@ def test_labels_of_corpora_written_before_are_read(chunker):
     assert [t._.chunk for t in doc] == CHUNKS
     target = chunker.get_pipe("chunker").target
     assert target.labels_of(doc) == CHUNKS
+
+
+def test_a_part_made_by_as_doc_lends_no_value_to_the_docs_beside_it(pos_ner, chunker):
+    """``as_doc(copy_user_data=True)`` copies the values of the tokens outside
+    the span too; ``Doc.from_docs`` shifted them onto the next doc's
+    characters, where a token of the same length read another doc's value."""
+    source, other = pos_ner(TEXT), pos_ner("Paris is big and old .")
+    part = source[0:3].as_doc(copy_user_data=True)  # "Barack Obama visited"
+    joined = Doc.from_docs([part, other])
+    assert _confidences(joined, "pos") == _confidences(source[0:3], "pos") + _confidences(
+        other, "pos")
+    assert joined._.pos_nbest is None  # a doc of parts
+    # the same with labels, the part second
+    chunked, chunked_other = chunker(TEXT), chunker("the cat ran .")
+    joined = Doc.from_docs([chunked_other, chunked[3:6].as_doc(copy_user_data=True)])
+    assert [t._.chunk for t in joined] == [t._.chunk for t in chunked_other] + CHUNKS[3:6]
+
+
+def test_values_spacys_merge_overwrote_read_none_not_another_docs(chunker):
+    """Where the part's values land on the key of the first doc's (its span
+    starts at the first doc's length), spaCy's merge keeps the part's: the
+    first doc's tokens read None, not the part's source's labels."""
+    source = chunker("the dog sat in the box .")
+    first = chunker("sat the dog")  # 11 characters and a space: the span's start
+    joined = Doc.from_docs([first, source[3:].as_doc(copy_user_data=True)])
+    assert [t._.chunk for t in joined][:3] == [None, None, None]
+    assert [t._.chunk for t in joined][3:] == [t._.chunk for t in source[3:]]
+
+
+def test_an_n_best_list_is_not_read_over_tokens_retokenized_to_the_same_count(pos_ner):
+    doc = pos_ner(TEXT)
+    assert doc._.ner_nbest is not None
+    with doc.retokenize() as retokenizer:
+        retokenizer.merge(doc[0:2])
+    with doc.retokenize() as retokenizer:
+        retokenizer.split(doc[1], ["visit", "ed"], heads=[(doc[1], 1), doc[2]])
+    assert len(doc) == len(TEXT.split())
+    assert doc._.ner_nbest is None and doc._.pos_nbest is None
+
+
+def test_values_stored_before_marks_are_read_by_their_characters(pos_ner):
+    """An entry of three lists (a .spacy file of the last release) is read as before."""
+    from spacy_crf.pipeline.extensions import CONFIDENCE
+    from spacy_crf.token_values import entry_key
+
+    doc = pos_ner(TEXT)
+    expected = _confidences(doc, "pos")
+    entry = doc.user_data[entry_key(CONFIDENCE)]
+    doc.user_data[entry_key(CONFIDENCE)] = {owner: stored[:3] for owner, stored in entry.items()}
+    assert _confidences(doc, "pos") == expected
+
+
+def test_register_extensions_reads_stored_values_without_the_pipeline(pos_ner, chunker, tmp_path):
+    import subprocess
+    import sys
+
+    docs = [pos_ner(TEXT), chunker(TEXT)]
+    DocBin(docs=docs, store_user_data=True).to_disk(tmp_path / "d.spacy")
+    code = ("import spacy, spacy_crf\nfrom spacy.tokens import DocBin\n"
+            "spacy_crf.register_extensions('pos', labels=['chunk'])\n"
+            f"a, b = DocBin().from_disk({str(tmp_path / 'd.spacy')!r}).get_docs("
+            "spacy.blank('en').vocab)\n"
+            "print([t._.pos_confidence for t in a][:2], [t._.chunk for t in b][:2])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{_confidences(docs[0], 'pos')[:2]} {CHUNKS[:2]}"

@@ -98,12 +98,12 @@ def test_labels_given_to_initialize_must_be_strings(target):
         nlp.get_pipe("crf_tagger").initialize(lambda: [], nlp=nlp, labels=["NOUN", None])
 
 
-@pytest.mark.parametrize("label", ["FOO", ""])
-def test_a_pos_label_that_is_no_upos_is_e206(label):
+@pytest.mark.parametrize("label,code", [("FOO", "E206"), ("", "E263")])
+def test_a_pos_label_that_is_no_upos_is_e206(label, code):
     nlp = make_nlp("pos")
-    with pytest.raises(ValueError, match="E206"):
+    with pytest.raises(ValueError, match=code):
         nlp.get_pipe("crf_tagger").add_label(label)
-    with pytest.raises(ValueError, match="E206"):
+    with pytest.raises(ValueError, match=code):
         make_nlp("pos").get_pipe("crf_tagger").initialize(lambda: [], labels=["NOUN", label])
 
 

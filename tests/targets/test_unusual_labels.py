@@ -1,0 +1,107 @@
+"""Labels as real corpora have them: entity types named like tags, negative
+tags, the empty string, ``_.NAME`` values that are not strings, and
+extensions the component cannot take over (each a probe's find)."""
+
+import warnings
+
+import pytest
+import spacy
+from spacy.tokens import Doc, Span, Token
+from spacy.training import Example
+
+from conftest import make_nlp, train
+
+
+def _typed_examples(nlp, types):
+    words = ["Bob", "saw", "it", "Anna", "ran"]
+    examples = []
+    for _ in range(2):
+        gold = Doc(nlp.vocab, words=words)
+        gold.ents = [Span(gold, 0, 1, types[0]), Span(gold, 3, 4, types[1])]
+        examples.append(Example(Doc(nlp.vocab, words=words), gold))
+    return examples
+
+
+def test_an_update_grows_a_type_named_like_a_tag_once(tmp_path):
+    """A span type read as a tag ("U-BOAT", "O") was grown as that tag on
+    every update: the tags repeated, and the saved pipeline failed to load."""
+    nlp = make_nlp("ents")
+    examples = _typed_examples(nlp, ["U-BOAT", "O"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (W016: initialized without examples)
+        nlp.initialize()
+    pipe = nlp.get_pipe("crf_tagger")
+    for _ in range(3):
+        nlp.update(examples)
+    assert len(set(pipe.tags)) == len(pipe.tags) == 9
+    assert {"B-U-BOAT", "U-U-BOAT", "U-O", "B-O"} <= set(pipe.tags)
+    nlp.to_disk(tmp_path / "p")
+    assert spacy.load(tmp_path / "p").get_pipe("crf_tagger").tags == pipe.tags
+
+
+def test_label_data_of_types_named_like_tags_reads_back_the_same_tags():
+    nlp = make_nlp("ents")
+    examples = _typed_examples(nlp, ["U-BOAT", "O"]) + _typed_examples(nlp, ["PER", "B-PER"])
+    nlp.initialize(lambda: examples)
+    pipe = nlp.get_pipe("crf_tagger")
+    again = make_nlp("ents")
+    again.get_pipe("crf_tagger").initialize(lambda: examples, nlp=again, labels=pipe.label_data)
+    assert again.get_pipe("crf_tagger").tags == pipe.tags
+    assert "PER" in pipe.label_data  # a plain type stays a type
+
+
+def test_a_negative_tag_is_no_label_and_warns():
+    nlp = make_nlp("tag")
+    words = ["the", "dog", "ran"]
+    examples = [Example(Doc(nlp.vocab, words=words),
+                        Doc(nlp.vocab, words=words, tags=["DT", "NN", tag]))
+                for tag in ("!NN", "VBD")]
+    with pytest.warns(UserWarning, match="W015.*'!NN'"):
+        train(nlp, examples, n_iter=2)
+    assert nlp.get_pipe("crf_tagger").tags == ("DT", "NN", "VBD")
+
+
+@pytest.mark.parametrize("target", ["tag", "ents", "_.q_label", "morph"])
+def test_the_empty_label_is_e263(target):
+    pipe = make_nlp(target).get_pipe("crf_tagger")
+    with pytest.raises(ValueError, match="E263"):
+        pipe.add_label("")
+    nlp = make_nlp(target)
+    with pytest.raises(ValueError, match="E263"):
+        nlp.get_pipe("crf_tagger").initialize(lambda: [], nlp=nlp, labels=[""])
+
+
+@pytest.mark.parametrize("values", [[1, 2, 1], [True, False, True], [1.5, 2.0, 1.5],
+                                    [1, "1", None]])
+def test_extension_gold_that_is_not_strings_is_e264(values):
+    attr = "q_values"
+    nlp = make_nlp(f"_.{attr}")
+    words = ["a", "b", "c"]
+    gold = Doc(nlp.vocab, words=words)
+    for token, value in zip(gold, values):
+        gold.user_data[("._.", attr, token.idx, None)] = value
+    with pytest.raises(ValueError, match=r"E264.*token\._\.q_values.*str\(value\)"):
+        nlp.initialize(lambda: [Example(Doc(nlp.vocab, words=words), gold)])
+
+
+def test_a_getter_extension_is_no_target_e265():
+    Token.set_extension("q_computed", getter=lambda token: token.shape_, force=True)
+    try:
+        with pytest.raises(ValueError, match=r"E265.*token\._\.q_computed.*getter"):
+            make_nlp("_.q_computed")
+        # left as it was
+        assert Doc(spacy.blank("en").vocab, words=["Ab"])[0]._.q_computed == "Xx"
+    finally:
+        Token.remove_extension("q_computed")
+
+
+def test_an_extension_default_survives_the_target():
+    Token.set_extension("q_default", default="O", force=True)
+    try:
+        nlp = make_nlp("_.q_default")
+        doc = Doc(nlp.vocab, words=["a", "b"])
+        assert [t._.q_default for t in doc] == ["O", "O"]
+        doc[0]._.q_default = "B-X"
+        assert [t._.q_default for t in doc] == ["B-X", "O"]
+    finally:
+        Token.remove_extension("q_default")
