@@ -729,6 +729,12 @@ class Warnings(metaclass=_Codes):
             "uniform (every token the first label), and updates do not change them. Give "
             "initialize examples annotated for that target (nlp.initialize(lambda: "
             "examples), or [initialize] in spacy train's config reading the corpus).")
+    W053 = ("'{name}' (target '{target}') was scored on {n} example(s), and none has gold "
+            "annotation for its target: its scores are None (the spacy train table shows "
+            "0.00, so every checkpoint ties and model-best is the last). Give the dev corpus "
+            "that annotation (convert it with the columns the target reads), or set the "
+            "component's score weights to 0 under [training.score_weights]. Said once per "
+            "component.")
     W043 = ("Structure settings at the top level of a crf_tagger's config ({settings}): "
             "read as the same settings of its [components.NAME.structure] block. "
             "Write them in that block; the config the pipeline keeps (nlp.config, a saved "

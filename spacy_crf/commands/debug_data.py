@@ -315,6 +315,10 @@ def _report_labels(checks: Checks, target: Target, train: CorpusStats, dev: Corp
                         key=lambda label: (-train.labels[label], -dev.labels[label], label))
         rows = [(label, train.labels[label], dev.labels[label]) for label in labels]
         checks.printer.table(rows, header=(kind, "train", "dev"), divider=True)
+    if dev.n_docs and not dev.labels:
+        checks.warn(f"No label of target '{target.name}' in the dev corpus",
+                    "Training scores the component None (0.00 in the spacy train table, "
+                    "W053): give the dev corpus the annotation.")
     dev_only = sorted(set(dev.labels) - set(train.labels))
     if dev_only:
         checks.warn(f"{len(dev_only)} {kind}(s) in dev but not in train (never predicted): "

@@ -137,9 +137,9 @@ class CRFTagger(FollowsItsName, TrainablePipe):
 
     @property
     def label_data(self) -> List[str]:
-        """The labels, for ``spacy init labels`` and ``initialize(labels=...)``:
-        a span target's types (a type with only some of the scheme's tags as
-        those tags), so that they read back into the same :attr:`tags`."""
+        """The labels, for ``spacy init labels`` and ``initialize(labels=...)``: a span
+        target's types (a type with only some of the scheme's tags, or named like a
+        tag, as its tags), so that they read back into the same :attr:`tags`."""
         return self.target.label_data(self.tags)
 
     @property
@@ -318,9 +318,9 @@ class CRFTagger(FollowsItsName, TrainablePipe):
 
     def score(self, examples: Iterable[Example], **kwargs: Any) -> Dict[str, Any]:
         """Score predictions (see ``spacy_crf.scoring.score_crf``)."""
-        validate_examples(examples, "CRFTagger.score")
-        return self.scorer(examples, **{"target": self.cfg["target"],
-                                        **self._state.target.scorer_args(), **kwargs})
+        validate_examples(examples := list(examples), "CRFTagger.score")
+        return learning.checked_scores(self._state, examples, self.scorer(  # (W053)
+            examples, **{"target": self.cfg["target"], **self.target.scorer_args(), **kwargs}))
 
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
         """Save cfg and the (averaged) weights; an interrupted save leaves no loadable file."""

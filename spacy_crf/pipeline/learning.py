@@ -30,6 +30,7 @@ from ..models.hooks import fit_counts, learns_from_counts
 from ..models.potentials import CRFScores, allow_only
 from ..structures import BatchLayout
 from ..targets import is_negative
+from ..targets.scores import MAIN_SCORE
 from ..unseen_labels import mask_labels
 from .state import ComponentState
 
@@ -178,3 +179,13 @@ def fit_from_counts(state: ComponentState,
                    else np.zeros(0, dtype=np.int64))
         fit_counts(state.model, docs, gold, lengths)
         state.learn_new_labels(gold)
+
+
+def checked_scores(state: ComponentState, examples: List[Example], scores: dict) -> dict:
+    """``scores``, with W053 (once per component) where ``examples`` were
+    scored and none had gold for the target (its main score None): a dev
+    corpus without the annotation scores 0.00 in the ``spacy train`` table,
+    with no other word."""
+    if examples and scores.get(MAIN_SCORE, 0) is None and state.target.first_time("W053"):
+        warn(Warnings.W053.format(name=state.name, target=state.cfg["target"], n=len(examples)))
+    return scores

@@ -138,7 +138,11 @@ def score_iob(examples: List[Example], attr: str,
         if all(tag is None for tag in gold):
             continue
         pred_tags = labels_of(eg.predicted) or [None] * len(eg.predicted)
-        cand = _char_chunks(eg.predicted, pred_tags)
+        # a predicted chunk over a token without gold is neither right nor
+        # wrong, as spaCy's ner scores read a missing entity tag
+        unknown = [(t.idx, t.idx + len(t)) for t, tag in zip(eg.reference, gold) if tag is None]
+        cand = {c for c in _char_chunks(eg.predicted, pred_tags)
+                if not any(s < c[1] and c[0] < e for s, e in unknown)}
         ref = _char_chunks(eg.reference, gold)
         total.score_set(cand, ref)
         for kind in {k for *_, k in cand | ref}:

@@ -144,7 +144,33 @@ class SentStartsTarget(TokenAttrTarget):
                 doc.from_array(attrs, keys[end - n:end])
 
     def getter(self) -> Callable[[Token, str], object]:
-        return lambda token, _: token.is_sent_start
+        # the label, not the bool: spaCy's scorer reads False (== 0) as missing
+        return lambda token, _: {True: self.START, False: self.INSIDE}.get(token.is_sent_start)
+
+    def _token_gold_ids(self, example: Example, same: bool) -> np.ndarray:
+        """As a tag's, but a sentence starts at the first piece of a reference
+        token the tokenizer split ("Don't": "Do" "n't"), as spaCy's
+        ``Example.get_aligned_sent_starts`` reads it; a predicted token made of
+        several reference tokens starts one where the first of them does (and
+        is unannotated where a sentence starts inside it)."""
+        gold = super()._token_gold_ids(example, same)
+        if same:
+            return gold
+        start, inside = (self.order_labels(()).index(label) for label in (self.START, self.INSIDE))
+        reference = self.ids_of_keys(self.reference_keys(example.reference))
+        x2y = example.alignment.x2y
+        lengths = np.asarray(x2y.lengths, dtype=np.int64)
+        data = np.asarray(x2y.data, dtype=np.int64)
+        first = np.cumsum(lengths) - lengths
+        aligned = np.where(lengths > 0, data[np.minimum(first, len(data) - 1)], -1)
+        # a later piece of one reference token: no start
+        piece = (lengths == 1) & (np.r_[False, (aligned[1:] == aligned[:-1]) & (lengths[:-1] == 1)])
+        gold[piece & (gold == start)] = inside
+        for i in np.flatnonzero(lengths > 1).tolist():  # merged tokens
+            ids = reference[data[first[i]:first[i] + lengths[i]]]
+            gold[i] = (ids[0] if ids[0] >= 0 and (ids[1:] == inside).all()
+                       else inside if (ids == inside).all() else -1)
+        return gold
 
     def main_score_key(self) -> str:
         """``sents_f``, the sentence F1."""

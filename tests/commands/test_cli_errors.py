@@ -229,3 +229,11 @@ def test_no_crf_tagger_in_plots_names_the_positional_model():
         find_component(nlp, None)
     assert "give as MODEL a pipeline trained with one" in str(caught.value)
     assert "--model" not in Errors.E069
+
+
+def test_debug_data_warns_of_a_dev_corpus_without_the_annotation(models, tmp_path):
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp.make_doc("the cat sat")]).to_disk(tmp_path / "bare.spacy")
+    result = run_main(debug_data_main, [models["chain"] / "config.cfg", "--paths.train",
+                                        models["tags"], "--paths.dev", tmp_path / "bare.spacy"])
+    assert "No label of target 'tag' in the dev corpus" in result.stdout

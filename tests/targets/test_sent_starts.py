@@ -344,3 +344,41 @@ def test_the_shipped_config_builds_a_whole_doc_senter():
     assert "configs/ewt_senter.cfg" in commands["train-sample-sents"]["deps"]
     assert project["workflows"]["sents-sample"] == ["convert-sample-sents", "train-sample-sents"]
     assert not set(project["workflows"]["sents-sample"]) & set(project["workflows"]["all"])
+
+
+def test_a_start_the_tokenizer_split_is_a_start_at_its_first_piece_only():
+    """Gold "Don't" starting a sentence, predicted "Do" "n't": only "Do" is a
+    start, as spaCy's Example.get_aligned_sent_starts reads it; a predicted
+    token made of two reference tokens starts one where the first does."""
+    nlp = spacy.blank("en")
+    target = make_target("sent_starts")
+    target.set_labels(target.order_labels([]), nlp.vocab)
+    s, i = target._labels.index("S"), target._labels.index("I")
+    gold = Doc(nlp.vocab, words=["He", "left", ".", "Don't", "go", "."],
+               spaces=[True, False, True, True, False, False],
+               sent_starts=[True, False, False, True, False, False])
+    split = Doc(nlp.vocab, words=["He", "left", ".", "Do", "n't", "go", "."],
+                spaces=[True, False, True, False, True, False, False])
+    example = Example(split, gold)
+    assert target.gold_ids(example).tolist() == [s, i, i, s, i, i, i]
+    assert [bool(v) for v in example.get_aligned_sent_starts()] == [
+        ids == s for ids in target.gold_ids(example).tolist()]
+    merged = Doc(nlp.vocab, words=["He", "left", ".", "Don't", "go."],
+                 spaces=[True, False, True, True, False])
+    assert target.gold_ids(Example(merged, gold)).tolist() == [s, i, i, s, i]
+
+
+def test_crf_acc_counts_the_no_starts_whether_or_not_the_tokens_differ():
+    nlp = spacy.blank("en")
+    words, spaces = ["He", "left", ".", "She", "stays", "."], [True, False, True, True, False, False]
+    gold = Doc(nlp.vocab, words=words, spaces=spaces,
+               sent_starts=[True, False, False, True, False, False])
+    pred = Doc(nlp.vocab, words=words, spaces=spaces, sent_starts=[True] + [False] * 5)
+    same = score_crf([Example(pred, gold)], target="sent_starts")["crf_acc"]
+    assert same == pytest.approx(5 / 6)
+    # one token merged: 4 of the 5 predicted tokens align one to one, 3 right
+    merged = Doc(nlp.vocab, words=words[:4] + ["stays."], spaces=spaces[:4] + [False],
+                 sent_starts=[True] + [False] * 4)
+    precision, recall = 3 / 4, 3 / 6
+    assert score_crf([Example(merged, gold)], target="sent_starts")["crf_acc"] == pytest.approx(
+        2 * precision * recall / (precision + recall))

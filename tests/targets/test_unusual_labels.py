@@ -105,3 +105,33 @@ def test_an_extension_default_survives_the_target():
         assert [t._.q_default for t in doc] == ["B-X", "O"]
     finally:
         Token.remove_extension("q_default")
+
+
+def test_a_chunk_over_tokens_without_gold_is_neither_right_nor_wrong():
+    """Chunk scores read a missing gold label as missing, as spaCy's ner
+    scores do, not as "O" (a predicted chunk there was counted wrong)."""
+    from spacy_crf import set_doc_labels
+    from spacy_crf.scoring import score_crf
+
+    nlp = spacy.blank("en")
+    words = ["the", "cat", "sat", "a", "dog", "."]
+    gold, pred = Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words)
+    set_doc_labels(gold, "q_chunk", ["B-NP", "I-NP", "O", None, None, "O"])
+    set_doc_labels(pred, "q_chunk", ["B-NP", "I-NP", "O", "B-NP", "I-NP", "O"])
+    scores = score_crf([Example(pred, gold)], target="_.q_chunk")
+    assert scores["q_chunk_p"] == scores["q_chunk_f"] == scores["q_chunk_acc"] == 1.0
+    set_doc_labels(pred, "q_chunk", ["B-NP", "B-NP", "O", "B-NP", "I-NP", "O"])
+    assert score_crf([Example(pred, gold)], target="_.q_chunk")["q_chunk_p"] == 0.0
+
+
+def test_a_dev_corpus_without_the_annotation_warns_once():
+    nlp = make_nlp("pos")
+    words = ["the", "dog", "ran"]
+    train(nlp, [Example(Doc(nlp.vocab, words=words),
+                        Doc(nlp.vocab, words=words, pos=["DET", "NOUN", "VERB"]))], n_iter=2)
+    bare = [Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words))]
+    with pytest.warns(UserWarning, match=r"W053.*'crf_tagger' \(target 'pos'\).*1 example"):
+        assert nlp.evaluate(bare)["pos_acc"] is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nlp.evaluate(bare)  # said once
