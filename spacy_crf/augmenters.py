@@ -80,15 +80,26 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
 
 
 def check_not_kept(nlp: Language, attrs: Sequence[str]) -> None:
-    """E239 where a crf_tagger of ``nlp`` predicts one of ``attrs`` and keeps
-    the values already on a doc (``keep_existing``, by default for ``tag``,
-    ``lemma`` and ``sent_starts`` as spaCy's own pipes): copied from the
+    """E239 where a pipe of ``nlp`` predicts one of ``attrs`` and keeps the
+    values already on a doc: a crf_tagger's ``keep_existing`` (by default for
+    ``tag``, ``lemma`` and ``sent_starts``), spaCy's ``overwrite = false``
+    (its ``tagger``, ``senter`` and lemmatizers by default). Copied from the
     gold, they would be what it keeps, and what it is scored on."""
     for name, pipe in nlp.pipeline:
         meta = nlp.get_pipe_meta(name)
-        if meta.factory != "crf_tagger" or not pipe.keep_existing:
-            continue  # (a crf_tagger that overwrites, or any other pipe: the copy is harmless)
+        if not keeps_existing(pipe, meta.factory):
+            continue  # (a pipe that overwrites: the copy is harmless)
         assigns = set(meta.assigns)
         for attr in attrs:
             if assigns.intersection(ASSIGNED_AS[attr]):
                 raise ValueError(Errors.E239.format(attr=attr, name=name))
+
+
+def keeps_existing(pipe: object, factory: str) -> bool:
+    """Whether ``pipe`` keeps the values a doc already has where it predicts:
+    a crf_tagger's ``keep_existing``, else spaCy's ``overwrite`` setting (in
+    the pipe's ``cfg``, or an attribute of the lemmatizers) set false."""
+    if factory == "crf_tagger":
+        return bool(pipe.keep_existing)
+    overwrite = getattr(pipe, "cfg", {}).get("overwrite", getattr(pipe, "overwrite", True))
+    return overwrite is False

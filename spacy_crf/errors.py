@@ -61,11 +61,15 @@ class Errors(metaclass=_Codes):
             "structure = \"chain\" (order = 1 or 2), \"pruned_chain\" or \"semi_markov\".")
     E007 = ("The component '{name}' has no labels: it was not initialized. Call "
             "nlp.initialize() (or train it with `spacy train`) before using it, or load a "
-            "trained pipeline.")
+            "trained pipeline. Under spacy train, a component in [training] "
+            "frozen_components is not initialized: source it from a trained pipeline "
+            "([components.{name}] source = PATH), or take it out of frozen_components.")
     E008 = ("No labels found for target '{target}' in the training examples of '{name}'. "
             "Check that the corpus carries that annotation (for '_.NAME' targets, that the "
-            ".spacy files were saved with store_user_data=True), or pass labels to "
-            "initialize().")
+            ".spacy files were saved with store_user_data=True; for '_.NAME' and spans:KEY "
+            "targets, that [corpora.train] has max_length = 0 and gold_preproc = false: "
+            "spaCy's reader rebuilds the docs it cuts or re-tokenizes without doc.user_data "
+            "and doc.spans), or pass labels to initialize().")
     E009 = ("The CRF loss of '{name}' became {value}: training diverged. Lower the learning "
             "rate, or add gradient clipping ([training.optimizer] grad_clip).")
     E010 = ("Cannot load '{name}' from {path}: {why}. The directory is missing a file or was "
@@ -511,10 +515,11 @@ class Errors(metaclass=_Codes):
             "augmenter of [corpora]).")
     E239 = ("spacy-crf.copy_attrs.v1 copies {attr} from the gold docs, but '{name}' predicts "
             "what it sets (a parse, HEAD, sets the sentence starts too) and keeps a value "
-            "already on a doc (keep_existing): it would keep the gold, "
-            "and its scores would be those of the gold. Leave {attr} out of the copied "
-            "attributes (attrs in the augmenter of [corpora], --copy of crf-evaluate and "
-            "crf-plots), or set keep_existing = false on '{name}'.")
+            "already on a doc (a crf_tagger's keep_existing, spaCy's overwrite = false): it "
+            "would keep the gold, and its scores would be those of the gold. Leave {attr} out "
+            "of the copied attributes (attrs in the augmenter of [corpora], --copy of "
+            "crf-evaluate and crf-plots), or set keep_existing = false (overwrite = true for "
+            "spaCy's pipes) on '{name}'.")
     E247 = ("The pipeline has no component '{name}' (its crf_tagger components: {crf_pipes}): "
             "pass --component one of them, or leave it out to take the first.")
     E248 = ("Cannot load the pipeline '{model}': {why}. Give MODEL as the directory of a "
@@ -596,6 +601,9 @@ class Errors(metaclass=_Codes):
             "stored, so the component can neither read gold from it nor write predictions "
             "to it. Register a plain extension for the target (Token.set_extension(NAME, "
             "default=None)), and copy the computed values into it for training.")
+    E266 = ("spacy-crf.add_labels.v1 would add labels to '{name}', which [training] "
+            "frozen_components keeps as it is: it could never learn them. Take '{name}' out of "
+            "frozen_components to train it on the new labels, or remove the callback.")
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "
@@ -608,7 +616,9 @@ class Warnings(metaclass=_Codes):
             "component's config to learn them.")
     W005 = ("'{name}' reads {attr} (its {why}), but no doc of the batch it was given has "
             "{attr}: it predicts as a model without that input, and its scores will be "
-            "low. Put a component that sets {attr} before it, or copy {attr} from the "
+            "low. Put a component that sets {attr} before it (under spacy train, a "
+            "frozen one sets it on training docs only when it is in [training] "
+            "annotating_components too), or copy {attr} from the "
             "corpus (the augmenter spacy-crf.copy_attrs.v1 in [corpora], or python -m "
             "spacy_crf.evaluate MODEL DATA instead of spacy evaluate). Said once per "
             "component.")
@@ -628,7 +638,9 @@ class Warnings(metaclass=_Codes):
             "or convert it with the pipeline's own tokenizer; a few are harmless.")
     W001 = ("Gold label '{label}' (target '{name}') was not seen at initialize(); tokens "
             "with it are treated as unannotated. Re-initialize with data that has it, or "
-            "pass the full label set to initialize(labels=...).")
+            "pass the full label set to initialize(labels=...); a trained component "
+            "(sourced by spacy train) learns it through add_label, or the "
+            "[initialize.after_init] callback spacy-crf.add_labels.v1.")
     # W010-W014: issue 29
     W010 = ("The only dev evaluation of this training was at step 0, after its first "
             "batch, of {n} steps: model-best is that barely trained model, and model-last "
@@ -729,6 +741,11 @@ class Warnings(metaclass=_Codes):
             "uniform (every token the first label), and updates do not change them. Give "
             "initialize examples annotated for that target (nlp.initialize(lambda: "
             "examples), or [initialize] in spacy train's config reading the corpus).")
+    W054 = ("'{name}' (target '{target}') reads its gold from {where}, which spaCy's corpus "
+            "reader leaves out of the docs it cuts or re-tokenizes, and the training corpus "
+            "does so (max_length = {max_length}, gold_preproc = {gold_preproc}): those docs "
+            "train it on nothing. Set max_length = 0 and gold_preproc = false in the "
+            "training corpus's block ([corpora.train]).")
     W053 = ("'{name}' (target '{target}') was scored on {n} example(s), and none has gold "
             "annotation for its target: its scores are None (the spacy train table shows "
             "0.00, so every checkpoint ties and model-best is the last). Give the dev corpus "

@@ -341,9 +341,10 @@ class CRFTagger(FollowsItsName, TrainablePipe):
         return self._mirror_model()
 
     def input_attrs(self) -> List[Tuple[str, str]]:
-        """(attribute, why) of every token annotation the component reads from
-        its docs (``TAG``, ``POS``, ``MORPH``, ``LEMMA``, ``DEP`` for a parse)."""
-        return input_attrs(self.model, self.crf_structure.needs_parse, self.cfg["structure"])
+        """(attribute, why) of every token annotation the component reads from its docs
+        (``TAG``, ``POS``, ``MORPH``, ``LEMMA``, ``DEP`` for a parse, ``SENT_START``)."""
+        return input_attrs(self.model, self.crf_structure.needs_parse, self.cfg["structure"],
+                           self.cfg["sequence"])
 
     def check_inputs(self, docs: Sequence[Doc]) -> None:
         """W005, once per component, for an input no doc of the first batch has

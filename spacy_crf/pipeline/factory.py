@@ -114,8 +114,10 @@ def make_crf_tagger(
         ``kb_id``, and the CRF decodes the other tokens consistently with
         them; tokens blocked with ``doc.set_ents(..., blocked=...)`` stay out
         of every entity. ``None`` (the default) does as spaCy's own pipe for
-        the target: ``True`` for ``ents`` (spaCy's ``ner``), ``False`` for
-        the others (the ``tagger`` and ``spancat`` overwrite).
+        the target: ``True`` for ``ents`` (spaCy's ``ner``), ``tag``,
+        ``lemma`` and ``sent_starts`` (its ``tagger``, lemmatizers and
+        ``senter``: ``overwrite = false``), ``False`` for the others (its
+        ``morphologizer`` and ``spancat`` overwrite).
     store_confidence : bool
         Also run forward-backward at prediction and store each token's
         probability of its predicted label (``token._.crf_confidence``) and,

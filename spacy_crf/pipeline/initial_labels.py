@@ -40,6 +40,7 @@ def initial_labels(name: str, target: Target, target_name: str,
     # corpus, and the label pass below reads it again (a third of the
     # training time on CoNLL-2000); that pass checks every example's type
     check_get_examples(name, get_examples, nlp, labels)
+    warn_gold_cut_away(name, target, nlp)
     if labels is not None:
         for label in labels:  # (as add_label checks them)
             check_label(label)
@@ -67,6 +68,26 @@ def initial_labels(name: str, target: Target, target_name: str,
     if not found:
         raise ValueError(Errors.E008.format(target=target_name, name=name))
     return found
+
+
+def warn_gold_cut_away(name: str, target: Target, nlp: Optional[Language]) -> None:
+    """W054 where the target's gold lives outside the token arrays
+    (``doc.user_data``, ``doc.spans``) and the config's training corpus cuts
+    long docs (``max_length``) or re-tokenizes them (``gold_preproc``): spaCy's
+    reader rebuilds those docs without it, so they train the component on nothing."""
+    if nlp is None or target.gold_kept_in is None:
+        return
+    try:
+        block = nlp.config.interpolate()
+        for part in str(block["training"]["train_corpus"]).split("."):
+            block = block[part]
+        max_length, gold_preproc = int(block.get("max_length") or 0), block.get("gold_preproc")
+    except Exception:  # (no corpus in the config, or one of a reader of its own)
+        return
+    if max_length > 0 or gold_preproc is True:
+        warnings.warn(Warnings.W054.format(name=name, target=target.name,
+                                           where=target.gold_kept_in, max_length=max_length,
+                                           gold_preproc=str(bool(gold_preproc)).lower()))
 
 
 def _train_path(nlp: Optional[Language]) -> str:

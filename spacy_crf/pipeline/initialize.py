@@ -58,7 +58,7 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
                    target=state.target, target_name=state.cfg["target"], settings=sources)
     sample = [eg.predicted for eg in islice(get_examples(), 10) if len(eg.predicted)]
     needed = [attr for attr, _ in input_attrs(state.model, state.structure.needs_parse,
-                                              state.cfg["structure"])]
+                                              state.cfg["structure"], state.cfg["sequence"])]
     state.model.initialize(X=upstream_annotated(state.name, needed, sample, nlp) or None)
     restart_boost(state.model)  # new weights: their first updates get the head start
     # feature dropout of its own: the same masks whatever else the pipeline draws

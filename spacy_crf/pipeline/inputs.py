@@ -17,21 +17,28 @@ from spacy.util import logger as spacy_logger
 from thinc.api import Model
 
 from ..errors import Warnings
+from ..features.doc_arrays import SEQUENCE_DOC, SEQUENCE_SENTENCE
 from ..features.templates import templates_of
 
 #: token annotations a crf_tagger's features may read from its docs, as
 #: Doc.has_annotation names them, each with the name spaCy's pipe meta gives a
 #: component that assigns it (``Language.get_pipe_meta(name).assigns``)
 INPUT_ANNOTATIONS = {"TAG": "token.tag", "POS": "token.pos", "MORPH": "token.morph",
-                     "LEMMA": "token.lemma", "DEP": "token.dep"}
+                     "LEMMA": "token.lemma", "DEP": "token.dep",
+                     "SENT_START": "token.is_sent_start"}
 
 
-def input_attrs(model: Model, needs_parse: bool, structure_name: str) -> List[Tuple[str, str]]:
+def input_attrs(model: Model, needs_parse: bool, structure_name: str,
+                sequence: str = SEQUENCE_DOC) -> List[Tuple[str, str]]:
     """(attribute, why) of every token annotation a component reads from its
-    docs (``TAG``, ``POS``, ``MORPH``, ``LEMMA``, ``DEP`` for a parse)."""
+    docs (``TAG``, ``POS``, ``MORPH``, ``LEMMA``, ``DEP`` for a parse,
+    ``SENT_START`` for its sequences where ``sequence = "sentence"``: a doc
+    without boundaries is one sequence, at training as at prediction)."""
     found: Dict[str, str] = {}
     if needs_parse:
         found["DEP"] = f'structure = "{structure_name}"'
+    if sequence == SEQUENCE_SENTENCE:
+        found["SENT_START"] = f'sequence = "{SEQUENCE_SENTENCE}"'
     for templates in templates_of(model):
         for attr in INPUT_ANNOTATIONS:
             if attr not in found and templates.reads(attr):

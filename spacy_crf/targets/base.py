@@ -97,6 +97,10 @@ class Target:
     #: unseen word; a tagger's (``TAGGING_TEMPLATES``) are a bonus that many
     #: languages have no tables for
     warns_without_optional_sources = False
+    #: where its gold lives on a doc where that is not the token arrays
+    #: (``doc.user_data``, ``doc.spans``), which spaCy's corpus reader leaves
+    #: out of the docs it cuts or re-tokenizes (W054); None: the arrays
+    gold_kept_in: Optional[str] = None
     #: its sequences are whole docs whatever the ``sequence`` setting (E212):
     #: it predicts the sentence boundaries that would cut them
     whole_docs = False

@@ -40,6 +40,7 @@ class ExtensionTarget(Target):
 
     name = "_.NAME"
     name_hint = "a custom token extension, e.g. '_.chunk'"
+    gold_kept_in = "doc.user_data"
     missing_key = np.uint64(0)
 
     @classmethod

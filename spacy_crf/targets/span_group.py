@@ -23,6 +23,7 @@ class SpanGroupTarget(SpanTarget):
 
     name = f"{PREFIX}KEY"
     assigns = ("doc.spans",)
+    gold_kept_in = "doc.spans"
 
     def __init__(self, key: str, scheme: str) -> None:
         super().__init__(scheme)

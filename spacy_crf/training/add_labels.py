@@ -15,12 +15,17 @@ the new labels are learned::
     component = "crf_tagger"
 """
 
+from itertools import islice
 from typing import Callable, List, Optional
 
 from spacy.language import Language
 from spacy.util import logger, registry, resolve_dot_names
 
 from ..errors import Errors
+
+#: the examples of a streamed corpus (``[training] max_epochs = -1``) read for
+#: labels: as many as spaCy's ``initialize`` reads of one
+STREAMED_SAMPLE = 100
 
 
 @registry.callbacks("spacy-crf.add_labels.v1")
@@ -36,12 +41,14 @@ def create_add_labels(component: str = "crf_tagger", labels: Optional[List[str]]
         Labels to add (span targets: types such as ``LOC``, or their tags).
     from_corpus : bool
         Also add the labels of the ``[training] train_corpus`` that the
-        component lacks (one pass over the corpus).
+        component lacks (one pass over the corpus; its first 100 examples
+        where it is streamed, ``[training] max_epochs = -1``).
 
     Returns
     -------
     callable
-        ``callback(nlp) -> nlp``.
+        ``callback(nlp) -> nlp``; it raises E168 for a component that is no
+        crf_tagger of the pipeline, E266 for one in ``[training] frozen_components``.
     """
     extra = list(labels or [])
 
@@ -54,12 +61,17 @@ def create_add_labels(component: str = "crf_tagger", labels: Optional[List[str]]
                                                                   CRFTagger):
             raise ValueError(Errors.E168.format(name=component, pipeline=nlp.component_names))
         pipe = nlp.get_pipe(component)
+        config = nlp.config.interpolate()
+        if component in config["training"].get("frozen_components", []):
+            raise ValueError(Errors.E266.format(name=component))
         wanted = list(extra)
         if from_corpus:
-            config = nlp.config.interpolate()
             corpus = resolve_dot_names(config, [config["training"]["train_corpus"]])[0]
+            # a streamed corpus (max_epochs = -1) may never end: its first
+            # examples, as spaCy's initialize reads them
+            limit = STREAMED_SAMPLE if config["training"].get("max_epochs") == -1 else None
             found = set()
-            for eg in corpus(nlp):
+            for eg in islice(corpus(nlp), limit):
                 found.update(pipe.target.label_strings(eg.reference))
             # a span target's tags as their types: one growth a type, logged as types
             wanted.extend(pipe.target.label_data(pipe.target.order_labels(found)))

@@ -55,6 +55,25 @@ def test_copying_what_a_component_keeps_is_e239(target, attr):
     assert len(out.predicted) == 3
 
 
+@pytest.mark.parametrize("factory,attr", [("tagger", "TAG"), ("senter", "SENT_START"),
+                                          ("trainable_lemmatizer", "LEMMA")])
+def test_copying_what_one_of_spacys_pipes_keeps_is_e239(factory, attr):
+    """spaCy's tagger, senter and lemmatizers keep the values a doc has
+    (overwrite = false): beside a crf_tagger they would keep the copy too."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe(factory, name="theirs")
+    nlp.add_pipe("crf_tagger", config={"target": "pos"})
+    ref = Doc(nlp.vocab, words=["A", "b", "."], sent_starts=[True, False, False],
+              tags=["DT", "NN", "."], lemmas=["a", "b", "."])
+    with pytest.raises(ValueError, match=rf"E239.*{attr}.*'theirs'"):
+        list(create_copy_attrs([attr])(nlp, Example(nlp.make_doc("A b."), ref)))
+    # spaCy's morphologizer overwrites: nothing to refuse
+    other = spacy.blank("en")
+    other.add_pipe("morphologizer")
+    (out,) = list(create_copy_attrs(["MORPH"])(other, Example(other.make_doc("A b."), ref)))
+    assert len(out.predicted) == 3
+
+
 def test_copying_a_parse_for_a_component_that_keeps_sentence_starts_is_e239():
     """A parse copied onto a doc sets its sentence starts (Doc.from_array
     derives them from HEAD): a keeping sent_starts component would be scored

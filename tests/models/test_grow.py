@@ -400,3 +400,52 @@ def test_the_hmm_learns_a_new_tag_from_counts_not_from_updates():
     pipe.initialize(lambda: full, nlp=nlp, keep_weights=True)  # counts refitted, JJ with them
     assert pipe.cfg["unseen_labels"] == []
     assert tag_accuracy(nlp, full, only={"JJ"}) == 1.0
+
+
+def _trained_tagger():
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag", "model": SMALL_MODEL})
+    words = ["the", "dog", "ran"]
+    example = Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words,
+                                                       tags=["DT", "NN", "VBD"]))
+    nlp.initialize(lambda: [example])
+    return nlp, words
+
+
+def test_add_labels_reads_a_streamed_corpus_s_first_examples_only():
+    """A corpus of spacy train's max_epochs = -1 may never end: the callback
+    read it all (a hang); it reads the first 100 examples, as spaCy's
+    initialize reads one."""
+    from spacy.util import registry
+
+    from spacy_crf.training.add_labels import STREAMED_SAMPLE, create_add_labels
+
+    nlp, words = _trained_tagger()
+    read = []
+
+    @registry.readers("test.endless_tags.v1")
+    def endless():
+        def stream(nlp):
+            while True:
+                read.append(1)
+                tags = ["DT", "NN", "JJ" if len(read) == 3 else "VBD"]
+                yield Example(Doc(nlp.vocab, words=words), Doc(nlp.vocab, words=words, tags=tags))
+        return stream
+
+    nlp.config["corpora"] = {"train": {"@readers": "test.endless_tags.v1"}}
+    nlp.config["training"]["train_corpus"] = "corpora.train"
+    nlp.config["training"]["max_epochs"] = -1
+    create_add_labels()(nlp)
+    assert len(read) == STREAMED_SAMPLE
+    assert "JJ" in nlp.get_pipe("crf_tagger").labels
+
+
+def test_add_labels_refuses_a_frozen_component_e266():
+    from spacy_crf.training.add_labels import create_add_labels
+
+    nlp, _ = _trained_tagger()
+    nlp.config["training"]["frozen_components"] = ["crf_tagger"]
+    before = nlp.get_pipe("crf_tagger").labels
+    with pytest.raises(ValueError, match=r"E266.*'crf_tagger'.*frozen_components"):
+        create_add_labels(labels=["JJ"], from_corpus=False)(nlp)
+    assert nlp.get_pipe("crf_tagger").labels == before

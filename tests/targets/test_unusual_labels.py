@@ -135,3 +135,36 @@ def test_a_dev_corpus_without_the_annotation_warns_once():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nlp.evaluate(bare)  # said once
+
+
+@pytest.mark.parametrize("setting,value", [("max_length", 50), ("gold_preproc", True)])
+def test_a_corpus_that_drops_user_data_gold_warns_w054(setting, value):
+    """spaCy's reader rebuilds docs it cuts or re-tokenizes without
+    doc.user_data and doc.spans: a _.NAME target's gold would be gone."""
+    nlp = make_nlp("_.q_cut")
+    nlp.config["corpora"]["train"][setting] = value
+    words = ["a", "b"]
+    gold = Doc(nlp.vocab, words=words)
+    from spacy_crf import set_doc_labels
+
+    set_doc_labels(gold, "q_cut", ["X", "Y"])
+    said = rf"W054.*'_.q_cut'.*doc\.user_data.*{setting} = {str(value).lower()}"
+    with pytest.warns(UserWarning, match=said):
+        nlp.initialize(lambda: [Example(Doc(nlp.vocab, words=words), gold)])
+    quiet = make_nlp("tag")
+    quiet.config["corpora"]["train"][setting] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet.initialize(lambda: [Example(Doc(quiet.vocab, words=words),
+                                          Doc(quiet.vocab, words=words, tags=["X", "Y"]))])
+
+
+def test_sentence_sequences_without_boundaries_warn_w005():
+    nlp = make_nlp("tag", sequence="sentence")
+    words = ["the", "dog", "ran"]
+    example = Example(Doc(nlp.vocab, words=words),
+                      Doc(nlp.vocab, words=words, tags=["DT", "NN", "VBD"]))
+    nlp.initialize(lambda: [example])
+    with pytest.warns(UserWarning, match=r"W005.*reads SENT_START \(its sequence = \"sentence\"\)"):
+        nlp.update([example])
+    assert nlp.get_pipe("crf_tagger").input_attrs() == [("SENT_START", 'sequence = "sentence"')]
