@@ -46,9 +46,10 @@ from spacy.strings import hash_string
 from spacy.tokens import Doc, Span, Token
 
 #: an entry's payload: character starts, lengths in characters, values, and
-#: (where stored) the marks of the values' tokens as uint32 bytes
+#: (where stored) the marks of the values' text as uint32 bytes
 Stored = Sequence[Any]
-#: a value's mark: the low 32 bits of the sum of its tokens' ORTH hashes
+#: a value's mark: the low 32 bits of its text's hash (a token's ORTH), or of
+#: the sum of a doc's tokens' ORTH hashes for a doc value
 MARK_BITS = np.uint64(0xFFFFFFFF)
 #: a mark read from an entry stored without marks: matches any tokens
 NO_MARK = -1
@@ -110,9 +111,6 @@ def _pack(marks: Sequence[int]) -> bytes:
 def token_marks(doc: Doc) -> np.ndarray:
     """(n,) int64: each token's mark (the low 32 bits of its ORTH hash)."""
     return (doc.to_array(ORTH).astype(np.uint64) & MARK_BITS).astype(np.int64)
-
-
-
 
 
 def token_offsets(doc: Doc) -> np.ndarray:
@@ -212,7 +210,7 @@ def token_value(token: Token, kind: str, owner: Optional[str] = None) -> Optiona
 
 
 def span_value(span: Span, kind: str, owner: Optional[str] = None) -> Optional[Any]:
-    """The value ``owner`` stored for exactly ``span``'s characters and tokens,
+    """The value ``owner`` stored for exactly ``span``'s characters and text,
     else ``None``."""
     if not len(span):
         return None

@@ -67,13 +67,16 @@ class ExtensionTarget(Target):
         labels = self.labels_of(doc)
         if not labels:
             return np.zeros((len(doc),), dtype=np.uint64)
-        for label in labels:
-            if label is not None and not isinstance(label, str):
-                raise ValueError(Errors.E264.format(
-                    attr=f"token._.{self.attr}", target=self.name, kind=type(label).__name__,
-                    value=label, text=doc[:8].text))
         arr = np.asarray(["" if s is None else s for s in labels], dtype=object)
-        uniq, inverse = np.unique(arr, return_inverse=True)
+        try:
+            uniq, inverse = np.unique(arr, return_inverse=True)
+        except TypeError:  # values of types that do not sort together
+            uniq = arr
+        if not all(isinstance(value, str) for value in uniq):  # (checked once a value)
+            value = next(v for v in uniq if not isinstance(v, str))
+            raise ValueError(Errors.E264.format(
+                attr=f"token._.{self.attr}", target=self.name, kind=type(value).__name__,
+                value=value, text=doc[:8].text))
         table = np.asarray([hash_string(s) if s else 0 for s in uniq], dtype=np.uint64)
         return table[inverse].reshape(-1)
 
