@@ -265,10 +265,15 @@ class LemmaTarget(Target):
         if key is None:
             form, lem = strings[orth], strings[lemma]
             case = case_of(form, lem)  # the case first, then a tree of any letter
-            tree = join_label(case, self._gold_trees.tree_to_str(
-                self._gold_trees.add(CASES[case](form), lem)))
+            # past CACHE_SIZE trees (lemmas a doc brings to predictions kept
+            # as they are, keep_existing), a tree is named in a table of its
+            # own and not kept: the tables stay bounded
+            full = len(self._tree_names) >= self.CACHE_SIZE
+            trees = EditTrees(StringStore()) if full else self._gold_trees
+            tree = join_label(case, trees.tree_to_str(trees.add(CASES[case](form), lem)))
             key = hash_string(tree)
-            self._tree_names.setdefault(key, (tree, form, lem))
+            if not full:
+                self._tree_names.setdefault(key, (tree, form, lem))
             if len(self._pair_keys) < self.CACHE_SIZE:
                 self._pair_keys[(orth, lemma)] = key
         return key
@@ -288,9 +293,11 @@ class LemmaTarget(Target):
         keys = self.reference_keys(doc)
         keys = keys[keys != 0]
         unique, counts = np.unique(keys, return_counts=True)
-        names = [self._tree_names[key][0] for key in unique.tolist()]
+        # (a tree past CACHE_SIZE distinct ones has no name: no label either)
+        names = [self._tree_names[key][0] for key in unique.tolist() if key in self._tree_names]
+        counts = [n for key, n in zip(unique.tolist(), counts.tolist()) if key in self._tree_names]
         # counted for order_labels, which leaves the rare trees out
-        self._counts.update(dict(zip(names, counts.tolist())))
+        self._counts.update(dict(zip(names, counts)))
         return names
 
     def order_labels(self, labels: Iterable[str]) -> List[str]:
@@ -303,15 +310,17 @@ class LemmaTarget(Target):
         return sorted(frequent if frequent else labels)
 
     def string_of(self, doc: Doc, key: int) -> str:
-        return self._tree_names[key][0]
+        named = self._tree_names.get(key)
+        return named[0] if named else f"an edit tree past the first {self.CACHE_SIZE:,} named"
 
     def _warn_unknown(self, reference: Doc, keys: np.ndarray, ids: np.ndarray) -> None:
         """W035, once per component, for gold lemmas whose tree is no label
         (rare trees, left out at initialize, come up in every batch: one
         warning says it, not one per tree)."""
         unknown = keys[(keys != 0) & (ids < 0)]
-        if unknown.size and self.first_time("W035"):
-            tree, form, lemma = self._tree_names[int(unknown[0])]
+        named = [key for key in unknown.tolist() if key in self._tree_names]
+        if named and self.first_time("W035"):
+            tree, form, lemma = self._tree_names[named[0]]
             warn(Warnings.W035.format(n=int(unknown.size), form=form, lemma=lemma, tree=tree,
                                       min_freq=self.MIN_TREE_FREQ))
 

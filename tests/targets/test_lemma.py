@@ -487,3 +487,23 @@ def test_a_pair_whose_tree_its_name_does_not_tell_apart_is_unannotated_with_w036
     with pytest.warns(UserWarning, match="W036"):
         ids = target.gold_ids(Example(Doc(nlp.vocab, words=["a' 'b"]), gold))
     assert ids.tolist() == [-1]
+
+
+def test_the_named_trees_stay_bounded_past_the_cache_size(monkeypatch):
+    """Lemmas a doc brings (kept at prediction, keep_existing) are named to be
+    read: random (form, lemma) pairs grew the tables without bound."""
+    import spacy
+    from spacy.tokens import Doc
+
+    from spacy_crf.targets import make_target
+
+    target = make_target("lemma")
+    monkeypatch.setattr(type(target), "CACHE_SIZE", 5)
+    vocab = spacy.blank("en").vocab
+    words = [f"w{i}x" for i in range(40)]
+    doc = Doc(vocab, words=words, lemmas=[f"q{i}z{i}" for i in range(40)])
+    keys = target.reference_keys(doc)
+    assert len(target._tree_names) == 5 and len(target._pair_keys) == 5
+    assert (keys != 0).all() and len(set(keys.tolist())) > 5  # every pair still keyed
+    assert len(target.label_strings(doc)) == 5
+    assert "past the first 5" in target.string_of(doc, int(keys[-1]))
