@@ -746,6 +746,12 @@ class Warnings(metaclass=_Codes):
             "does so (max_length = {max_length}, gold_preproc = {gold_preproc}): those docs "
             "train it on nothing. Set max_length = 0 and gold_preproc = false in the "
             "training corpus's block ([corpora.train]).")
+    W055 = ("'{name}' was trained in a pipeline of language '{trained}' and runs on docs of "
+            "language '{lang}': it reads the word tables of '{trained}' (clusters, lemma "
+            "tables, word probabilities) and the words as that language's tokenizer split "
+            "them, so its predictions will be poor. Train it in a '{lang}' pipeline (a "
+            "component sourced, loaded or warm-started from another pipeline keeps the "
+            "language it was trained in). Said once per component.")
     W053 = ("'{name}' (target '{target}') was scored on {n} example(s), and none has gold "
             "annotation for its target: its scores are None (the spacy train table shows "
             "0.00, so every checkpoint ties and model-best is the last). Give the dev corpus "

@@ -22,7 +22,7 @@ from spacy.language import Language
 from spacy.training import Corpus, Example
 
 from .augmenters import create_copy_attrs
-from .errors import Errors, Warnings
+from .errors import Errors, Warnings, warn
 
 COPY_AUGMENTER = "spacy-crf.copy_attrs.v1"
 #: what W004 says a component does without an input it reads: predicts without it, or
@@ -135,9 +135,9 @@ def warn_missing_inputs(nlp: Language, examples: Sequence[Example],
                     copy = ",".join(dict.fromkeys([*copied, *needed]))
                     # no scores to promise where the component cannot run at all
                     consequence = STOPS if attr == "DEP" and reads_tree(pipe) else RUNS
-                    warnings.warn(Warnings.W004.format(name=name, attr=attr, why=why,
-                                                       n=len(docs), copy=copy,
-                                                       consequence=consequence))
+                    warn(Warnings.W004.format(name=name, attr=attr, why=why,
+                                              n=len(docs), copy=copy,
+                                              consequence=consequence))
                     warned.append((name, attr))
         assigned.update(nlp.get_pipe_meta(name).assigns)
     return warned

@@ -10,12 +10,11 @@ own that read clusters need a table (E126); the optional
 """
 
 import re
-import warnings
 from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
-from ..errors import Errors, Warnings
+from ..errors import Errors, Warnings, warn
 from ..features.brown_clusters import find_cluster_table, prefix_values
 from .base import BuildContext
 from .registry import register_feature_source
@@ -75,7 +74,7 @@ class BrownClusters(WordTableSource):
         needed = [attr for attr in context.required if cls.provides(attr)]
         if needed:
             raise ValueError(Errors.E126.format(attrs=", ".join(needed)))
-        warnings.warn(Warnings.W007.format(name=context.name, lang=context.lang))
+        warn(Warnings.W007.format(name=context.name, lang=context.lang))
         return None
 
     def value_of(self, values: np.ndarray, attr: str) -> np.ndarray:

@@ -91,7 +91,8 @@ class LemmaLookups(WordTableSource):
               lemma_lookups: bool = True) -> Optional["LemmaLookups"]:
         """The columns of spacy-lookups-data's lemma tables for the pipeline's
         language that ``attrs`` read (E250 where the model's own templates read
-        one it has not, W041 where only optional templates would)."""
+        one it has not; W041 where the language has no tables and optional
+        templates would read them)."""
         if not attrs:
             return None
         table = lookups_data_lemma_table(context.lang) if lemma_lookups else None
@@ -111,9 +112,11 @@ class LemmaLookups(WordTableSource):
                 raise ValueError(Errors.E250.format(name=context.name, attrs=", ".join(needed),
                                                     why=why))
             # (turned off: nothing to say; a tagger's defaults are a bonus where
-            # the language has tables, so their absence is no news)
-            if lemma_lookups and getattr(context.target, "warns_without_optional_sources",
-                                         False):
+            # the language has tables, so their absence is no news; nor are the
+            # columns a language's tables lack where it has some: the lemma
+            # target's defaults name those of several languages)
+            if table is None and lemma_lookups and getattr(
+                    context.target, "warns_without_optional_sources", False):
                 warn(Warnings.W041.format(name=context.name, attrs=", ".join(missing),
                                           why=why))
         columns = [lemma_column(attr) for attr in attrs if lemma_column(attr) in have]

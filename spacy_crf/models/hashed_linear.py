@@ -1,7 +1,6 @@
 """Layer: hashed feature ids -> emission scores, one weight row per bucket."""
 
 import os
-import warnings
 from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -10,7 +9,7 @@ from thinc.types import Floats2d
 
 from .._kernels.emissions import feature_rows, gather_sum
 from .._kernels.label_parts import compose_parts_backward
-from ..errors import Errors, Warnings
+from ..errors import Errors, Warnings, warn
 from .composed_emissions import ComposedEmissions, composition_deferred
 from .grow import LABEL_AXES
 from .label_parts import (FACTORED, LABEL_PARTS, PARTS, compose_labels, composition, factors,
@@ -81,8 +80,8 @@ def auto_rows(model: Model, n_columns: int) -> int:
     (:func:`table_rows`), with W039 where they are below :data:`MIN_ROWS`."""
     rows = table_rows(n_columns)
     if rows < MIN_ROWS:
-        warnings.warn(Warnings.W039.format(columns=n_columns, rows=rows,
-                                           size=rows * n_columns * 4 / 2 ** 20))
+        warn(Warnings.W039.format(columns=n_columns, rows=rows,
+                                  size=rows * n_columns * 4 / 2 ** 20))
     model.set_dim("nV", rows, force=True)
     return rows
 

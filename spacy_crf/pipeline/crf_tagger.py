@@ -347,11 +347,11 @@ class CRFTagger(FollowsItsName, TrainablePipe):
                            self.cfg["sequence"])
 
     def check_inputs(self, docs: Sequence[Doc]) -> None:
-        """W005, once per component, for an input no doc of the first batch has
-        (a missing parse is E015 at the structure or the features instead)."""
+        """W005, once per component, for an input no doc of the first batch has (a missing
+        parse is E015 instead); W055 for docs of a language it was not trained in."""
         if not self._inputs_checked:
             self._inputs_checked = True
-            warn_missing_inputs(self.name, docs, self.input_attrs())
+            warn_missing_inputs(self.name, docs, self.input_attrs(), self.cfg.get("lang"))
 
     def read_batch(self, docs: Sequence[Doc]) -> DocBatch:
         """``docs`` as the structure and the model read them: a ``DocBatch`` with

@@ -8,14 +8,13 @@ label at all (E008); and spaCy's placeholder example for ``nlp.initialize()``
 without data, where a span target may start with ``O`` alone (W016).
 """
 
-import warnings
 from itertools import islice
 from typing import Any, Callable, Iterable, Optional, Sequence, Set
 
 from spacy.language import Language
 from spacy.training import Example
 
-from ..errors import Errors, Warnings
+from ..errors import Errors, Warnings, warn
 from ..targets import Target, check_label
 
 #: the words of the Example spaCy's nlp.initialize() passes when given no get_examples
@@ -63,7 +62,7 @@ def initial_labels(name: str, target: Target, target_name: str,
     given_none = labels is not None and target.is_span_target
     if not found and (given_none or labels is None and may_start_untrained(target, get_examples)):
         # as spaCy's ner after nlp.initialize(): no types, no entities predicted
-        warnings.warn(Warnings.W016.format(name=name, target=target_name, what="span"))
+        warn(Warnings.W016.format(name=name, target=target_name, what="span"))
         found = {"O"}
     if not found:
         raise ValueError(Errors.E008.format(target=target_name, name=name))
@@ -85,9 +84,9 @@ def warn_gold_cut_away(name: str, target: Target, nlp: Optional[Language]) -> No
     except Exception:  # (no corpus in the config, or one of a reader of its own)
         return
     if max_length > 0 or gold_preproc is True:
-        warnings.warn(Warnings.W054.format(name=name, target=target.name,
-                                           where=target.gold_kept_in, max_length=max_length,
-                                           gold_preproc=str(bool(gold_preproc)).lower()))
+        warn(Warnings.W054.format(name=name, target=target.name,
+                                  where=target.gold_kept_in, max_length=max_length,
+                                  gold_preproc=str(bool(gold_preproc)).lower()))
 
 
 def _train_path(nlp: Optional[Language]) -> str:

@@ -53,6 +53,9 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
     set_label_parts(state.model, [state.target.label_parts(tag) for tag in state.tags])
     # settings the structure reads from the data (relation groups, kept label pairs)
     state.update_structure(state.structure.initialize_cfg(state.view, get_examples))
+    # the language its word tables and its training docs are of (W055 where
+    # it later runs on docs of another)
+    state.cfg["lang"] = nlp.lang if nlp is not None else state.vocab.lang
     # the word tables the templates read (each feature source builds its own)
     set_up_lexicon(state.model, state.name, state.vocab, nlp, get_examples=get_examples,
                    target=state.target, target_name=state.cfg["target"], settings=sources)

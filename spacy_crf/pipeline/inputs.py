@@ -7,7 +7,6 @@ over initialize's sample where it lacks them, and gives the warnings spaCy's
 own pipes give for a missing norm table.
 """
 
-import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
@@ -16,7 +15,7 @@ from spacy.util import LEXEME_NORM_LANGS
 from spacy.util import logger as spacy_logger
 from thinc.api import Model
 
-from ..errors import Warnings
+from ..errors import Warnings, warn
 from ..features.doc_arrays import SEQUENCE_DOC, SEQUENCE_SENTENCE
 from ..features.templates import templates_of
 
@@ -48,13 +47,26 @@ def input_attrs(model: Model, needs_parse: bool, structure_name: str,
     return list(found.items())
 
 
-def warn_missing_inputs(name: str, docs: Sequence[Doc], attrs: Sequence[Tuple[str, str]]) -> None:
+def warn_missing_inputs(name: str, docs: Sequence[Doc], attrs: Sequence[Tuple[str, str]],
+                        trained_lang: Optional[str] = None) -> None:
     """W005 for each input of ``attrs`` that no doc of ``docs`` has (a missing
-    parse is E015 at the structure or the features instead)."""
+    parse is E015 at the structure or the features instead); W055 where the
+    docs are of another language than ``trained_lang`` (:func:`warn_other_language`)."""
+    warn_other_language(name, trained_lang, docs)
     docs = [doc for doc in docs if len(doc)]
     for attr, why in attrs:
         if attr != "DEP" and not any(doc.has_annotation(attr) for doc in docs):
-            warnings.warn(Warnings.W005.format(name=name, attr=attr, why=why))
+            warn(Warnings.W005.format(name=name, attr=attr, why=why))
+
+
+def warn_other_language(name: str, trained: Optional[str], docs: Sequence[Doc]) -> None:
+    """W055 where the docs are of another language than the one the component
+    was trained in (``cfg["lang"]``; a model saved before it was kept says
+    nothing): sourced, loaded or warm-started into another pipeline, it reads
+    its own language's word tables, and the words as its tokenizer split them."""
+    lang = next((doc.vocab.lang for doc in docs), None)
+    if trained and lang and lang != trained:
+        warn(Warnings.W055.format(name=name, trained=trained, lang=lang))
 
 
 def warn_no_lexeme_norm(model: Model, vocab, name: str) -> None:

@@ -24,14 +24,13 @@ capped at :data:`DEFAULT_CAP`) unless the component sets
 left out of training.
 """
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .._kernels import semi_markov as kernels
-from ..errors import Errors, Warnings
+from ..errors import Errors, Warnings, warn
 from ..models.potentials import CRFScores
 from ..models.pooled_experts import is_pooled
 from ..models.segment_scores import is_wrapped, with_segment_scores
@@ -197,8 +196,8 @@ class SemiMarkovStructure(CRFStructure):
         length = segment_length(setting, longest)
         too_long = int((found > length).sum())
         if too_long:
-            warnings.warn(Warnings.W006.format(n=too_long, name=component.name, length=length,
-                                               longest=longest))
+            warn(Warnings.W006.format(n=too_long, name=component.name, length=length,
+                                      longest=longest))
         return {"relations": [], LENGTH_KEY: length}
 
     def settings_run(self, settings: Mapping[str, Any], cfg: Mapping[str, Any]

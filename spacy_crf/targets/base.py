@@ -8,7 +8,6 @@ registers itself (:mod:`.registry`); :func:`~spacy_crf.targets.make_target`
 builds the one a config names.
 """
 
-import warnings
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
@@ -238,10 +237,10 @@ class Target:
             if not self.first_time(f"W001 {label}"):
                 continue
             if is_negative(label):
-                warnings.warn(Warnings.W015.format(label=label, name=self.name,
-                                                   positive=label[len(NEGATIVE_PREFIX):]))
+                warn(Warnings.W015.format(label=label, name=self.name,
+                                          positive=label[len(NEGATIVE_PREFIX):]))
             else:
-                warnings.warn(Warnings.W001.format(label=label, name=self.name))
+                warn(Warnings.W001.format(label=label, name=self.name))
 
     def unknown_label(self, doc: Doc, key: int) -> str:
         """How W001 names the gold label of ``key`` (the label itself here)."""

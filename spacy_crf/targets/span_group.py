@@ -1,6 +1,5 @@
 """``spans:KEY``: the spans of ``doc.spans[KEY]``, scored as spaCy's spancat is."""
 
-import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from spacy.scorer import Scorer
@@ -8,7 +7,7 @@ from spacy.tokens import Doc, Span
 from spacy.training import Example
 from spacy.util import filter_spans
 
-from ..errors import Warnings
+from ..errors import Warnings, warn
 from .registry import register_target
 from .scores import MAIN_SCORE
 from .spans import SpanTarget
@@ -44,7 +43,7 @@ class SpanGroupTarget(SpanTarget):
         spans = list(doc.spans[self.key])
         kept = filter_spans(spans)
         if len(kept) < len(spans) and self.first_time("W002"):
-            warnings.warn(Warnings.W002.format(key=self.key, n=len(spans) - len(kept)))
+            warn(Warnings.W002.format(key=self.key, n=len(spans) - len(kept)))
         return sorted(kept, key=lambda sp: sp.start)
 
     def write(self, doc: Doc, predicted: List[Span], keep: Sequence[Span] = ()) -> None:
