@@ -49,8 +49,8 @@ EXTRA_ARGS = {"allow_extra_args": True, "ignore_unknown_options": True}
 CODE_HELP = "Path to Python file with additional code (registered functions) to be imported"
 #: the help of ``--copy`` (evaluate and plots)
 COPY_HELP = ("Comma-separated attributes copied from the corpus onto the inputs, e.g. "
-             "HEAD,DEP or TAG; an empty string copies nothing (default: those the model's "
-             "training config copied)")
+             "HEAD,DEP or TAG, with the corpus's tokens; an empty string copies nothing "
+             "(default: those the model's training config copied)")
 
 # the context settings each command was registered with, for its standalone app in run()
 _SETTINGS: Dict[Callable, Dict[str, bool]] = {}
@@ -234,6 +234,11 @@ def copy_option(nlp: Language, value: Optional[str]) -> List[str]:
     if value is None:
         msg.info(f"Copying {attrs or 'nothing'} from the corpus, as the model's training config "
                  f"did (--copy overrides)")
+    elif attrs:
+        # a copy comes with the corpus's tokens (spacy-crf.copy_attrs.v1): every
+        # component then reads those, not the tokenizer's, and scores move
+        msg.info(f"Copying {attrs} from the corpus (--copy), with its tokens: every "
+                 f"component reads the corpus's tokens, not the tokenizer's")
     return attrs
 
 

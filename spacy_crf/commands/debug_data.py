@@ -314,14 +314,26 @@ def _report_labels(checks: Checks, target: Target, train: CorpusStats, dev: Corp
         labels = sorted(set(train.labels) | set(dev.labels),
                         key=lambda label: (-train.labels[label], -dev.labels[label], label))
         rows = [(label, train.labels[label], dev.labels[label]) for label in labels]
-        checks.printer.table(rows, header=(kind, "train", "dev"), divider=True)
+        # (widths to the longest: morph labels run to 80 characters)
+        checks.printer.table(rows, header=(kind, "train", "dev"), divider=True, widths="auto")
     if dev.n_docs and not dev.labels:
         checks.warn(f"No label of target '{target.name}' in the dev corpus",
                     "Training scores the component None (0.00 in the spacy train table, "
                     "W053): give the dev corpus the annotation.")
-    dev_only = sorted(set(dev.labels) - set(train.labels))
+    learned = set(train.labels)
+    if not target.is_span_target and train.labels:
+        # what initialize keeps of them (the lemma target leaves out trees seen
+        # fewer than MIN_TREE_FREQ times, as spaCy's min_tree_freq)
+        learned = target.kept_labels(train.labels)
+        if len(learned) < len(train.labels):
+            checks.info(f"{len(learned)} of the {len(train.labels)} {kind}s in train are "
+                        f"labels after initialize: it leaves out the rarest "
+                        f"({len(train.labels) - len(learned)}), never predicted")
+    dev_only = sorted(set(dev.labels) - learned)
     if dev_only:
-        checks.warn(f"{len(dev_only)} {kind}(s) in dev but not in train (never predicted): "
+        where = ("in train" if len(learned) == len(train.labels)
+                 else "among the labels initialize keeps from train")
+        checks.warn(f"{len(dev_only)} {kind}(s) in dev but not {where} (never predicted): "
                     f"{', '.join(dev_only)}")
     elif dev.labels:
         checks.good(f"Every {kind} of dev is in train")

@@ -77,6 +77,20 @@ def _heatmap(ax, matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str],
 NUMBERED_COLUMNS = 30
 
 
+#: at most this many labels are drawn in a matrix: a figure grows with the
+#: square of its labels (321 morphology labels were a 138-megapixel PNG and
+#: 6.2 GB while drawn), and cells past this size carry colour alone
+MAX_DRAWN_LABELS = 60
+
+
+def most_weighty(weight: np.ndarray, k: int = MAX_DRAWN_LABELS) -> np.ndarray:
+    """The positions of the ``k`` largest of ``weight``, in their own order
+    (all of them where there are no more than ``k``)."""
+    if len(weight) <= k:
+        return np.arange(len(weight))
+    return np.sort(np.argsort(-np.nan_to_num(weight, nan=0.0), kind="stable")[:k])
+
+
 def _figsize(n_rows: int, n_cols: int) -> Tuple[float, float]:
     # 0.45 in (32 pt) holds a 4-character number at 8-9 pt; wider matrices get
     # colour alone, in narrower cells that still hold a tick label each
@@ -197,19 +211,25 @@ def plot_chain_transitions(component: CRFTagger, path: Path) -> str:
 
 def chain_transitions_figure(component: CRFTagger):
     """The figure of :func:`plot_chain_transitions` and the matrix it draws."""
-    labels = list(component.tags)
     params = potentials_params(component)
+    transitions = params["transitions"]
+    # past MAX_DRAWN_LABELS, the labels whose moves score most
+    keep = most_weighty(np.abs(transitions).max(axis=0) + np.abs(transitions).max(axis=1))
+    labels = [component.tags[i] for i in keep]
     L = len(labels)
     matrix = np.full((L + 1, L + 1), np.nan)
-    matrix[0, :L] = params["start"]
-    matrix[1:, :L] = params["transitions"]
-    matrix[1:, L] = params["end"]
+    matrix[0, :L] = params["start"][keep]
+    matrix[1:, :L] = transitions[np.ix_(keep, keep)]
+    matrix[1:, L] = params["end"][keep]
     fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
     image = _heatmap(ax, matrix, ["START"] + labels, labels + ["END"], "RdBu_r",
                      **_symmetric(matrix))
     ax.set_xlabel("next label")
     ax.set_ylabel("previous label")
-    ax.set_title("Transition scores (previous -> next), start row, end column", fontsize=9)
+    some = (f" of the {L} labels whose moves score most, of {len(component.tags)}"
+            if L < len(component.tags) else "")
+    ax.set_title(f"Transition scores (previous -> next), start row, end column{some}",
+                 fontsize=9)
     fig.colorbar(image, ax=ax, fraction=COLOURBAR_FRACTION)
     fig.tight_layout()
     annotate_cells(fig, ax, image, matrix, short_number)
@@ -235,9 +255,13 @@ def plot_pair_matrices(component: CRFTagger, path: Path) -> str:
 
 def pair_matrices_figure(component: CRFTagger):
     """The figure of :func:`plot_pair_matrices` and the panel matrices it draws."""
-    labels = list(component.tags)
     params = potentials_params(component)
-    pair, L = params["pair"], len(labels)
+    # past MAX_DRAWN_LABELS, the labels whose pair scores are largest
+    keep = most_weighty(np.abs(params["pair"]).max(axis=(0, 1))
+                        + np.abs(params["pair"]).max(axis=(0, 2)))
+    labels = [component.tags[i] for i in keep]
+    pair, L = params["pair"][:, keep][:, :, keep], len(labels)
+    params = {**params, "root": params["root"][keep]}
     names = relation_group_names(component)
     panels = []
     for g in range(pair.shape[0]):
@@ -300,7 +324,8 @@ def _row_shares(counts: np.ndarray) -> np.ndarray:
 
 
 def plot_confusion(labels: Sequence[str], counts: np.ndarray, path: Path) -> str:
-    """Gold against predicted label per token, each row normalised to sum to 1."""
+    """Gold against predicted label per token, each row normalised to sum to 1
+    (past :data:`MAX_DRAWN_LABELS`, the most frequent labels, gold and predicted)."""
     fig = confusion_figure(labels, counts)
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -312,15 +337,21 @@ def plot_confusion(labels: Sequence[str], counts: np.ndarray, path: Path) -> str
 def confusion_figure(labels: Sequence[str], counts: np.ndarray):
     """The figure of :func:`plot_confusion`: row shares, each gold row's
     support (its token count) in its tick label."""
-    normed = _row_shares(counts)
-    fig, ax = plt.subplots(figsize=_figsize(len(labels), len(labels) + 4))
-    image = _heatmap(ax, normed, with_counts(labels, counts.sum(axis=1)), list(labels), "Blues",
-                     vmin=0.0, vmax=1.0)
     n = int(counts.sum())
     acc = float(np.trace(counts)) / n if n else float("nan")
+    keep = most_weighty((counts.sum(axis=0) + counts.sum(axis=1)).astype(float))
+    some = (f"; the {len(keep)} most frequent of {len(labels)} labels"
+            if len(keep) < len(labels) else "")
+    # (a row's shares are of all its tokens, the labels left out included)
+    normed = _row_shares(counts)[np.ix_(keep, keep)]
+    labels, support = [labels[i] for i in keep], counts.sum(axis=1)[keep]
+    fig, ax = plt.subplots(figsize=_figsize(len(labels), len(labels) + 4))
+    image = _heatmap(ax, normed, with_counts(labels, support), list(labels), "Blues",
+                     vmin=0.0, vmax=1.0)
     ax.set_xlabel("predicted label")
     ax.set_ylabel("gold label (n = gold tokens)")
-    ax.set_title(f"Confusion (row-normalised), {n} tokens, accuracy {acc:.4f}", fontsize=9)
+    ax.set_title(f"Confusion (row-normalised), {n} tokens, accuracy {acc:.4f}{some}",
+                 fontsize=9)
     fig.colorbar(image, ax=ax, label="share of the gold row", fraction=COLOURBAR_FRACTION)
     fig.tight_layout()
     annotate_cells(fig, ax, image, normed, ".2f", skip_zero=True)

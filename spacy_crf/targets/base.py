@@ -264,6 +264,11 @@ class Target:
         soon as gold has one of them (span targets: the tags of a type)."""
         return label
 
+    def kept_labels(self, counts: Dict[str, int]) -> Set[str]:
+        """Which of the labels a corpus has, ``counts`` of each, ``initialize``
+        makes labels of (``crf-debug-data`` says so): all of them, here."""
+        return set(counts)
+
     def order_labels(self, labels: Iterable[str]) -> List[str]:
         """The label set in column order: sorted."""
         return sorted(set(labels))

@@ -5,7 +5,7 @@ the strings that name them."""
 
 import re
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 from spacy.attrs import LEMMA, ORTH
@@ -311,9 +311,13 @@ class LemmaTarget(Target):
         last set has fewer than :attr:`MIN_TREE_FREQ` times (trees it has not
         had, given or added, stay), unless no tree is that frequent."""
         labels = set(labels)
-        frequent = {label for label in labels
-                    if self._counts.get(label, self.MIN_TREE_FREQ) >= self.MIN_TREE_FREQ}
-        return sorted(frequent if frequent else labels)
+        counts = {label: self._counts.get(label, self.MIN_TREE_FREQ) for label in labels}
+        return sorted(self.kept_labels(counts))
+
+    def kept_labels(self, counts: Dict[str, int]) -> Set[str]:
+        """The trees seen at least :attr:`MIN_TREE_FREQ` times, unless none is."""
+        frequent = {label for label, n in counts.items() if n >= self.MIN_TREE_FREQ}
+        return frequent if frequent else set(counts)
 
     def string_of(self, doc: Doc, key: int) -> str:
         named = self._tree_names.get(key)

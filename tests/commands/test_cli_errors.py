@@ -237,3 +237,20 @@ def test_debug_data_warns_of_a_dev_corpus_without_the_annotation(models, tmp_pat
     result = run_main(debug_data_main, [models["chain"] / "config.cfg", "--paths.train",
                                         models["tags"], "--paths.dev", tmp_path / "bare.spacy"])
     assert "No label of target 'tag' in the dev corpus" in result.stdout
+
+
+def test_debug_data_says_which_lemma_trees_initialize_keeps(tmp_path):
+    """Trees seen fewer than MIN_TREE_FREQ times are no labels: debug-data
+    counted them as labels, and a dev tree among them was not 'never predicted'."""
+    nlp = make_nlp("lemma")
+    nlp.config.to_disk(tmp_path / "config.cfg")
+    frequent = [Doc(nlp.vocab, words=["dogs", "cats"], lemmas=["dog", "cat"]) for _ in range(3)]
+    rare = Doc(nlp.vocab, words=["went"], lemmas=["go"])
+    DocBin(docs=frequent + [rare]).to_disk(tmp_path / "train.spacy")
+    DocBin(docs=[rare]).to_disk(tmp_path / "dev.spacy")
+    result = run_main(debug_data_main, [tmp_path / "config.cfg", "--paths.train",
+                                        tmp_path / "train.spacy", "--paths.dev",
+                                        tmp_path / "dev.spacy"])
+    text = " ".join(result.stdout.split())
+    assert "1 of the 2 labels in train are labels after initialize" in text
+    assert "1 label(s) in dev but not among the labels initialize keeps" in text

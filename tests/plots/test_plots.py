@@ -562,3 +562,27 @@ def test_a_structure_without_a_matrix_skips_the_transitions_plot_and_says_so(tmp
     assert "transitions.png skipped" in " ".join(result.stdout.split())
     assert not (tmp_path / "out" / "transitions.png").exists()
     assert (tmp_path / "out" / "confusion.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_matrix_of_hundreds_of_labels_draws_the_weightiest_only():
+    """A figure grows with the square of its labels: 321 morphology labels
+    were a 138-megapixel PNG. Past MAX_DRAWN_LABELS, the most frequent labels
+    (confusion) and those whose moves score most (transitions) are drawn."""
+    n, cap = 100, figures.MAX_DRAWN_LABELS
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 3, size=(n, n))
+    counts[np.arange(n), np.arange(n)] += np.arange(n)  # the later labels the most frequent
+    fig = figures.confusion_figure([f"L{i}" for i in range(n)], counts)
+    (ax,) = [a for a in fig.axes if a.get_title()]
+    assert f"the {cap} most frequent of {n} labels" in ax.get_title()
+    assert len(ax.get_xticklabels()) == cap and ax.get_xticklabels()[-1].get_text() == f"L{n - 1}"
+    assert max(fig.get_size_inches()) < 30
+    figures.plt.close(fig)
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "tag"})
+    nlp.get_pipe("crf_tagger").initialize(lambda: [], nlp=nlp, labels=[f"T{i}" for i in range(n)])
+    fig, matrix = figures.chain_transitions_figure(nlp.get_pipe("crf_tagger"))
+    assert matrix.shape == (cap + 1, cap + 1)
+    assert f"of the {cap} labels whose moves score most, of {n}" in fig.axes[0].get_title()
+    figures.plt.close(fig)
