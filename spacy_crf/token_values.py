@@ -118,6 +118,13 @@ def token_offsets(doc: Doc) -> np.ndarray:
     return doc.to_array([IDX, LENGTH]).reshape(-1, 2).T  # (uint64: Python ints in tolist)
 
 
+def token_offsets_and_marks(doc: Doc) -> Tuple[np.ndarray, np.ndarray]:
+    """:func:`token_offsets` and :func:`token_marks` in one read of the doc (a
+    value per token is stored and read with both)."""
+    columns = doc.to_array([IDX, LENGTH, ORTH]).astype(np.uint64).reshape(-1, 3)
+    return columns[:, :2].T, (columns[:, 2] & MARK_BITS).astype(np.int64)
+
+
 def text_marks(doc: Doc, starts: Sequence[int], ends: Sequence[int]) -> np.ndarray:
     """(k,) int64: the marks of the text ``doc.text[start:end]`` of each span
     (its hash's low 32 bits, as a token's ``ORTH``): a span keeps its value
@@ -164,8 +171,9 @@ def store(doc: Doc, kind: str, owner: str, starts: List[int], lengths: List[int]
 
 def store_per_token(doc: Doc, kind: str, owner: str, values: Sequence[Any]) -> None:
     """Store one value per token of ``doc`` (see :func:`store`)."""
-    starts, lengths = token_offsets(doc).tolist()
-    store(doc, kind, owner, starts, lengths, list(values), token_marks(doc))
+    offsets, marks = token_offsets_and_marks(doc)
+    starts, lengths = offsets.tolist()
+    store(doc, kind, owner, starts, lengths, list(values), marks)
 
 
 def _lookup(doc: Doc, kind: str, owner: Optional[str], start: int, end: int,
@@ -226,7 +234,7 @@ def doc_values(doc: Doc, kind: str, owner: str) -> Optional[List[Any]]:
     if stored is None:
         return None
     starts, lengths, values = stored[:3]
-    offsets, marks = token_offsets(doc), token_marks(doc)
+    offsets, marks = token_offsets_and_marks(doc)
     stored_marks = _marks(stored)
     if (len(starts) == len(doc) and np.array_equal(offsets, [starts, lengths])
             and ((stored_marks == marks) | (stored_marks == NO_MARK)).all()):

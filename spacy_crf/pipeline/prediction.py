@@ -159,11 +159,10 @@ def write_prediction(state: ComponentState, docs: Sequence[Doc],
     for doc, end, n in zip(docs, ends, prediction.doc_lengths):
         if not n:
             continue
-        offsets = token_values.token_offsets(doc)
+        offsets, marks = token_values.token_offsets_and_marks(doc)
         if prediction.confidence is not None:
             token_values.store(doc, CONFIDENCE, owner, *offsets.tolist(),
-                               prediction.confidence[end - n:end].tolist(),
-                               token_values.token_marks(doc))
+                               prediction.confidence[end - n:end].tolist(), marks)
         if prediction.span_confidence is not None:
             # each predicted span: its first token's start, to its last token's end
             probs, span_ends = prediction.span_confidence
