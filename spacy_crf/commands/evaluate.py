@@ -61,6 +61,7 @@ def evaluate_cli(
     if rows:  # the key column 16 wide (or the longest key's), the values after one space
         widths = (max(16, *(len(key) for key, _ in rows)), max(len(value) for _, value in rows))
         msg.table(rows, title="Results", widths=widths, spacing=1)
+    print_tables_per_type(scores)
     if per_component and output is None:
         msg.warn("The per-component option is enabled but there is no output JSON file "
                  "provided to save the scores to.")
@@ -83,6 +84,32 @@ def flat_scores(scores: Dict[str, Any]) -> Dict[str, Any]:
         else:
             flat[name] = value
     return flat
+
+
+#: the titles spacy evaluate gives its tables per type ("NER (per type)"); other
+#: keys are titled by their prefix: "SPANS sc", "CHUNK" (a ``_.chunk`` target's)
+PER_TYPE_TITLES = {"ents_per_type": "NER", "morph_per_feat": "MORPH", "dep_las_per_type": "LAS"}
+
+
+def print_tables_per_type(scores: Dict[str, Any], component: str = "") -> None:
+    """The P / R / F tables per type (per feature) that ``spacy evaluate`` prints
+    after its results, for every such score: ``ents_per_type``, ``morph_per_feat``,
+    ``spans_KEY_per_type`` of any key, ``NAME_per_type`` of a ``_.NAME`` target;
+    with ``--per-component`` each component's, titled by its name."""
+    from spacy.cli.evaluate import print_prf_per_type
+
+    for key, value in scores.items():
+        if isinstance(value, dict) and not key.endswith(("_per_type", "_per_feat")):
+            print_tables_per_type(value, component=f"{key}: ")  # a component's scores
+            continue
+        if not (key.endswith(("_per_type", "_per_feat")) and value
+                and all(isinstance(row, dict) and {"p", "r", "f"} <= set(row)
+                        for row in value.values())):
+            continue
+        prefix, _, kind = key.rpartition("_per_")
+        name = PER_TYPE_TITLES.get(key) or (f"SPANS {prefix[len('spans_'):]}"
+                                            if prefix.startswith("spans_") else prefix.upper())
+        print_prf_per_type(msg, value, f"{component}{name}", kind)
 
 
 def render_examples(nlp: Language, examples: Sequence[Example], path: Path, model: str) -> None:

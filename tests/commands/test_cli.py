@@ -171,3 +171,42 @@ def test_evaluate_takes_spacys_options(tiny_model, tmp_path, capsys):
     assert srsly.read_json(tmp_path / "per.json")["crf_tagger"]["tag_acc"] == scores["tag_acc"]
     # a missing data file: click's usage error, exit 2
     assert main([str(model), str(tmp_path / "missing.spacy")]) == 2
+
+
+def test_evaluate_prints_the_tables_per_type_spacy_evaluate_prints(tmp_path, capsys):
+    from spacy.training import Example
+
+    from spacy_crf.commands.evaluate import main
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    docs = [nlp.make_doc("Ada met Bob in Paris") for _ in range(10)]
+    for doc in docs:
+        doc.ents = [doc.char_span(0, 3, "PER"), doc.char_span(8, 11, "PER"),
+                    doc.char_span(15, 20, "LOC")]
+    examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+    optimizer = nlp.initialize(lambda: examples)
+    for _ in range(5):
+        nlp.update(examples, sgd=optimizer)
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=docs).to_disk(tmp_path / "data.spacy")
+    assert main([str(tmp_path / "model"), str(tmp_path / "data.spacy")]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("NER (per type)"):]
+    assert "PER" in table and "LOC" in table
+    assert main([str(tmp_path / "model"), str(tmp_path / "data.spacy"), "-P",
+                 "-o", str(tmp_path / "s.json")]) == 0
+    assert "crf_tagger: NER (per type)" in capsys.readouterr().out
+
+
+def test_tables_per_type_cover_every_key_with_rows_of_p_r_f(capsys):
+    from spacy_crf.commands.evaluate import print_tables_per_type
+
+    row = {"p": 0.5, "r": 0.25, "f": 1 / 3}
+    print_tables_per_type({"morph_per_feat": {"Number": row}, "chunk_per_type": {"NP": row},
+                           "spans_sc_per_type": {"X": row}, "ents_per_type": {},
+                           "tag_acc": 0.9, "other_per_type": {"A": 0.5}})
+    out = capsys.readouterr().out
+    assert "MORPH (per feat)" in out and "CHUNK (per type)" in out
+    assert "SPANS sc (per type)" in out and "25.00" in out
+    assert "NER" not in out and "OTHER" not in out  # empty, or not P / R / F rows
