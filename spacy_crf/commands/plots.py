@@ -158,7 +158,8 @@ def plots_cli(
 ):
     """
     Plot a trained crf_tagger on evaluation data. The learned transition
-    scores (transitions.png), the token confusion matrix (confusion.png), for
+    scores (transitions.png; an order-2 chain's triple scores too,
+    transitions_order2.png), the token confusion matrix (confusion.png), for
     span targets the span confusion and the reliability of span confidence
     (entities.png, span_confidence.png), the learning curve from a training
     log (learning_curve.png), and confidence.html, the first docs with each
@@ -191,6 +192,9 @@ def plots_cli(
     structure = component_.cfg["structure"]
     if structure in figures.INTERACTION_PLOTS:
         written.append((path, figures.plot_transitions(component_, path)))
+        if figures.has_second_order(component_):
+            path = output_dir / "transitions_order2.png"
+            written.append((path, figures.plot_second_order(component_, path)))
     else:  # (segment scores, experts, none at all: no one matrix to draw)
         msg.warn(f"transitions.png skipped: no drawing of the label-interaction scores of "
                  f"structure '{structure}' (chain, pruned_chain and tree have one)")

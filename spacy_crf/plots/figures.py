@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..models.part_transitions import composed_transitions, factors_transitions  # noqa: E402
 from ..models.pooled_experts import WEIGHTS, pool_weights_node, weighted_sum  # noqa: E402
-from ..models.potentials import potentials_of  # noqa: E402
+from ..models.potentials import CRFScores, potentials_of  # noqa: E402
 from ..pipeline.crf_tagger import CRFTagger  # noqa: E402
 from .entities import (MISSED, SPURIOUS, expected_calibration_error,  # noqa: E402
                        reliability_bins, span_scores)
@@ -43,10 +43,42 @@ def potentials_params(component: CRFTagger) -> Dict[str, np.ndarray]:
 
 def _layer_params(node) -> Dict[str, np.ndarray]:
     params = {name: np.asarray(node.get_param(name))
-              for name in ("transitions", "start", "end", "pair", "root") if node.has_param(name)}
+              for name in ("transitions", "start", "end", "triples", "pair", "root")
+              if node.has_param(name)}
     if "transitions" in params and factors_transitions(node):  # the label pairs' as decoded
         params["transitions"] = composed_transitions(node, params["transitions"])
     return params
+
+
+def decoded_moves(component: CRFTagger) -> Dict[str, np.ndarray]:
+    """:func:`potentials_params` of a chain as the decoder reads them: a move it
+    never takes is NaN (drawn blank, not as a score of 0): one the target's
+    scheme forbids (I-X after O), and for order 2 a label pair that initialize
+    did not keep (``cfg["label_pairs"]``), in ``transitions``, ``start`` and
+    ``triples`` (``[a, b, c]``, ``a = L`` the start: blank where ``(a, b)`` or
+    ``(b, c)`` is not kept)."""
+    params = potentials_params(component)
+    L = len(component.tags)
+    empty = CRFScores(np.zeros((0, L), dtype=np.float32),
+                      {name: params[name] for name in ("transitions", "start", "end")})
+    params.update(component.constrain_target(empty).params)
+    pairs = component.cfg.get("label_pairs")
+    if pairs is not None:  # order 2: (previous, label) pairs, previous -1 for the start
+        kept = np.zeros((L + 1, L), dtype=bool)
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        kept[pairs[:, 0], pairs[:, 1]] = True  # (-1: row L, the start)
+        params["transitions"] = np.where(kept[:L], params["transitions"], -np.inf)
+        params["start"] = np.where(kept[L], params["start"], -np.inf)
+        if "triples" in params:
+            params["triples"] = np.where(kept[:, :, None] & kept[None, :L, :],
+                                         params["triples"], -np.inf)
+    return {name: np.where(np.isneginf(value), np.nan, value) for name, value in params.items()}
+
+
+def drawn_weight(matrix: np.ndarray, axis: int) -> np.ndarray:
+    """The largest absolute score of each row (``axis=1``) or column (``axis=0``),
+    blank cells left out (0 where all are blank)."""
+    return np.abs(np.nan_to_num(matrix, nan=0.0)).max(axis=axis)
 
 
 #: cell numbers smaller than this (points) are unreadable: colour alone then
@@ -210,11 +242,12 @@ def plot_chain_transitions(component: CRFTagger, path: Path) -> str:
 
 
 def chain_transitions_figure(component: CRFTagger):
-    """The figure of :func:`plot_chain_transitions` and the matrix it draws."""
-    params = potentials_params(component)
+    """The figure of :func:`plot_chain_transitions` and the matrix it draws
+    (the moves the decoder never takes blank: :func:`decoded_moves`)."""
+    params = decoded_moves(component)
     transitions = params["transitions"]
     # past MAX_DRAWN_LABELS, the labels whose moves score most
-    keep = most_weighty(np.abs(transitions).max(axis=0) + np.abs(transitions).max(axis=1))
+    keep = most_weighty(drawn_weight(transitions, 0) + drawn_weight(transitions, 1))
     labels = [component.tags[i] for i in keep]
     L = len(labels)
     matrix = np.full((L + 1, L + 1), np.nan)
@@ -228,7 +261,55 @@ def chain_transitions_figure(component: CRFTagger):
     ax.set_ylabel("previous label")
     some = (f" of the {L} labels whose moves score most, of {len(component.tags)}"
             if L < len(component.tags) else "")
-    ax.set_title(f"Transition scores (previous -> next), start row, end column{some}",
+    never = " (blank: never taken)" if np.isnan(matrix[:, :L][1:]).any() else ""
+    ax.set_title(f"Transition scores (previous -> next), start row, end column{some}{never}",
+                 fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=COLOURBAR_FRACTION)
+    fig.tight_layout()
+    annotate_cells(fig, ax, image, matrix, short_number)
+    return fig, matrix
+
+
+def has_second_order(component: CRFTagger) -> bool:
+    """Whether the component's chain scores label triples (order 2)."""
+    return "triples" in potentials_params(component)
+
+
+def plot_second_order(component: CRFTagger, path: Path) -> str:
+    """Order-2 chains: the triple scores, a row per kept label pair."""
+    fig, matrix = second_order_figure(component)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"second-order scores (order-2 chain), {matrix.shape[0]} label pairs x {matrix.shape[1]}"
+
+
+def second_order_figure(component: CRFTagger):
+    """The figure of :func:`plot_second_order` and the matrix it draws: a row
+    per label pair ``(a, b)`` the chain keeps (``a`` START for a first label), a
+    column per next label ``c``, the cell ``triples[a, b, c]``, which the
+    decoder adds to the transition ``b -> c``; blank where it never takes
+    ``b -> c`` after ``a``. Past :data:`MAX_DRAWN_LABELS` rows or columns, the
+    weightiest."""
+    triples = decoded_moves(component)["triples"]
+    tags = ["START", *component.tags]  # row a = L is the start
+    L = len(component.tags)
+    prev, label = np.nonzero(~np.isnan(triples).all(axis=2))
+    in_order = np.lexsort((label, (prev + 1) % (L + 1)))  # the START rows first
+    prev, label = prev[in_order], label[in_order]
+    rows = triples[prev, label]
+    keep_rows = most_weighty(drawn_weight(rows, 1))
+    keep_cols = most_weighty(drawn_weight(rows[keep_rows], 0))
+    matrix = rows[np.ix_(keep_rows, keep_cols)]
+    names = [f"{tags[(a + 1) % (L + 1)]} {component.tags[b]}"
+             for a, b in zip(prev[keep_rows], label[keep_rows])]
+    cols = [component.tags[c] for c in keep_cols]
+    fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
+    image = _heatmap(ax, matrix, names, cols, "RdBu_r", **_symmetric(matrix))
+    ax.set_xlabel("next label")
+    ax.set_ylabel("the two labels before it")
+    some = (f" ({len(keep_rows)} of {len(rows)} pairs, {len(cols)} of {L} labels: the weightiest)"
+            if len(keep_rows) < len(rows) or len(cols) < L else "")
+    ax.set_title(f"Second-order scores, added to the transition into the next label{some}",
                  fontsize=9)
     fig.colorbar(image, ax=ax, fraction=COLOURBAR_FRACTION)
     fig.tight_layout()

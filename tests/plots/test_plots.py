@@ -586,3 +586,51 @@ def test_a_matrix_of_hundreds_of_labels_draws_the_weightiest_only():
     assert matrix.shape == (cap + 1, cap + 1)
     assert f"of the {cap} labels whose moves score most, of {n}" in fig.axes[0].get_title()
     figures.plt.close(fig)
+
+
+def _entity_model(order):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={
+        "target": "ents", "model": SMALL_MODEL,
+        "structure": {"@structures": "spacy-crf.Chain.v1", "order": order}})
+    docs = [nlp.make_doc("Ada met Bob Smith in Paris") for _ in range(6)]
+    for doc in docs:
+        doc.ents = [doc.char_span(0, 3, "PER"), doc.char_span(8, 17, "PER"),
+                    doc.char_span(21, 26, "LOC")]
+    examples = [Example(nlp.make_doc(d.text), d) for d in docs]
+    train(nlp, examples, 5, optimizer=FROM_INITIALIZE)
+    return nlp, examples
+
+
+def test_the_moves_a_scheme_forbids_are_blank_not_scores_of_zero():
+    nlp, _ = _entity_model(1)
+    component = nlp.get_pipe("crf_tagger")
+    tags = list(component.tags)
+    _, matrix = figures.chain_transitions_figure(component)
+    cell = lambda a, b: matrix[1 + tags.index(a), tags.index(b)]  # noqa: E731
+    assert np.isnan(cell("O", "I-PER")) and np.isnan(cell("B-PER", "O"))
+    assert np.isfinite(cell("O", "B-PER")) and np.isfinite(cell("B-PER", "L-PER"))
+    assert np.isnan(matrix[0, tags.index("I-LOC")])  # no sequence starts inside a span
+    assert np.isnan(matrix[1 + tags.index("B-LOC"), len(tags)])  # nor ends in one
+
+
+def test_an_order_2_chain_draws_its_second_order_scores_too(tmp_path):
+    nlp, examples = _entity_model(2)
+    component = nlp.get_pipe("crf_tagger")
+    tags, L = list(component.tags), len(component.tags)
+    pairs = {tuple(p) for p in component.cfg["label_pairs"]}
+    triples = figures.potentials_params(component)["triples"]
+    assert triples.shape == (L + 1, L, L)
+    fig, matrix = figures.second_order_figure(component)
+    assert matrix.shape == (len(pairs), L)  # a row per kept pair, START's included
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[0].startswith("START ")
+    row = labels.index("B-PER L-PER")  # after B-PER L-PER: O, B-X, U-X, never I-X or L-X
+    a, b = tags.index("B-PER"), tags.index("L-PER")
+    assert matrix[row, tags.index("O")] == pytest.approx(triples[a, b, tags.index("O")])
+    assert np.isnan(matrix[row, tags.index("I-PER")])
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", tmp_path / "out"])
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "transitions_order2.png").read_bytes()[:8] == PNG_MAGIC
