@@ -138,7 +138,7 @@ def confidence_page(name: str, component: CRFTagger, data_path: Path,
     if target.is_span_target:  # the entity view: predicted and gold spans
         spans = {"gold_spans": [target.spans_of(eg.reference) for eg in examples],
                  "pred_spans": [target.spans_of(doc) or [] for doc in docs]}
-    return render_html(docs, gold, pred, list(component.tags), title,
+    return render_html(docs, gold, pred, component.target.label_names(component.tags), title,
                        component=component.name, **spans)
 
 
@@ -184,7 +184,7 @@ def plots_cli(
         n = min(n_docs, len(docs))
         page = confidence_page(name, component_, data_path, examples[:n], docs[:n], gold[:n],
                                pred[:n])
-    labels = list(component_.tags)
+    labels = figures.label_names(component_)  # a lemma tree as its rule
     output_dir.mkdir(parents=True, exist_ok=True)
     written: List[Tuple[Path, str]] = []
 

@@ -75,6 +75,12 @@ def decoded_moves(component: CRFTagger) -> Dict[str, np.ndarray]:
     return {name: np.where(np.isneginf(value), np.nan, value) for name, value in params.items()}
 
 
+def label_names(component: CRFTagger) -> List[str]:
+    """The component's labels as figures name them (a lemma tree as its rule,
+    ``Target.label_names``)."""
+    return component.target.label_names(component.tags)
+
+
 def drawn_weight(matrix: np.ndarray, axis: int) -> np.ndarray:
     """The largest absolute score of each row (``axis=1``) or column (``axis=0``),
     blank cells left out (0 where all are blank)."""
@@ -248,7 +254,8 @@ def chain_transitions_figure(component: CRFTagger):
     transitions = params["transitions"]
     # past MAX_DRAWN_LABELS, the labels whose moves score most
     keep = most_weighty(drawn_weight(transitions, 0) + drawn_weight(transitions, 1))
-    labels = [component.tags[i] for i in keep]
+    names = label_names(component)
+    labels = [names[i] for i in keep]
     L = len(labels)
     matrix = np.full((L + 1, L + 1), np.nan)
     matrix[0, :L] = params["start"][keep]
@@ -291,7 +298,7 @@ def second_order_figure(component: CRFTagger):
     ``b -> c`` after ``a``. Past :data:`MAX_DRAWN_LABELS` rows or columns, the
     weightiest."""
     triples = decoded_moves(component)["triples"]
-    tags = ["START", *component.tags]  # row a = L is the start
+    tags = ["START", *label_names(component)]  # row a = L is the start
     L = len(component.tags)
     prev, label = np.nonzero(~np.isnan(triples).all(axis=2))
     in_order = np.lexsort((label, (prev + 1) % (L + 1)))  # the START rows first
@@ -300,9 +307,9 @@ def second_order_figure(component: CRFTagger):
     keep_rows = most_weighty(drawn_weight(rows, 1))
     keep_cols = most_weighty(drawn_weight(rows[keep_rows], 0))
     matrix = rows[np.ix_(keep_rows, keep_cols)]
-    names = [f"{tags[(a + 1) % (L + 1)]} {component.tags[b]}"
+    names = [f"{tags[(a + 1) % (L + 1)]} {tags[b + 1]}"
              for a, b in zip(prev[keep_rows], label[keep_rows])]
-    cols = [component.tags[c] for c in keep_cols]
+    cols = [tags[c + 1] for c in keep_cols]
     fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
     image = _heatmap(ax, matrix, names, cols, "RdBu_r", **_symmetric(matrix))
     ax.set_xlabel("next label")
@@ -340,7 +347,7 @@ def pair_matrices_figure(component: CRFTagger):
     # past MAX_DRAWN_LABELS, the labels whose pair scores are largest
     keep = most_weighty(np.abs(params["pair"]).max(axis=(0, 1))
                         + np.abs(params["pair"]).max(axis=(0, 2)))
-    labels = [component.tags[i] for i in keep]
+    labels = [label_names(component)[i] for i in keep]
     pair, L = params["pair"][:, keep][:, :, keep], len(labels)
     params = {**params, "root": params["root"][keep]}
     names = relation_group_names(component)

@@ -175,6 +175,11 @@ class Target:
         """One uint64 key per token of ``doc`` (``missing_key`` where unannotated)."""
         raise NotImplementedError
 
+    def label_names(self, labels: Sequence[str]) -> List[str]:
+        """How figures and pages (``crf-plots``) name ``labels``: the labels
+        themselves here."""
+        return list(labels)
+
     def label_strings(self, doc: Doc) -> List[str]:
         """The labels present in a reference doc (to collect the label set);
         not a negative one (``!NN``: its tokens are unannotated, W015)."""

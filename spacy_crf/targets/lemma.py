@@ -112,6 +112,29 @@ def _apply_node(node: tuple, form: str, pieces: List[str]) -> bool:
     return suffix is None or _apply_node(suffix, form[suffix_start:], pieces)
 
 
+def edit_tree_pattern(label: str) -> str:
+    """A lemma label as the rule it is, for people: ``"*ies -> *y"``, ``"was ->
+    be"``, ``"* -> *"`` (the form kept), each ``*`` a stretch of characters the
+    tree keeps; a case first, ``"lower: *s -> *"`` (``lemma_case.py``). A label
+    that is no tree reads as it is."""
+    case, tree = split_label(label)
+    try:
+        node = parse_edit_tree(tree)
+    except ValueError:
+        return label
+    form, lemma = _node_pattern(node)
+    return f"{case}: {form} -> {lemma}" if case else f"{form} -> {lemma}"
+
+
+def _node_pattern(node: Optional[tuple]) -> Tuple[str, str]:
+    if node is None:
+        return "", ""
+    if node[0] == "s":
+        return node[1], node[2]
+    prefix, suffix = _node_pattern(node[3]), _node_pattern(node[4])
+    return prefix[0] + "*" + suffix[0], prefix[1] + "*" + suffix[1]
+
+
 def _tree_index_key(node: tuple) -> Tuple[str, str]:
     """A test every form a tree applies to passes, for :class:`LemmaTarget`'s
     index of its trees: ``("form", s)`` the form is ``s``, ``("suffix", s)``
@@ -294,6 +317,10 @@ class LemmaTarget(Target):
         keys = np.asarray([self._pair_key(doc.vocab.strings, orth, lemma)
                            for orth, lemma in unique.tolist()], dtype=np.uint64)
         return keys[inverse.reshape(-1)]
+
+    def label_names(self, labels: Sequence[str]) -> List[str]:
+        """Each tree as its rule, ``"*s -> *"`` (:func:`edit_tree_pattern`)."""
+        return [edit_tree_pattern(label) for label in labels]
 
     def label_strings(self, doc: Doc) -> List[str]:
         keys = self.reference_keys(doc)

@@ -634,3 +634,19 @@ def test_an_order_2_chain_draws_its_second_order_scores_too(tmp_path):
     result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", tmp_path / "out"])
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "transitions_order2.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_lemma_models_figures_name_its_trees_by_their_rules(tmp_path):
+    from targets.test_lemma import trained
+
+    nlp, examples = trained(n_iter=3)
+    component = nlp.get_pipe("crf_tagger")
+    names = figures.label_names(component)
+    assert "*s -> *" in names and "is -> be" in names
+    assert not any(name.startswith("(") for name in names)
+    nlp.to_disk(tmp_path / "model")
+    DocBin(docs=[eg.reference for eg in examples]).to_disk(tmp_path / "data.spacy")
+    result = run_main(plots_main, [tmp_path / "model", tmp_path / "data.spacy", tmp_path / "out"])
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "out" / "confidence.html").read_text(encoding="utf8")
+    assert "predicted: *s -&gt; * | gold: *s -&gt; *" in page

@@ -507,3 +507,22 @@ def test_the_named_trees_stay_bounded_past_the_cache_size(monkeypatch):
     assert (keys != 0).all() and len(set(keys.tolist())) > 5  # every pair still keyed
     assert len(target.label_strings(doc)) == 5
     assert "past the first 5" in target.string_of(doc, int(keys[-1]))
+
+
+@pytest.mark.parametrize("form,lemma,name", [
+    ("dogs", "dog", "*s -> *"),
+    ("Dogs", "dog", "lower: *s -> *"),
+    ("flies", "fly", "*ies -> *y"),
+    ("is", "be", "is -> be"),
+    ("home", "home", "* -> *"),
+    ("TEHRAN", "Tehran", "capitalize: * -> *"),
+    ("unhappiest", "unhappy", "*iest -> *y"),
+    ("Dec", "December", "* -> *ember"),
+])
+def test_figures_name_a_tree_by_the_rule_it_is(form, lemma, name):
+    """crf-plots names lemma labels so (Target.label_names), not as tree strings."""
+    nlp = spacy.blank("en")
+    target = make_target("lemma")
+    label, = target.label_strings(Doc(nlp.vocab, words=[form], lemmas=[lemma]))
+    assert target.label_names([label, "no tree"]) == [name, "no tree"]
+    assert make_target("tag").label_names([label]) == [label]
