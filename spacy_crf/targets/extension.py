@@ -31,7 +31,8 @@ from .base import Target
 from .registry import register_target
 from .scores import MAIN_SCORE, score_iob
 
-_EXTENSION = re.compile(r"^_\.([A-Za-z_][A-Za-z0-9_]*)$")
+#: ``_.NAME``, NAME a Python identifier, as spaCy's extensions are named (``_.tür`` too)
+_EXTENSION = re.compile(r"^_\.(\w+)$")
 
 
 @register_target
@@ -46,8 +47,8 @@ class ExtensionTarget(Target):
     @classmethod
     def from_name(cls, target: str, scheme: str) -> Optional["ExtensionTarget"]:
         """The target of ``"_.NAME"``, NAME an identifier (None otherwise)."""
-        match = _EXTENSION.match(target)
-        return cls(match.group(1)) if match else None
+        match = _EXTENSION.fullmatch(target)
+        return cls(match.group(1)) if match and match.group(1).isidentifier() else None
 
     def __init__(self, attr: str) -> None:
         super().__init__()

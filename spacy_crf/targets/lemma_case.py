@@ -27,20 +27,38 @@ anything but ``(``.
 
 from typing import Callable, Dict, Optional, Tuple
 
+#: the capital whose lowercase is two characters: ``"İ".lower()`` is ``i`` and a
+#: COMBINING DOT ABOVE (U+0307), which no lemma has (Turkish ``İSTANBUL`` ->
+#: ``istanbul``): every İ would need a tree of its own that deletes the dot, and
+#: an unseen word would keep it. The cases lowercase it to ``i``.
+DOTTED_CAPITAL_I = "\u0130"
+
+
+def lower(form: str) -> str:
+    """``form`` lowercased, one character for each (İ -> i)."""
+    return form.replace(DOTTED_CAPITAL_I, "i").lower()
+
+
+def capitalize(form: str) -> str:
+    """``form`` with its first character in title case and the rest in
+    lowercase, as ``str.capitalize`` but for İ after the first (-> i)."""
+    return (form[:1] + form[1:].replace(DOTTED_CAPITAL_I, "i")).capitalize()
+
+
 #: the cases, each with what it does to a form
 CASES: Dict[str, Callable[[str], str]] = {
     "": lambda form: form,
-    "lower": str.lower,
-    "capitalize": str.capitalize,
+    "lower": lower,
+    "capitalize": capitalize,
 }
 
 
 def case_of(form: str, lemma: str) -> str:
     """The case the label of ``(form, lemma)`` applies first (see the module)."""
-    if form != form.lower() and lemma == lemma.lower():
+    if form != lower(form) and lemma == lower(lemma):
         return "lower"
-    if (form.capitalize() != form and lemma != lemma.lower()
-            and lemma == lemma.capitalize()):
+    if (capitalize(form) != form and lemma != lower(lemma)
+            and lemma == capitalize(lemma)):
         return "capitalize"
     return ""
 

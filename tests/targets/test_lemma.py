@@ -74,6 +74,10 @@ def test_labels_are_spacys_edit_trees_of_the_gold_pairs():
     ("iPhones", "iPhone", STRIP_S),
     ("I", "I", "(m 0 0 () ())"),
     ("3", "3", "(m 0 0 () ())"),
+    # İ lowercases to i, not to i and a combining dot no lemma has
+    ("İSTANBUL", "istanbul", "lower (m 0 0 () ())"),
+    ("BİLGİ", "bilgi", "lower (m 0 0 () ())"),
+    ("İZMİR", "İzmir", "capitalize (m 0 0 () ())"),
 ])
 def test_a_label_is_a_case_then_a_tree_where_the_capitals_differ(form, lemma, label):
     nlp = spacy.blank("en")

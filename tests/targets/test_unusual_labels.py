@@ -168,3 +168,26 @@ def test_sentence_sequences_without_boundaries_warn_w005():
     with pytest.warns(UserWarning, match=r"W005.*reads SENT_START \(its sequence = \"sentence\"\)"):
         nlp.update([example])
     assert nlp.get_pipe("crf_tagger").input_attrs() == [("SENT_START", 'sequence = "sentence"')]
+
+
+def test_an_extension_named_in_any_script_is_a_target(tmp_path):
+    """spaCy names extensions by Python identifiers, ``tür`` and ``類`` too."""
+    from spacy_crf.targets import make_target
+
+    assert make_target("_.類").attr == "類"
+    for bad in ("_.1x", "_.a-b", "_.a\n", "_.", "_.a b"):
+        with pytest.raises(ValueError, match="CRF-E006"):
+            make_target(bad)
+    nlp = make_nlp("_.tür")
+    words = ["ev", "büyük", "ev"]
+    examples = []
+    for _ in range(3):
+        gold = Doc(nlp.vocab, words=words)
+        for token, label in zip(gold, ["NOUN", "ADJ", "NOUN"]):
+            token._.tür = label
+        examples.append(Example(Doc(nlp.vocab, words=words), gold))
+    train(nlp, examples, 10)
+    assert "tür_acc" in nlp.evaluate(examples)
+    nlp.to_disk(tmp_path / "m")
+    doc = spacy.load(tmp_path / "m")("ev büyük")
+    assert [t._.tür for t in doc] == ["NOUN", "ADJ"]
