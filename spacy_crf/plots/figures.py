@@ -261,20 +261,27 @@ def chain_transitions_figure(component: CRFTagger):
     matrix[0, :L] = params["start"][keep]
     matrix[1:, :L] = transitions[np.ix_(keep, keep)]
     matrix[1:, L] = params["end"][keep]
-    fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
-    image = _heatmap(ax, matrix, ["START"] + labels, labels + ["END"], "RdBu_r",
-                     **_symmetric(matrix))
-    ax.set_xlabel("next label")
-    ax.set_ylabel("previous label")
     some = (f" of the {L} labels whose moves score most, of {len(component.tags)}"
             if L < len(component.tags) else "")
     never = " (blank: never taken)" if np.isnan(matrix[:, :L][1:]).any() else ""
-    ax.set_title(f"Transition scores (previous -> next), start row, end column{some}{never}",
-                 fontsize=9)
+    title = f"Transition scores (previous -> next), start row, end column{some}{never}"
+    fig = score_figure(matrix, ["START"] + labels, labels + ["END"], "previous label", title)
+    return fig, matrix
+
+
+def score_figure(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str],
+                 row_title: str, title: str):
+    """A heatmap of label-interaction scores (a column per next label), red
+    favoured and blue disfavoured, each cell's number where it fits."""
+    fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
+    image = _heatmap(ax, matrix, rows, cols, "RdBu_r", **_symmetric(matrix))
+    ax.set_xlabel("next label")
+    ax.set_ylabel(row_title)
+    ax.set_title(title, fontsize=9)
     fig.colorbar(image, ax=ax, fraction=COLOURBAR_FRACTION)
     fig.tight_layout()
     annotate_cells(fig, ax, image, matrix, short_number)
-    return fig, matrix
+    return fig
 
 
 def has_second_order(component: CRFTagger) -> bool:
@@ -310,18 +317,10 @@ def second_order_figure(component: CRFTagger):
     names = [f"{tags[(a + 1) % (L + 1)]} {tags[b + 1]}"
              for a, b in zip(prev[keep_rows], label[keep_rows])]
     cols = [tags[c + 1] for c in keep_cols]
-    fig, ax = plt.subplots(figsize=_figsize(*matrix.shape))
-    image = _heatmap(ax, matrix, names, cols, "RdBu_r", **_symmetric(matrix))
-    ax.set_xlabel("next label")
-    ax.set_ylabel("the two labels before it")
     some = (f" ({len(keep_rows)} of {len(rows)} pairs, {len(cols)} of {L} labels: the weightiest)"
             if len(keep_rows) < len(rows) or len(cols) < L else "")
-    ax.set_title(f"Second-order scores, added to the transition into the next label{some}",
-                 fontsize=9)
-    fig.colorbar(image, ax=ax, fraction=COLOURBAR_FRACTION)
-    fig.tight_layout()
-    annotate_cells(fig, ax, image, matrix, short_number)
-    return fig, matrix
+    title = f"Second-order scores, added to the transition into the next label{some}"
+    return score_figure(matrix, names, cols, "the two labels before it", title), matrix
 
 
 def _symmetric(matrix: np.ndarray) -> Dict[str, float]:
