@@ -409,7 +409,8 @@ class Errors(metaclass=_Codes):
             "identifiers. Give one of them another name.")
     E191 = ("{shared} reads the values of the one crf_tagger that stored them on a doc "
             "(or of the one named 'crf'), but {owners} each stored theirs on this one. Read "
-            "each component's own extension instead: {own}.")
+            "each component's own extension instead: {own} (a process without the "
+            "pipeline registers them first: spacy_crf.register_extensions({names})).")
     E192 = ("The extension {name} that this crf_tagger would store its confidences or "
             "n-best lists through is registered by something else. Give the component "
             "another name (nlp.add_pipe(\"crf_tagger\", name=...)), or remove the other "

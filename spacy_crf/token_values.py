@@ -169,6 +169,22 @@ def store(doc: Doc, kind: str, owner: str, starts: List[int], lengths: List[int]
     doc.user_data[entry_key(kind)] = entries
 
 
+def discard(doc: Doc, kind: str, owner: str) -> None:
+    """Drop what ``owner`` stored of ``kind`` on ``doc``: a new prediction that
+    stores none must not leave the values of an earlier one beside its labels."""
+    if not doc.user_data:  # (the usual case: nothing stored at all)
+        return
+    _merge_shifted(doc, kind)
+    key = entry_key(kind)
+    entries = doc.user_data.get(key)
+    if entries and owner in entries:
+        rest = {name: stored for name, stored in entries.items() if name != owner}
+        if rest:
+            doc.user_data[key] = rest
+        else:
+            del doc.user_data[key]
+
+
 def store_per_token(doc: Doc, kind: str, owner: str, values: Sequence[Any]) -> None:
     """Store one value per token of ``doc`` (see :func:`store`)."""
     offsets, marks = token_offsets_and_marks(doc)

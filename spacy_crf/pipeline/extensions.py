@@ -64,7 +64,8 @@ def _read(value_of: Callable[[Optional[str]], Any], owner: Optional[str], obj: s
             return value_of(SHARED_STEM)
         own = ", ".join(f"{obj}._.{stem}_{kind}" for stem in error.owners)
         raise ValueError(Errors.E191.format(shared=f"{obj}._.{SHARED_STEM}_{kind}",
-                                            owners=", ".join(error.owners), own=own)) from None
+                                            owners=", ".join(error.owners), own=own,
+                                            names=", ".join(map(repr, error.owners)))) from None
 
 
 def store_n_best(doc: Doc, owner: str, lists: NBestLists) -> None:

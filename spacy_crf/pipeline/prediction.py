@@ -22,7 +22,7 @@ from ..models.token_transitions import FEATURE_CRF
 from ..structures import BatchLayout
 from ..structures.base import sequence_lengths
 from .. import token_values
-from .extensions import CONFIDENCE, SPAN_CONFIDENCE, stem, store_n_best
+from .extensions import CONFIDENCE, NBEST, SPAN_CONFIDENCE, stem, store_n_best
 from .state import ComponentState
 
 #: per sequence, its best labellings as (probability, label strings)
@@ -136,11 +136,26 @@ def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndar
     return out
 
 
+def drop_stale_values(docs: Sequence[Doc], owner: str, prediction: CRFPrediction,
+                      n_best: int) -> None:
+    """Drop the confidences, span confidences and n-best lists that an earlier
+    run of a component of this name stored on ``docs`` and this one does not
+    store again (its settings off): they would read beside labels they are not
+    of (docs annotated again, by ``spacy apply`` or from a DocBin)."""
+    for kind, stored in ((CONFIDENCE, prediction.confidence is not None),
+                         (SPAN_CONFIDENCE, prediction.span_confidence is not None),
+                         (NBEST, prediction.n_best is not None or bool(n_best))):
+        if not stored:
+            for doc in docs:
+                token_values.discard(doc, kind, owner)
+
+
 def write_prediction(state: ComponentState, docs: Sequence[Doc],
                      prediction: CRFPrediction) -> None:
     """Write the predicted labels (and confidences, n-best lists) onto ``docs``."""
     ends = np.cumsum(prediction.doc_lengths)
     owner = stem(state.name)  # where the component's own extensions read
+    drop_stale_values(docs, owner, prediction, state.cfg["n_best"])
     if prediction.n_best is not None or state.cfg["n_best"]:
         # every doc gets a list, [] for an empty doc (alone in its batch too, where
         # predict skips decoding), and each entry is [probability, labels]: a

@@ -268,3 +268,26 @@ def test_register_extensions_reads_stored_values_without_the_pipeline(pos_ner, c
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"{_confidences(docs[0], 'pos')[:2]} {CHUNKS[:2]}"
+
+
+def test_a_run_that_stores_no_values_drops_those_an_earlier_run_stored(pos_ner, tmp_path):
+    """Docs annotated again (spacy apply on a .spacy file, a DocBin read back)
+    by a component of the same name with store_confidence and n_best off: its
+    earlier values would read beside labels they are not of."""
+    doc = pos_ner(TEXT)
+    assert doc.ents and doc.ents[0]._.ner_confidence is not None and doc._.ner_nbest
+    pos_ner.to_disk(tmp_path / "m")
+    quiet = spacy.load(tmp_path / "m", config={
+        "components": {"ner": {"store_confidence": False, "n_best": 0}}})
+    again = quiet(Doc(pos_ner.vocab).from_bytes(doc.to_bytes()))
+    assert _confidences(again, "ner") == [None] * len(again)
+    assert all(ent._.ner_confidence is None for ent in again.ents)
+    assert again._.ner_nbest is None
+    # the component that stores them again stores its new ones
+    assert all(isinstance(c, float) for c in _confidences(again, "pos")) and again._.pos_nbest
+    assert again[0]._.crf_confidence == again[0]._.pos_confidence  # ner's are gone
+
+
+def test_e191_names_the_call_that_registers_the_own_extensions(pos_ner):
+    with pytest.raises(ValueError, match=r"register_extensions\('ner', 'pos'\)"):
+        pos_ner(TEXT)[0]._.crf_confidence
