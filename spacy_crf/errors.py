@@ -701,8 +701,9 @@ class Warnings(metaclass=_Codes):
             "out), or use order = 1. Said once per component.")
     W046 = ("'{name}' keeps the labels already on its docs (keep_existing), but in {n} of "
             "the {total} sequence(s) of a batch no labelling holds them all (an entity kept "
-            "across a sentence boundary with sequence = \"sentence\", or two kept labels "
-            "an order-2 chain never saw side by side): those sequences are decoded as if "
+            "across a sentence boundary with sequence = \"sentence\", two kept labels "
+            "an order-2 chain never saw side by side, or a kept POS whose morph labels "
+            "leave it no pair it saw): those sequences are decoded as if "
             "nothing were kept, and the kept values are still written over the decoded "
             "ones. Use sequence = \"doc\", or order = 1, to have the rest decoded "
             "consistently with them. Said once per component.")

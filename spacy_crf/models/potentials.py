@@ -175,6 +175,21 @@ def allow_only(scores: CRFScores, allowed: np.ndarray,
     return out
 
 
+def rows_from(scores: CRFScores, other: CRFScores, rows: np.ndarray) -> CRFScores:
+    """``scores`` with the emissions of the tokens ``rows`` ((N,) bool) taken
+    from ``other``, every expert's too: ``other`` the scores before
+    :func:`allow_only` masked them. The emissions are new arrays."""
+    def take(part: CRFScores, source: CRFScores) -> CRFScores:
+        return part.replace(emissions=np.where(rows[:, None], np.asarray(source.emissions),
+                                               np.asarray(part.emissions)))
+
+    out = take(scores, other)
+    if scores.experts is not None:
+        out = out.replace(experts=tuple(take(mine, theirs)
+                                        for mine, theirs in zip(scores.experts, other.experts)))
+    return out
+
+
 def crf_potentials(nO: Optional[int] = None, n_relations: int = 1) -> Model[Floats2d, CRFScores]:
     """Attach the label-interaction parameters to a batch's emission scores.
 

@@ -17,7 +17,7 @@ from .. import inference
 from ..errors import Warnings, warn
 from ..features.doc_arrays import DocBatch
 from ..models.composed_emissions import deferred_composition
-from ..models.potentials import CRFScores
+from ..models.potentials import CRFScores, rows_from
 from ..models.token_transitions import FEATURE_CRF
 from ..structures import BatchLayout
 from ..structures.base import sequence_lengths
@@ -60,6 +60,7 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
     and n-best lists the component's settings ask for (``store_confidence``,
     ``n_best``); labels already on the docs are kept where ``keep_existing``."""
     fixed = had_existing = None
+    free_scores = scores  # (a target keeping labels may mask a copy of them)
     live = [doc for doc in docs if len(doc)]
     if state.keep_existing:
         # a batch of fresh docs (the usual one) has nothing to keep: asked once
@@ -77,9 +78,9 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
         fixed = None  # nothing on the docs to keep: decode freely (the same, faster)
     label_ids, best = inference.viterbi(scores, layout, fixed)
     stuck = None  # sequences whose kept labels no labelling holds (W046)
-    if fixed is not None and np.isneginf(best).any():
+    if (fixed is not None or scores is not free_scores) and np.isneginf(best).any():
         stuck = np.isneginf(best)
-        fixed = free_where_stuck(state, layout, fixed, forced, best)
+        fixed, scores = free_where_stuck(state, layout, fixed, forced, best, scores, free_scores)
         label_ids, _ = inference.viterbi(scores, layout, fixed)
     confidence = spans = nbest = None
     if state.cfg["store_confidence"] or state.cfg["n_best"]:
@@ -97,21 +98,28 @@ def decode(state: ComponentState, docs: Sequence[Doc], scores: CRFScores, layout
     return CRFPrediction(label_ids, lengths, confidence, spans, nbest, had_existing)
 
 
-def free_where_stuck(state: ComponentState, layout: BatchLayout, fixed: np.ndarray,
-                     forced: Optional[np.ndarray], best: np.ndarray) -> np.ndarray:
-    """``fixed`` with the labels kept from the docs freed in each sequence that
-    no labelling agrees with (``best`` -inf): an entity kept across a sentence
-    boundary (``sequence = "sentence"``), a pair of kept tags an order-2 chain
-    never saw. Those sequences are decoded as if nothing were kept (the
-    target's forced labels stay), and the values kept are still written
-    (``write_batch``), so the rest is not lost to one impossible constraint;
-    W046 says so, once per component."""
+def free_where_stuck(state: ComponentState, layout: BatchLayout, fixed: Optional[np.ndarray],
+                     forced: Optional[np.ndarray], best: np.ndarray, scores: CRFScores,
+                     free_scores: CRFScores) -> Tuple[Optional[np.ndarray], CRFScores]:
+    """``fixed`` and ``scores`` with what the docs' kept values constrain freed
+    in each sequence that no labelling agrees with (``best`` -inf): the labels
+    kept (an entity kept across a sentence boundary, ``sequence =
+    "sentence"``; a pair of kept tags an order-2 chain never saw), and the
+    labels a kept part rules out (``scores`` masked, e.g. the ``morph``
+    labels of another POS than a kept one, which can leave an order-2 chain no
+    pair: ``free_scores`` unmasked). Those sequences are decoded as if nothing
+    were kept (the target's forced labels stay), and the values kept are
+    still written (``write_batch``), so the rest is not lost to one impossible
+    constraint; W046 says so, once per component."""
     stuck = np.repeat(np.isneginf(best), layout.lengths)
-    free = forced if forced is not None else np.full_like(fixed, -1)
     if state.target.first_time("W046"):
         warn(Warnings.W046.format(name=state.name, n=int(np.isneginf(best).sum()),
                                   total=len(best)))
-    return np.where(stuck, free, fixed)
+    if fixed is not None:
+        fixed = np.where(stuck, forced if forced is not None else -1, fixed)
+    if scores is not free_scores:
+        scores = rows_from(scores, free_scores, stuck)
+    return fixed, scores
 
 
 def n_best_lists(scores: CRFScores, layout: BatchLayout, fixed: Optional[np.ndarray],

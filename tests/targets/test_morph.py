@@ -209,6 +209,24 @@ def test_keep_existing_keeps_a_pos_alone_and_decodes_feats_for_it():
     assert nlp_default(doc)[2].pos_ == "VERB"
 
 
+def test_a_kept_pos_an_order_2_chain_has_no_pair_for_is_decoded_freely_w046():
+    """A POS alone rules out the labels of other POS (masked scores, no fixed
+    label): where that leaves an order-2 chain no pair it saw, the sequence is
+    decoded as if nothing were kept (W046), not as a labelling of -inf (every
+    token the first label's FEATS, confidence 0)."""
+    order_2 = {"@structures": "spacy-crf.Chain.v1", "order": 2}
+    nlp, examples = trained(keep_existing=True, structure=order_2, store_confidence=True)
+    text = examples[0].reference.text  # The dogs ran home .
+    free = nlp(nlp.make_doc(text))
+    doc = nlp.make_doc(text)
+    doc[2].pos_ = "NOUN"  # NOUN after NOUN: a pair the chain never saw
+    with pytest.warns(UserWarning, match="W046"):
+        doc = nlp(doc)
+    assert doc[2].pos_ == "NOUN"  # kept
+    assert [str(t.morph) for t in doc] == [str(t.morph) for t in free]
+    assert min(t._.crf_confidence for t in doc) > 0.5
+
+
 def test_a_doc_on_a_vocab_of_its_own_gets_its_morphs():
     """A doc made on another vocab lacks the labels' FEATS in its strings:
     they are added there, not E109 (spaCy's E018 inside)."""
