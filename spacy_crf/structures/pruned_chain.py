@@ -12,7 +12,9 @@ that lattice: ``candidates^2`` a move, whatever the label count.
 * Training keeps the gold label of every token in its lattice (in place of
   its worst candidate), and the likelihood is the lattice's: log Z over the
   labellings of the candidates, minus the gold labelling's score. A label
-  out of a token's lattice gets no gradient there.
+  out of a token's lattice gets no gradient there. Its lattice holds at
+  least two labels a token (``candidates = 1`` too: one would be the gold
+  alone, and the likelihood would learn nothing).
 * Decoding keeps labels fixed by ``keep_existing`` in the lattice the same
   way. Token marginals (``store_confidence``) are the lattice's: a pruned
   label's probability is 0, and the kept ones' sum to 1.
@@ -65,7 +67,7 @@ Config block::
     margin = 6.0
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -126,6 +128,20 @@ class PrunedChainLayout(ChainLayout):
     #: span target's ``O``, which the scheme lets follow and precede anything
     always: int = -1
     structure_name = "pruned_chain"
+
+
+#: the fewest labels a token's training lattice holds: with one, the gold
+#: label takes the best one's place and is the lattice alone, so log Z is the
+#: gold labelling's score and the likelihood learns nothing (``candidates =
+#: 1`` still decodes over one label a token)
+MIN_TRAINING_CANDIDATES = 2
+
+
+def training_layout(layout: PrunedChainLayout) -> PrunedChainLayout:
+    """``layout`` with at least :data:`MIN_TRAINING_CANDIDATES` a token."""
+    if layout.candidates >= MIN_TRAINING_CANDIDATES:
+        return layout
+    return replace(layout, candidates=MIN_TRAINING_CANDIDATES)
 
 
 #: rows whose mean scores order the labels the candidate search reads first
@@ -332,7 +348,7 @@ class PrunedChainStructure(CRFStructure):
         emissions = self.check(scores, layout)
         gold = np.ascontiguousarray(gold, dtype=np.int64)
         # (training keeps every candidate: the margin is decoding's)
-        cand, counts, args = self._lattice(emissions, scores, layout, gold, None)
+        cand, counts, args = self._lattice(emissions, scores, training_layout(layout), gold, None)
         n_labels = emissions.shape[1]
         nll = np.zeros(layout.n_sequences)
         d_local = np.zeros(cand.shape)
@@ -385,7 +401,8 @@ class PrunedChainStructure(CRFStructure):
         if not partial.any():
             return None
         emissions = self.check(scores, layout)
-        cand, counts, cand_scores = self._candidates(emissions, layout, gold, None)
+        cand, counts, cand_scores = self._candidates(emissions, training_layout(layout), gold,
+                                                     None)
         slots = np.zeros(cand.shape[0], dtype=np.int64)
         best = np.zeros(layout.n_sequences)
         pruning.lattice_viterbi(cand_scores, cand, counts, lengths, as_f64(scores.start),

@@ -138,6 +138,23 @@ def test_nll_is_the_lattices_and_keeps_the_gold_label():
     assert np.all(grad.emissions[pruned] == 0.0)
 
 
+def test_one_candidate_trains_over_two_not_over_the_gold_alone():
+    """candidates = 1: a lattice of the gold alone has log Z = the gold's score,
+    nll 0 and no gradient (morph_acc 0 after training). Training takes two a
+    token, decoding one."""
+    rng = np.random.default_rng(5)
+    lengths = np.asarray([3, 4])
+    scores = random_problem(rng, lengths, 5)
+    gold = np.array([0, 4, 2, 1, 2, 3, 0])
+    one = inference.nll_and_gradient(scores, PrunedChainLayout(lengths, candidates=1), gold)
+    two = inference.nll_and_gradient(scores, PrunedChainLayout(lengths, candidates=2), gold)
+    assert (one[0] > 0).all()
+    np.testing.assert_allclose(one[0], two[0])
+    np.testing.assert_allclose(one[1].emissions, two[1].emissions)
+    labels, _ = inference.viterbi(scores, PrunedChainLayout(lengths, candidates=1))
+    np.testing.assert_array_equal(labels, scores.emissions.argmax(axis=1))
+
+
 @pytest.mark.parametrize("name", ["emissions", "transitions", "start", "end"])
 def test_nll_gradient_against_finite_differences(name):
     rng = np.random.default_rng(11)
