@@ -87,10 +87,11 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     if crf_target.whole_docs and sequence != SEQUENCE_DOC:
         raise ValueError(Errors.E212.format(name=name, target=target,
                                             what=f"sequence = \"{sequence}\""))
-    if crf_target.whole_docs and crf_structure.name == "doc_chain":
-        # (its moves into a sentence are told apart by the boundaries the doc has)
+    if crf_target.whole_docs and (crf_structure.name == "doc_chain" or crf_structure.needs_parse):
+        # (a doc chain's moves into a sentence are told apart by the boundaries the
+        # doc has; a tree is one per sentence of the parse)
         raise ValueError(Errors.E212.format(name=name, target=target,
-                                            what="structure spacy-crf.DocChain.v1"))
+                                            what=f"structure {structure.describe()}"))
     # what the structure can run: its loss, n-best, span targets and confidences
     crf_structure.check_settings(structure, name, crf_target, loss=loss, n_best=n_best,
                                  store_confidence=store_confidence)

@@ -182,7 +182,9 @@ def test_the_sequence_is_the_doc_whatever_boundaries_it_already_has():
 
 
 @pytest.mark.parametrize("config", [{"sequence": "sentence"},
-                                    {"structure": {"@structures": "spacy-crf.DocChain.v1"}}])
+                                    {"structure": {"@structures": "spacy-crf.DocChain.v1"}},
+                                    {"structure": {"@structures": "spacy-crf.Tree.v1"}},
+                                    {"structure": {"@structures": "spacy-crf.ChainTree.v1"}}])
 def test_settings_that_cut_the_doc_at_its_boundaries_are_refused(config):
     with pytest.raises(ValueError, match="E212"):
         sents_nlp(**config)
