@@ -143,7 +143,7 @@ def test_an_error_drawing_the_page_is_a_fail_line_and_writes_nothing(tmp_path, m
 
     def fails(*args, **kwargs):
         raise ValueError(Errors.E191.format(shared="token._.crf_confidence", owners="a, b",
-                                            own="token._.a_confidence"))
+                                            own="token._.a_confidence", names="'a', 'b'"))
 
     monkeypatch.setattr("spacy_crf.commands.plots.render_html", fails)
     out = tmp_path / "out"
