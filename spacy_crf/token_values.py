@@ -68,16 +68,39 @@ def _entries(doc: Doc, kind: str) -> Optional[Dict[str, Stored]]:
     return found
 
 
+def _scanned_key(kind: str) -> tuple:
+    """The ``doc.user_data`` key that says how many keys the doc's user data
+    had when :func:`_merge_shifted` last looked for shifted entries of
+    ``kind`` (shaped as an entry's key, so ``Span.as_doc`` shifts it away and
+    ``Doc.from_docs`` adds keys: either way it no longer matches)."""
+    return ("._.", f"spacy_crf:{kind}:scanned", 0, None)
+
+
 def _merge_shifted(doc: Doc, kind: str) -> bool:
     """Move the entries whose key ``Span.as_doc`` (by minus the span's first
     character) or ``Doc.from_docs`` (by plus each doc's first character)
     shifted back into the entry at character 0, their offsets shifted by as
-    much; whether there were any. Done once: later reads are one look-up."""
+    much; whether there were any. Done once: later reads are one look-up, and
+    the search is not made again until the user data has other keys (a read
+    that finds no value asks for it: over the keys of every per-token
+    extension value a doc holds, each such read would cost O(keys))."""
     user_data = doc.user_data
+    scanned = _scanned_key(kind)
+    if user_data.get(scanned) == len(user_data):
+        return False
     key = entry_key(kind)
-    shifted = [k for k in user_data if isinstance(k, tuple) and len(k) == 4
-               and k[0] == "._." and k[1] == key[1] and k[3] is None and k[2] != 0]
+    shifted, stale = [], []
+    for k in user_data:
+        if (isinstance(k, tuple) and len(k) == 4 and k[0] == "._." and k[3] is None
+                and k[2] != 0):
+            if k[1] == key[1]:
+                shifted.append(k)
+            elif k[1] == scanned[1]:
+                stale.append(k)  # a shifted mark of another doc's
+    for k in stale:
+        del user_data[k]
     if not shifted:
+        _mark_scanned(user_data, scanned)
         return False
     ranges: Dict[str, List[Tuple[int, int, Any, int]]] = {}
     for offset, entry in [(0, user_data.get(key) or {})] + [(k[2], user_data.pop(k))
@@ -91,7 +114,13 @@ def _merge_shifted(doc: Doc, kind: str) -> bool:
             starts, lengths, values, marks = zip(*sorted(found, key=lambda r: r[:2]))
             merged[owner] = [list(starts), list(lengths), list(values), _pack(marks)]
     user_data[key] = merged
+    _mark_scanned(user_data, scanned)
     return True
+
+
+def _mark_scanned(user_data: Dict[Any, Any], scanned: tuple) -> None:
+    user_data[scanned] = -1  # (the key itself counted)
+    user_data[scanned] = len(user_data)
 
 
 def _marks(stored: Stored) -> np.ndarray:
@@ -129,9 +158,9 @@ def text_marks(doc: Doc, starts: Sequence[int], ends: Sequence[int]) -> np.ndarr
     """(k,) int64: the marks of the text ``doc.text[start:end]`` of each span
     (its hash's low 32 bits, as a token's ``ORTH``): a span keeps its value
     through a merge of its tokens (``merge_entities``), as it covers the same text."""
-    text = doc.text
-    return np.fromiter((hash_string(text[s:e]) & int(MARK_BITS) for s, e in zip(starts, ends)),
-                       dtype=np.int64, count=len(starts))
+    # each span's text from its own tokens (doc.text would make every token's)
+    return np.fromiter((hash_string(doc.char_span(s, e).text) & int(MARK_BITS)
+                        for s, e in zip(starts, ends)), dtype=np.int64, count=len(starts))
 
 
 def _doc_mark(doc: Doc) -> int:
@@ -167,6 +196,29 @@ def store(doc: Doc, kind: str, owner: str, starts: List[int], lengths: List[int]
     entries = dict(doc.user_data.get(entry_key(kind)) or {})  # a copy: as_doc shares it
     entries[owner] = [starts, lengths, values] + ([] if marks is None else [_pack(marks)])
     doc.user_data[entry_key(kind)] = entries
+
+
+def set_token_value(token: Token, kind: str, owner: str, value: Any) -> bool:
+    """Replace the value ``owner`` stored for exactly ``token``'s characters and
+    text, where its entry holds one at the token's own position (the usual
+    case: a value set per token, ``token._.NAME = ...``, costs a copy of the
+    entry's list, not a read of the whole doc, which made setting every
+    token's O(n^2)); False where it holds none there (the caller stores the
+    doc's values anew)."""
+    doc = token.doc
+    _merge_shifted(doc, kind)
+    stored = (doc.user_data.get(entry_key(kind)) or {}).get(owner)
+    i = token.i
+    if (stored is None or len(stored) < 4 or len(stored[0]) != len(doc)
+            or stored[0][i] != token.idx or stored[1][i] != len(token)
+            or _mark_at(stored[3], i) != token.orth & int(MARK_BITS)):
+        return False
+    values = list(stored[2])  # a copy: Span.as_doc's doc shares the lists
+    values[i] = value
+    entries = dict(doc.user_data[entry_key(kind)])
+    entries[owner] = [stored[0], stored[1], values, stored[3]]
+    doc.user_data[entry_key(kind)] = entries
+    return True
 
 
 def discard(doc: Doc, kind: str, owner: str) -> None:

@@ -158,6 +158,15 @@ def drop_stale_values(docs: Sequence[Doc], owner: str, prediction: CRFPrediction
                 token_values.discard(doc, kind, owner)
 
 
+def sequences_per_doc(docs: Sequence[Doc], state: ComponentState) -> List[int]:
+    """How many of the batch's sequences each doc holds (0 for an empty doc):
+    one read of the batch, not one per doc."""
+    live = [doc for doc in docs if len(doc)]
+    seq_ends = np.cumsum(sequence_lengths(live, state.view)) if live else np.zeros(0)
+    doc_ends = np.cumsum([len(doc) for doc in docs])
+    return np.diff(np.searchsorted(seq_ends, doc_ends, side="right"), prepend=0).tolist()
+
+
 def write_prediction(state: ComponentState, docs: Sequence[Doc],
                      prediction: CRFPrediction) -> None:
     """Write the predicted labels (and confidences, n-best lists) onto ``docs``."""
@@ -169,11 +178,10 @@ def write_prediction(state: ComponentState, docs: Sequence[Doc],
         # predict skips decoding), and each entry is [probability, labels]: a
         # list, as it comes back from nlp.pipe(n_process=2) (user data goes
         # through msgpack, which turns tuples into lists)
-        per_doc, view = iter(prediction.n_best or []), state.view
-        for doc in docs:
-            n_seqs = len(sequence_lengths([doc], view)) if len(doc) else 0
-            store_n_best(doc, owner, [[[p, labels] for p, labels in next(per_doc)]
-                                          for _ in range(n_seqs)])
+        per_seq = iter(prediction.n_best or [])
+        for doc, n_seqs in zip(docs, sequences_per_doc(docs, state)):
+            store_n_best(doc, owner, [[[p, labels] for p, labels in next(per_seq)]
+                                      for _ in range(n_seqs)])
     # (labels to keep only where the docs had some when they were decoded)
     keep = bool(state.keep_existing) and prediction.had_existing is not False
     state.target.write_batch(docs, prediction.label_ids, prediction.doc_lengths, keep)

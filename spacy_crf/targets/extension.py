@@ -81,6 +81,19 @@ class ExtensionTarget(Target):
         table = np.asarray([hash_string(s) if s else 0 for s in uniq], dtype=np.uint64)
         return table[inverse].reshape(-1)
 
+    def has_existing(self, doc: Doc) -> bool:
+        """Whether ``doc`` may carry ``_.NAME`` labels to keep: stored ones, a
+        corpus's older list, or values set through a plain extension (False
+        for a fresh doc, whose tokens are then not read one by one)."""
+        user_data = doc.user_data
+        if not user_data:
+            return False
+        if (token_values.owned(doc, LABELS, self.attr) is not None
+                or ("spacy_crf", self.attr) in user_data):
+            return True
+        return any(isinstance(key, tuple) and len(key) == 4 and key[0] == "._."
+                   and key[1] == self.attr for key in user_data)
+
     def string_of(self, doc: Doc, key: int) -> str:
         for label in self.labels_of(doc):
             if label is not None and self.key_of(label) == key:
@@ -166,6 +179,8 @@ def _get_label(attr: str, token: Token, default: Any = None) -> Optional[str]:
 
 
 def _set_label(attr: str, token: Token, value: Optional[str]) -> None:
+    if token_values.set_token_value(token, LABELS, attr, value):
+        return
     doc = token.doc
     stored = extension_labels(doc, attr) or [None] * len(doc)
     stored[token.i] = value

@@ -291,3 +291,49 @@ def test_a_run_that_stores_no_values_drops_those_an_earlier_run_stored(pos_ner, 
 def test_e191_names_the_call_that_registers_the_own_extensions(pos_ner):
     with pytest.raises(ValueError, match=r"register_extensions\('ner', 'pos'\)"):
         pos_ner(TEXT)[0]._.crf_confidence
+
+
+class _CountingDict(dict):
+    """A doc's user data that counts how often it is walked through."""
+
+    walks = 0
+
+    def __iter__(self):
+        type(self).walks += 1
+        return super().__iter__()
+
+
+def test_reads_that_find_no_value_do_not_walk_the_user_data_each_time(pos_ner):
+    """A token merged away, or a span not predicted, reads None: finding that
+    looked for shifted entries over every key of the user data each time, so
+    with a per-token extension value set on each token reading every token
+    was O(n^2)."""
+    from spacy.tokens import Token
+
+    Token.set_extension("plain_note", default=None, force=True)
+    try:
+        doc = pos_ner(TEXT)
+        for token in doc:
+            token._.plain_note = "x"  # a user data key per token
+        with doc.retokenize() as retokenizer:
+            retokenizer.merge(doc[0:2])
+        doc.user_data = _CountingDict(doc.user_data)
+        _CountingDict.walks = 0
+        confidences = [t._.pos_confidence for t in doc for _ in range(5)]
+        assert confidences[0] is None and confidences[-1] is not None
+        assert _CountingDict.walks <= 2
+    finally:
+        Token.remove_extension("plain_note")
+
+
+def test_setting_each_tokens_label_keeps_every_other(chunker):
+    doc = chunker("Barack Obama visited the big city of Paris today .")
+    part = doc[2:5].as_doc(copy_user_data=True)
+    before = [t._.chunk for t in doc]
+    labels = [f"B-{i}" for i in range(len(part))]
+    for token, label in zip(part, labels):
+        token._.chunk = label
+    assert [t._.chunk for t in part] == labels
+    assert [t._.chunk for t in doc] == before  # the doc the part came from: unchanged
+    doc[3]._.chunk = "I-X"
+    assert [t._.chunk for t in doc] == before[:3] + ["I-X"] + before[4:]

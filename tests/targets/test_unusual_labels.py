@@ -191,3 +191,25 @@ def test_an_extension_named_in_any_script_is_a_target(tmp_path):
     nlp.to_disk(tmp_path / "m")
     doc = spacy.load(tmp_path / "m")("ev büyük")
     assert [t._.tür for t in doc] == ["NOUN", "ADJ"]
+
+
+def test_an_extension_target_reads_labels_to_keep_only_where_a_doc_has_some():
+    """keep_existing on a fresh doc: no token is read one by one (three times
+    a token, before), and labels stored, of a corpus or set per token are."""
+    from spacy_crf.targets import make_target, set_doc_labels
+
+    Token.set_extension("q_keep", default=None, force=True)
+    try:
+        nlp = spacy.blank("en")
+        target = make_target("_.q_keep")
+        assert not target.has_existing(Doc(nlp.vocab, words=["a", "b"]))
+        stored = Doc(nlp.vocab, words=["a", "b"])
+        set_doc_labels(stored, "q_keep", ["X", None])
+        assert target.has_existing(stored)
+        other = Doc(nlp.vocab, words=["a", "b"])
+        other.user_data[("._.", "note", 0, None)] = 1  # another extension's value
+        assert not target.has_existing(other)
+        other.user_data[("._.", "q_keep", 2, None)] = "Y"  # as a plain extension sets it
+        assert target.has_existing(other)
+    finally:
+        Token.remove_extension("q_keep")
