@@ -605,6 +605,13 @@ class Errors(metaclass=_Codes):
     E266 = ("spacy-crf.add_labels.v1 would add labels to '{name}', which [training] "
             "frozen_components keeps as it is: it could never learn them. Take '{name}' out of "
             "frozen_components to train it on the new labels, or remove the callback.")
+    E267 = ("Cannot load '{name}': its weights were trained with the feature templates "
+            "{saved}, but its config gives {given}. Each weight belongs to a feature of "
+            "its templates, so other templates would read them as other features and "
+            "predict nonsense. Load it with the templates it was trained with (leave "
+            "[components.{name}.model] templates as saved in its config.cfg), or train "
+            "it anew with the new ones.")
+
 
 class Warnings(metaclass=_Codes):
     W007 = ("'{name}' has cluster_templates, but no Brown cluster table was found for "

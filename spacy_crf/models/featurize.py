@@ -30,6 +30,9 @@ CLUSTER_TEMPLATES_ADDED = "cluster_templates_added"
 LEXICON = "crf_lexicon"
 #: attrs key of the name of the component that owns the layer (for messages)
 OWNER = "crf_owner"
+#: attrs key of the templates as the layer was built with them (saved with its
+#: weights: "templates" itself, the parsed object, is not)
+TEMPLATE_TEXTS = "template_texts"
 
 
 def featurize(templates: Sequence[str], cluster_templates: Sequence[str] = ()) -> Model[InT, OutT]:
@@ -51,7 +54,9 @@ def featurize(templates: Sequence[str], cluster_templates: Sequence[str] = ()) -
     # the tree templates are a tree structure's (set_tree_templates), none until then
     # WHITESPACE: a layer built now reads whitespace tokens folded; one saved
     # before the attr existed loads without it, as written (serialize.py)
-    return Model("crf_featurize", forward, attrs={"templates": parsed, TREE_TEMPLATES: [],
+    return Model("crf_featurize", forward, attrs={"templates": parsed,
+                                                  TEMPLATE_TEXTS: parsed.source,
+                                                  TREE_TEMPLATES: [],
                                                   CLUSTER_TEMPLATES: optional,
                                                   CLUSTER_TEMPLATES_ADDED: [],
                                                   SEQUENCE: SEQUENCE_SENTENCE, LEXICON: None,
@@ -234,6 +239,28 @@ def _lexicon_to_bytes(_: Lexicon, value: Lexicon, name: str, model: Model) -> by
 def _lexicon_from_bytes(_: Lexicon, value: bytes, name: str, model: Model) -> Optional[Lexicon]:
     msg = srsly.msgpack_loads(value)
     return None if msg is None else Lexicon.from_msg(msg)
+
+
+def built_templates(model: Model) -> List[List[str]]:
+    """The templates each featurize layer of ``model`` was built with (its
+    config's, less what initialize and its structure added), in walk order."""
+    return [list(node.attrs[TEMPLATE_TEXTS]) for node in model.walk()
+            if TEMPLATE_TEXTS in node.attrs]
+
+
+def other_templates(model: Model, config_templates: List[List[str]], name: str
+                    ) -> Optional[str]:
+    """After ``model.from_bytes`` into a model whose featurize layers were built
+    with ``config_templates`` (:func:`built_templates` before the load): E267
+    where a layer's weights were trained with other templates (the saved
+    ``TEMPLATE_TEXTS``), else None. Other templates would read the weights as
+    other features, in silence. A layer saved before the texts were saved
+    keeps the config's, and is not checked."""
+    for given, saved in zip(config_templates, built_templates(model)):
+        if (saved != given
+                and FeatureTemplates(saved).templates != FeatureTemplates(given).templates):
+            return Errors.E267.format(name=name, saved=saved, given=given)
+    return None
 
 
 def restore_lexicon(model: Model) -> None:

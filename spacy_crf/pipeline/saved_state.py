@@ -20,7 +20,7 @@ from ..errors import Errors, Warnings, warn
 from ..features.doc_arrays import SEQUENCE_SENTENCE
 from ..models.architectures import set_n_labels
 from ..models.label_parts import check_label_parts, forget_label_parts
-from ..models.featurize import restore_lexicon, set_owner
+from ..models.featurize import built_templates, other_templates, restore_lexicon, set_owner
 from ..models.serialize import NonFiniteWeights, model_from_bytes, model_to_bytes
 from ..targets import make_target
 from ..structures import settings_left_behind, spec_from_cfg
@@ -125,17 +125,22 @@ def load(state: ComponentState, cfg: Optional[Dict[str, Any]], model_bytes: Opti
         # the file says whether its tables factor over label parts (thinc loads
         # attrs); one saved before tables could has a column per label
         forget_label_parts(model)
+        config_templates = built_templates(model)
         try:
             model = model_from_bytes(model, model_bytes)
-            check_label_parts(model, [target.label_parts(label) for label in cfg["labels"]])
-            restore_lexicon(model)  # the saved word tables, and the templates they add
-            set_owner(model, state.name)
         except NonFiniteWeights as err:
             raise ValueError(Errors.E165.format(name=state.name, path=where, why=err)) from err
         except Exception as err:
-            if own_cfg:
-                raise ValueError(_unfit(state, where, err)) from err
-            raise ValueError(Errors.E010.format(name=state.name, path=where, why=err)) from err
+            raise ValueError(_not_loaded(state, where, err, own_cfg)) from err
+        templates_error = other_templates(model, config_templates, state.name)  # E267
+        if templates_error is not None:
+            raise ValueError(templates_error)
+        try:
+            check_label_parts(model, [target.label_parts(label) for label in cfg["labels"]])
+            restore_lexicon(model)  # the saved word tables, and the templates they add
+            set_owner(model, state.name)
+        except Exception as err:
+            raise ValueError(_not_loaded(state, where, err, own_cfg)) from err
     for node in model.walk():
         if (node.name == "crf_potentials" and node.has_dim("nO")
                 and node.get_dim("nO") not in (None, n_labels)):
@@ -146,6 +151,13 @@ def load(state: ComponentState, cfg: Optional[Dict[str, Any]], model_bytes: Opti
     state.swap(cfg, model, target)
     if other_structure:
         warn(other_structure)
+
+
+def _not_loaded(state: ComponentState, where: str, why: Any, own_cfg: bool) -> str:
+    """E186 (:func:`_unfit`) where the component kept its own cfg, else E010."""
+    if own_cfg:
+        return _unfit(state, where, why)
+    return Errors.E010.format(name=state.name, path=where, why=why)
 
 
 def _unfit(state: ComponentState, where: str, why: Any) -> str:

@@ -609,6 +609,25 @@ def test_an_override_of_what_the_weights_mean_is_named_and_changes_nothing(tmp_p
     assert pipe.cfg == cfg
 
 
+def test_other_feature_templates_at_load_are_named_not_read_in_silence(tmp_path):
+    """The templates decide what each weight means: a config (an override, an
+    edited config.cfg) that gives others read the weights as other features
+    (dev POS 0.77 -> 0.20). E267; the same templates spelled otherwise load."""
+    nlp = trained("tag")
+    nlp.to_disk(tmp_path / "p")
+    templates = list(nlp.config["components"]["crf_tagger"]["model"]["templates"])
+    model = {"templates": templates[::-1]}
+    with pytest.raises(ValueError, match=r"\[CRF-E267\].*trained with the feature templates"):
+        spacy.load(tmp_path / "p", config={"components": {"crf_tagger": {"model": model}}})
+    model = {"templates": templates[:1]}
+    with pytest.raises(ValueError, match=r"\[CRF-E267\]"):
+        spacy.load(tmp_path / "p", config={"components": {"crf_tagger": {"model": model}}})
+    model = {"templates": [f" {text.lower()}" for text in templates]}
+    loaded = spacy.load(tmp_path / "p", config={"components": {"crf_tagger": {"model": model}}})
+    text = "Alice met Bob in Paris ."
+    assert [t.tag_ for t in loaded(text)] == [t.tag_ for t in nlp(text)]
+
+
 def _saved(tmp_path, **cfg_changes):
     nlp = trained()
     nlp.to_disk(tmp_path / "p")
