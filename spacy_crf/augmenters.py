@@ -68,7 +68,7 @@ def create_copy_attrs(attrs: List[str]) -> Callable[[Language, Example], Iterato
             # text otherwise (e.g. "***" or "wheel-chair" against UD's tokens)
             pred = tokens_only(ref)
             example = Example(pred, ref)
-        if len(ref):
+        if len(ref) and attr_ids:  # (attrs = []: the corpus's tokens alone)
             values = ref.to_array(attr_ids).reshape(len(ref), len(attr_ids))
             if SENT_START in attr_ids and not ref.has_annotation("SENT_START"):
                 values = values.copy()

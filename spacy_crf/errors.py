@@ -93,7 +93,7 @@ class Errors(metaclass=_Codes):
             "cycles, heads inside the doc).")
     E017 = ("Target 'dep' predicts the relation labels, so its features must not read DEP "
             "(found in templates {templates}) and a tree block must have n_relations = 1.")
-    E019 = ("n_best must be a whole number >= 0 (0 turns it off), on a structure with a "
+    E019 = ("n_best must be a whole number from 0 (off) to 1000, on a structure with a "
             "k-best decoder: structure = \"chain\" (order = 1 or 2, without "
             "transition_templates), structure = \"pruned_chain\" or structure = "
             "\"semi_markov\"; got {value}.")
@@ -168,8 +168,10 @@ class Errors(metaclass=_Codes):
             "{n_labels} labels: the saved cfg and model do not belong together. Retrain, or "
             "load the model directory as it was saved.")
     E096 = ("store_confidence on the span target '{target}' needs span probabilities, which "
-            "the structure '{structure}' does not compute: use store_confidence = false, or "
-            "a chain (order 1 or 2).")
+            "the structure {structure} does not compute: use store_confidence = false, or "
+            "a structure that does: spacy-crf.Chain.v1 (order 1 or 2; with "
+            "transition_templates, order = 2), spacy-crf.PrunedChain.v1 or "
+            "spacy-crf.SemiMarkov.v1.")
     E090 = ("Cannot join sentence {i} (sent_id {sid}: {words} ...) to the CoNLL-U file: "
             "{why}. Tried sent_id, the token sequence and the position. Pass the CoNLL-U "
             "split of the same sentences as --conllu.")
@@ -515,9 +517,8 @@ class Errors(metaclass=_Codes):
             "given {attrs}: list both (--copy HEAD,DEP, or attrs = [\"HEAD\", \"DEP\"] in the "
             "augmenter of [corpora]).")
     E239 = ("spacy-crf.copy_attrs.v1 copies {attr} from the gold docs, but '{name}' predicts "
-            "what it sets (a parse, HEAD, sets the sentence starts too) and keeps a value "
-            "already on a doc (a crf_tagger's keep_existing, spaCy's overwrite = false): it "
-            "would keep the gold, and its scores would be those of the gold. Leave {attr} out "
+            "it and keeps a value already on a doc (a crf_tagger's keep_existing, spaCy's "
+            "overwrite = false): it would keep the gold, and its scores would be those of the gold. Leave {attr} out "
             "of the copied attributes (attrs in the augmenter of [corpora], --copy of "
             "crf-evaluate and crf-plots), or set keep_existing = false (overwrite = true for "
             "spaCy's pipes) on '{name}'.")
@@ -611,6 +612,10 @@ class Errors(metaclass=_Codes):
             "predict nonsense. Load it with the templates it was trained with (leave "
             "[components.{name}.model] templates as saved in its config.cfg), or train "
             "it anew with the new ones.")
+    E268 = ("'{name}' has the model '{model}', which does not make CRF scores (spaCy's "
+            "own architectures, e.g. spacy.Tagger.v2, end in a softmax): give it a "
+            "spacy-crf architecture: spacy-crf.FeatureCRF.v2 (the default), "
+            "spacy-crf.NeuralCRF.v3 over a tok2vec, or spacy-crf.HMM.v1.")
 
 
 class Warnings(metaclass=_Codes):

@@ -8,6 +8,7 @@ from thinc.api import Linear, Model, chain, list2array
 from thinc.types import Floats2d
 
 from ..errors import Errors
+from ..features.templates import FeatureTemplates
 from ..util import is_count, is_number
 from .featurize import featurize
 from .grow import declare_label_axes, drop_params, grow_params
@@ -105,6 +106,21 @@ def penalize_l1(l1_penalty: float, table: Model) -> None:
         table.attrs[L1_PENALTY] = float(l1_penalty)
 
 
+def check_table_settings(n_buckets: Optional[int], boost_updates: int,
+                         l1_penalty: Optional[float] = None,
+                         cluster_templates: Optional[List[str]] = None) -> None:
+    """E005, E127, E184, E001-E004 for the hashed table's settings (also where
+    a NeuralCRF without templates has no table: a typo there still says so)."""
+    if n_buckets is not None:
+        check_positive("n_buckets", n_buckets)
+    if not is_count(boost_updates, 0):
+        raise ValueError(Errors.E127.format(value=boost_updates))
+    if l1_penalty is not None and (not is_number(l1_penalty) or not l1_penalty >= 0):
+        raise ValueError(Errors.E184.format(value=l1_penalty))
+    if cluster_templates:
+        FeatureTemplates(cluster_templates)
+
+
 def check_positive(name: str, value: int) -> None:
     if not is_count(value):
         raise ValueError(Errors.E005.format(name=name, value=value))
@@ -199,10 +215,7 @@ def FeatureCRF(
     nO : int, optional
         Number of labels, usually inferred from the component's labels.
     """
-    if n_buckets is not None:
-        check_positive("n_buckets", n_buckets)
-    if not is_count(boost_updates, 0):
-        raise ValueError(Errors.E127.format(value=boost_updates))
+    check_table_settings(n_buckets, boost_updates)
     if factored not in (None, True, False):
         raise ValueError(Errors.E240.format(value=factored))
     linear = hashed_linear(n_buckets, nO=nO, factored=factored)
@@ -278,6 +291,8 @@ def NeuralCRF(
     """
     neural, potentials = tok2vec_emissions(tok2vec, learn_rate_scale, nO)
     if not templates:
+        # (the feature expert's settings, unused: a bad value is still named)
+        check_table_settings(n_buckets, boost_updates, l1_penalty, cluster_templates)
         model = chain(neural, potentials)
     else:
         if not is_number(neural_weight) or not 0.0 < neural_weight < 1.0:

@@ -15,12 +15,26 @@ from ..models.architectures import set_n_labels
 from ..models.hashed_linear import seed_dropout
 from ..models.label_parts import set_label_parts
 from ..models.sparse_table import restart_boost
+from ..targets import make_target
 from ..util import training_seed
 from .initial_labels import initial_labels
 from .inputs import input_attrs, upstream_annotated, warn_no_lexeme_norm
 from .learning import fit_from_counts
 from .lexicon_setup import set_up_lexicon
+from .settings import check_structure_runs
 from .state import ComponentState
+
+
+def check_chosen_structure(state: ComponentState, labels: Sequence[str]) -> None:
+    """The component's settings that the structure its config leaves to the
+    label count (``order = null``) cannot run once ``labels`` choose it
+    (add_pipe could not know which): E019, E096, as for a structure given."""
+    if state.structure_by_labels is None:
+        return
+    target = make_target(state.cfg["target"], state.cfg["scheme"])
+    target.set_labels(labels, state.vocab)
+    check_structure_runs(state.model, state.name, target,
+                         {**state.cfg, **state.structure_by_labels(target).cfg()})
 
 
 def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Example]], *,
@@ -47,7 +61,9 @@ def initialize(state: ComponentState, get_examples: Callable[[], Iterable[Exampl
             state.grow(new)
         fit_from_counts(state, get_examples)
         return
-    state.restart(state.target.order_labels(found))
+    ordered = state.target.order_labels(found)
+    check_chosen_structure(state, ordered)  # before anything changes
+    state.restart(ordered)
     state.choose_structure()  # where the config leaves it to the label count
     set_n_labels(state.model, len(state.tags))
     set_label_parts(state.model, [state.target.label_parts(tag) for tag in state.tags])

@@ -14,9 +14,18 @@ from ..features.doc_arrays import SEQUENCE_DOC, SEQUENCES
 from ..models.hooks import scorable_structures
 from ..models.token_transitions import has_token_transitions
 from ..losses import get_loss
-from ..structures import CRFStructure, StructureSpec, spec_from_cfg, strategy_of
+from ..structures import (CRFStructure, ResolvedStructure, StructureSpec, spec_from_cfg,
+                          strategy_of)
 from ..targets import Target, make_target
 from ..util import is_count
+
+#: the layers that make a model's output CRF scores (the feature and
+#: neural CRFs' label interactions, the HMM's tables)
+CRF_OUTPUT_LAYERS = ("crf_potentials", "hmm")
+#: the most labellings ``n_best`` asks for a sequence: each costs the k-best
+#: Viterbi a score and a back-pointer per token and label, and a list entry
+#: per token (10**9 was accepted, then 216 GiB asked for at the first doc)
+MAX_N_BEST = 1000
 
 #: the settings check_settings takes: the factory's, less the model and the scorer
 SETTINGS = ("target", "structure", "sequence", "scheme", "keep_existing", "store_confidence",
@@ -65,6 +74,9 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     ValueError
         The first bad setting, with the error the factory gives for it.
     """
+    if model is not None and not any(node.name in CRF_OUTPUT_LAYERS for node in model.walk()):
+        shown = model.name if len(model.name) <= 60 else model.name[:57] + "..."
+        raise ValueError(Errors.E268.format(name=name, model=shown))
     # E105 for transition templates on anything but a chain or a tree
     crf_structure = strategy_of(structure, has_token_transitions(model))
     get_loss(loss)  # E040 for an unknown name
@@ -73,8 +85,8 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     schemes.check_scheme(scheme)
     if keep_existing is not None and not isinstance(keep_existing, bool):
         raise ValueError(Errors.E163.format(value=keep_existing))
-    if not is_count(n_best, 0):
-        raise ValueError(Errors.E019.format(value=n_best))
+    if not is_count(n_best, 0) or n_best > MAX_N_BEST:
+        raise ValueError(Errors.E019.format(value=repr(n_best)))
     scorable = scorable_structures(model)
     if scorable is not None and structure.settings.get("transition_templates"):
         # (a model that scores only some structures is no FeatureCRF)
@@ -96,6 +108,15 @@ def check_settings(model: Optional[Model], name: str, *, target: str, structure:
     crf_structure.check_settings(structure, name, crf_target, loss=loss, n_best=n_best,
                                  store_confidence=store_confidence)
     return crf_structure, crf_target
+
+
+def check_structure_runs(model: Model, name: str, target: Target, cfg: Dict[str, Any]) -> None:
+    """The settings of ``cfg`` that the structure it names (the one its labels
+    chose at initialize, which add_pipe could not know) cannot run: E019,
+    E096, as the factory refuses them for a structure it is given."""
+    chosen = ResolvedStructure.of(cfg, has_token_transitions(model))
+    chosen.strategy.check_settings(chosen.spec, name, target, loss=cfg["loss"],
+                                   n_best=cfg["n_best"], store_confidence=cfg["store_confidence"])
 
 
 def settings_of(cfg: Dict[str, Any]) -> Dict[str, Any]:

@@ -203,7 +203,7 @@ class CRFStructure:
         if self.needs_span_target and not target.is_span_target:
             raise ValueError(Errors.E108.format(name=component, target=target.name))
         if store_confidence and target.is_span_target and not self.supports_span_probabilities:
-            raise ValueError(Errors.E096.format(target=target.name, structure=self.name))
+            raise ValueError(Errors.E096.format(target=target.name, structure=spec.describe()))
 
     def prepare_model(self, model, target: Any, settings: Optional[Mapping[str, Any]] = None):
         """The component's model adjusted for this structure: its parameters

@@ -92,7 +92,7 @@ def chain_structure(order: Optional[int] = None, transition_templates: Optional[
         return StructureSpec("chain", {"order": None, **transitions}, key=ORDERS[1],
                              by_component=partial(_order_for, transitions))
     if not is_count(order) or order not in ORDERS:
-        raise ValueError(Errors.E094.format(order=order, structure="chain",
+        raise ValueError(Errors.E094.format(order=repr(order), structure="chain",
                                             available=", ".join(map(str, ORDERS))))
     return StructureSpec("chain", {"order": order, **transitions}, key=ORDERS[order])
 
