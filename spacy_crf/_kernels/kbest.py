@@ -181,3 +181,87 @@ def kbest_moves(emissions, lengths, moves, move_of, start, end, fixed, k, labels
                 j, q = back_label[t, j, q], back_rank[t, j, q]
                 labels[r, o + t - 1] = j
         o += n
+
+
+@njit(cache=True)
+def kbest_edges(emissions, lengths, src, weight, in_ptr, in_edges, start, end, k, labels,
+                scores, counts):
+    """:func:`kbest_moves` over a sparse graph of moves: state ``j`` at token
+    ``t`` extends the prefixes of state ``src[e]`` at ``t - 1`` for each edge
+    ``e`` into ``j`` (``in_edges[in_ptr[j]:in_ptr[j + 1]]``, in increasing
+    ``src``), scored ``weight[e]``; no other move is allowed. The order-2
+    chain's pair states: a state has a handful of edges in, where a dense
+    move matrix would read every state (``P**2`` a token, the labels' fourth
+    power). The same lists, order and ties as :func:`kbest_moves` over the
+    dense matrix (``-inf`` off the edges); every state free (fixed labels are
+    ``-inf`` emissions here)."""
+    P = emissions.shape[1]
+    max_len = max_length(lengths)
+    delta = np.empty((max_len, P, k))
+    back_label = np.zeros((max_len, P, k), dtype=np.int64)
+    back_rank = np.zeros((max_len, P, k), dtype=np.int64)
+    cnt = np.zeros((max_len, P), dtype=np.int64)
+    max_in = 0
+    for j in range(P):
+        max_in = max(max_in, in_ptr[j + 1] - in_ptr[j])
+    heads = np.zeros(max(max_in, P), dtype=np.int64)
+    fin_val = np.empty(k)
+    fin_label = np.zeros(k, dtype=np.int64)
+    fin_rank = np.zeros(k, dtype=np.int64)
+    o = ZERO
+    for s in range(lengths.shape[0]):
+        n = lengths[s]
+        for r in range(k):
+            scores[s, r] = NEG_INF
+            for t in range(n):
+                labels[r, o + t] = 0
+        if n == 0:
+            scores[s, 0] = 0.0
+            counts[s] = 1
+            continue
+        for j in range(P):
+            cnt[0, j] = 0
+            v = start[j] + emissions[o, j]
+            if v > NEG_INF:
+                delta[0, j, 0] = v
+                back_label[0, j, 0] = 0
+                back_rank[0, j, 0] = 0
+                cnt[0, j] = 1
+        for t in range(1, n):
+            for j in range(P):
+                lo, hi = in_ptr[j], in_ptr[j + 1]
+                for q in range(hi - lo):
+                    heads[q] = 0
+                m = 0
+                while m < k:  # the k best of the sorted lists of the states into j
+                    best, arg = NEG_INF, -1
+                    for q in range(hi - lo):
+                        e = in_edges[lo + q]
+                        i = src[e]
+                        if heads[q] < cnt[t - 1, i]:
+                            v = delta[t - 1, i, heads[q]] + weight[e]
+                            if v > best:
+                                best, arg = v, q
+                    if arg < 0:
+                        break
+                    v = best + emissions[o + t, j]
+                    if not v > NEG_INF:  # (every later one is no better)
+                        break
+                    i = src[in_edges[lo + arg]]
+                    delta[t, j, m] = v
+                    back_label[t, j, m] = i
+                    back_rank[t, j, m] = heads[arg]
+                    heads[arg] += 1
+                    m += 1
+                cnt[t, j] = m
+        found = merge_top_k(delta[n - 1], cnt[n - 1], end, k, heads, fin_val, fin_label,
+                            fin_rank)
+        counts[s] = found
+        for r in range(found):
+            scores[s, r] = fin_val[r]
+            j, q = fin_label[r], fin_rank[r]
+            labels[r, o + n - 1] = j
+            for t in range(n - 1, 0, -1):
+                j, q = back_label[t, j, q], back_rank[t, j, q]
+                labels[r, o + t - 1] = j
+        o += n

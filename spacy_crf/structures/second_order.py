@@ -344,7 +344,7 @@ class SecondOrderChain(CRFStructure):
         return x.label[states] if len(x.label) else states, best
 
     def n_best(self, scores, layout, k, fixed=None):
-        """The first-order k-best kernel over the pairs (one pair path per labelling)."""
+        """The k-best kernel over the pair graph (one pair path per labelling)."""
         if k < 1:
             raise ValueError(Errors.E065.format(k=k, structure=self.name))
         x = self._expand(scores, layout)
@@ -352,9 +352,9 @@ class SecondOrderChain(CRFStructure):
         states = np.zeros((k, emissions.shape[0]), dtype=np.int64)
         best = np.zeros((layout.n_sequences, k))
         counts = np.zeros(layout.n_sequences, dtype=np.int64)
-        kbest.kbest_viterbi(emissions, layout.lengths, x.dense_transitions(), x.start, x.end,
-                            np.full(emissions.shape[0], -1, dtype=np.int64), k, states, best,
-                            counts)
+        # over the pair graph's edges (a dense pair matrix read P**2 a token)
+        kbest.kbest_edges(emissions, layout.lengths, x.src, x.weight, x.in_ptr, x.in_edges,
+                          x.start, x.end, k, states, best, counts)
         return (x.label[states] if len(x.label) else states), best, counts
 
     def span_log_probabilities(self, scores, layout, labels, starts, ends, blocked_after,

@@ -382,3 +382,40 @@ def test_a_token_target_keeps_order_1_by_default_and_an_explicit_order_stays():
     hmm = nlp.add_pipe("crf_tagger", name="hmm", config={
         "target": "ents", "model": {"@architectures": "spacy-crf.HMM.v1"}})
     assert hmm.cfg["order"] == 1  # the HMM scores first-order chains only
+
+
+@pytest.mark.parametrize("integer", [False, True])
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_k_best_over_the_pair_graph_is_the_dense_pair_kernels(seed, integer):
+    """kbest_edges reads each pair state's few edges in (a dense pair matrix
+    read every pair: the labels' fourth power a token); the same lists in the
+    same order, ties included (integer scores), -inf emissions too."""
+    from spacy_crf._kernels import kbest
+
+    rng = np.random.default_rng(seed)
+    P, lengths = 7, np.asarray([5, 1, 0, 4])
+    N = int(lengths.sum())
+    draw = (lambda *shape: rng.integers(-2, 3, size=shape).astype(float)) if integer else \
+        (lambda *shape: rng.normal(size=shape))
+    joined = rng.random((P, P)) < 0.45
+    src, dst = (np.ascontiguousarray(x, dtype=np.int64) for x in np.nonzero(joined))
+    weight = draw(len(src))
+    in_edges = np.argsort(dst, kind="stable").astype(np.int64)
+    in_ptr = np.searchsorted(dst[in_edges], np.arange(P + 1)).astype(np.int64)
+    emissions = draw(N, P)
+    emissions[rng.random((N, P)) < 0.15] = -np.inf
+    start = np.where(rng.random(P) < 0.7, draw(P), -np.inf)
+    end = draw(P)
+    dense = np.full((P, P), -np.inf)
+    dense[src, dst] = weight
+    k = 6
+    out = [(np.zeros((k, N), dtype=np.int64), np.zeros((len(lengths), k)),
+            np.zeros(len(lengths), dtype=np.int64)) for _ in range(2)]
+    kbest.kbest_edges(emissions, lengths, src, weight, in_ptr, in_edges, start, end, k, *out[0])
+    kbest.kbest_viterbi(emissions, lengths, dense, start, end, np.full(N, -1, dtype=np.int64), k,
+                        *out[1])
+    np.testing.assert_array_equal(out[0][2], out[1][2])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    for r in range(k):  # the labellings found (rows past a sequence's count are padding)
+        found = np.repeat(r < out[0][2], lengths)
+        np.testing.assert_array_equal(out[0][0][r][found], out[1][0][r][found])
