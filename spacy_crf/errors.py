@@ -422,7 +422,8 @@ class Errors(metaclass=_Codes):
             "tag: the component writes it to Token.pos. Give the POS field as UPOS (NOUN, "
             "VERB, ...), e.g. 'Number=Sing|POS=NOUN'.")
     E201 = ("Label {label!r} (target 'morph') is not FEATS: a morph label is Field=Value "
-            "pairs joined by '|', the POS among them as a field, e.g. "
+            "pairs joined by '|', each field once and neither part empty, the POS among "
+            "them as a field, e.g. "
             "'Number=Sing|POS=NOUN' ('POS=PUNCT' for a POS alone, '_' for neither). Take "
             "the labels from a trained component (its 'labels') or from spacy init labels.")
     # E202: a '_.NAME' target over a crf_tagger's own extension (issue 49, as E190-E192);
@@ -700,7 +701,8 @@ class Warnings(metaclass=_Codes):
     # W044: keep_existing and values that are no label
     W044 = ("'{name}' keeps the {target} values already on {n} token(s) (keep_existing), "
             "but some are not among its labels (e.g. {value!r}): they stay as they are, "
-            "with confidence 1.0, yet the CRF cannot condition on them, so the tokens around "
+            "with confidence 1.0 (of a morph POS or FEATS given alone, the other part is "
+            "decoded freely, with its label's confidence), yet the CRF cannot condition on them, so the tokens around "
             "them are decoded as if they were free, and the n-best lists show the label "
             "decoded there. Give the component that label (add_label, or the training "
             "data) to have the rest decoded consistently with it. Said once per component.")

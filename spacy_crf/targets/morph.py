@@ -35,6 +35,21 @@ def feats_of(label: str) -> Dict[str, str]:
         raise ValueError(Errors.E201.format(label=label)) from None
 
 
+def check_feats(label: str) -> None:
+    """E201 where ``label`` is not FEATS as a label must be written: each
+    field ``Field=Value`` with both parts, no field twice (spaCy's reader
+    keeps the last value of a field given twice, and an empty field or
+    value, which no gold could ever have); ``"_"`` for neither."""
+    feats_of(label)
+    if label in ("", Morphology.EMPTY_MORPH):
+        return
+    fields = [part.partition("=") for part in label.split(Morphology.FEATURE_SEP)]
+    names = [field for field, _, _ in fields]
+    if (not all(field and sep and value for field, sep, value in fields)
+            or len(set(names)) < len(names)):
+        raise ValueError(Errors.E201.format(label=label))
+
+
 @register_target
 class MorphTarget(Target):
     """Morphology with the POS joined in, as spaCy's morphologizer labels it:
@@ -135,7 +150,7 @@ class MorphTarget(Target):
 
     def set_labels(self, labels: Sequence[str], vocab: Vocab) -> None:
         for label in labels:  # E201 before anything changes
-            feats_of(label)
+            check_feats(label)
         super().set_labels(labels, vocab)
         parts = [self._split(label, vocab) for label in self._labels]
         self._label_morph = np.asarray([m for m, _ in parts], dtype=np.uint64).reshape(-1)
@@ -144,6 +159,7 @@ class MorphTarget(Target):
 
     def labels_for(self, label: str) -> List[str]:
         """The labels ``add_label(label)`` adds: ``label`` in normal form."""
+        check_feats(label)
         return [self.normalize(label)]
 
     def _arrays(self, doc: Doc) -> np.ndarray:

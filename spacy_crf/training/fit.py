@@ -158,7 +158,9 @@ def fit(
     nlp = load_pipeline(config)
     T, train_corpus, dev_corpus = training_corpora(nlp)
     check_corpora(train=train_corpus, dev=dev_corpus)
-    pipe = _component(nlp, component, T)
+    # (with --init-from the trained component's model and structure are fit's,
+    # checked once it has replaced the config's)
+    pipe = _component(nlp, component, T, check_model=init_from is None)
     if init_from is not None:
         pipe = _warm_start(nlp, pipe.name, Path(init_from), T)
     _check_dev(dev_corpus, nlp, pipe)
@@ -384,19 +386,22 @@ def _model_needs(pipe: CRFTagger) -> str:
     return ""
 
 
-def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagger:
-    """The crf_tagger to train: ``name``, or the only FeatureCRF one (E030, E031, E033, E036)."""
+def _component(nlp: Language, name: Optional[str], T: Dict[str, Any],
+               check_model: bool = True) -> CRFTagger:
+    """The crf_tagger to train: ``name``, or the only FeatureCRF one (E030, E031, E033, E036);
+    ``check_model=False``: not whether fit trains its model and structure (E031,
+    E211: a warm start replaces them)."""
     pipeline = ", ".join(f"{n} ({type(p).__name__})" for n, p in nlp.pipeline) or "empty"
     if name is not None:
         if name not in nlp.pipe_names or not isinstance(nlp.get_pipe(name), CRFTagger):
             raise ValueError(Errors.E030.format(why=f"it has no crf_tagger named '{name}'",
                                                 pipeline=pipeline))
         pipe = nlp.get_pipe(name)
-        if pipe.model.name != FEATURE_CRF:
+        if check_model and pipe.model.name != FEATURE_CRF:
             raise _not_fittable(pipe)
     else:
         crfs = [p for _, p in nlp.pipeline if isinstance(p, CRFTagger)]
-        featured = [p for p in crfs if p.model.name == FEATURE_CRF]
+        featured = [p for p in crfs if p.model.name == FEATURE_CRF or not check_model]
         if len(crfs) == 1 and not featured:
             raise _not_fittable(crfs[0])
         if len(featured) != 1:
@@ -404,8 +409,8 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any]) -> CRFTagg
                    f"it has several ({', '.join(p.name for p in featured)})")
             raise ValueError(Errors.E030.format(why=why, pipeline=pipeline))
         pipe = featured[0]
-    if pipe.crf_structure.batch_trainer_error:  # a FeatureCRF whose structure fit cannot train
-        raise _not_fittable(pipe)
+    if check_model and pipe.crf_structure.batch_trainer_error:
+        raise _not_fittable(pipe)  # (a FeatureCRF whose structure fit cannot train)
     loss = get_loss(pipe.cfg.get("loss", "nll"))
     if not loss.supports_batch_fit:  # the loss says whether the batch trainer can minimise it
         supported = [repr(name) for name, other in registered_losses().items()

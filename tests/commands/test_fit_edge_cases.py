@@ -286,3 +286,17 @@ def test_init_from_a_component_of_another_target_is_refused(small_corpus, traine
         fit(CONFIG, tmp_path / "out", max_iterations=1, init_from=trained, stdout=log,
             overrides=overrides(small_corpus, **{"components.crf_tagger.target": "tag"}))
     assert "Fitting" not in log.getvalue() and not (tmp_path / "out").exists()
+
+
+def test_init_from_trains_the_trained_structure_not_the_configs(small_corpus, trained, tmp_path):
+    """A config whose structure fit cannot train (the pruned chain, as a morph
+    or lemma config's order = null picks): E211 refused the warm start, though
+    the trained component's order-1 chain is what fit trains (and says so, W048)."""
+    pruned = {"components.crf_tagger.structure": {"@structures": "spacy-crf.PrunedChain.v1"}}
+    with pytest.warns(UserWarning, match=r"\[CRF-W048\]"):
+        fit(CONFIG, tmp_path / "out", overrides=overrides(small_corpus, **pruned),
+            max_iterations=1, init_from=trained, stdout=io.StringIO())
+    assert (tmp_path / "out" / "model-last").exists()
+    with pytest.raises(ValueError, match=r"\[CRF-E211\]"):  # (without it, as before)
+        fit(CONFIG, None, overrides=overrides(small_corpus, **pruned), max_iterations=1,
+            stdout=io.StringIO())

@@ -272,7 +272,9 @@ def test_label_parts_and_group():
     assert target.label_parts("POS=PRON|PronType=Int,Rel") == ["POS=PRON", "PronType=Int,Rel"]
 
 
-@pytest.mark.parametrize("bad", ["Number", "Plural", "Number=Sing|Tense"])
+@pytest.mark.parametrize("bad", ["Number", "Plural", "Number=Sing|Tense", "Number=|POS=NOUN",
+                                 "=Sing|POS=NOUN", "POS=NOUN|POS=VERB",
+                                 "Number=Plur|Number=Sing|POS=NOUN"])
 def test_a_label_that_is_not_feats_is_refused_before_anything_changes(bad):
     nlp, examples = trained(n_iter=5)
     pipe = nlp.get_pipe("crf_tagger")
