@@ -91,7 +91,10 @@ ERRORS_DIR = ".errors"
 ID_RANGE = (-2 ** 63, 2 ** 64 - 1)
 
 # pipelines loaded in this process: each worker loads its pipeline once and keeps it
-_PIPELINES: Dict[Tuple[str, Optional[str]], Tuple[Any, Any]] = {}
+_PIPELINES: Dict[Tuple[str, Optional[str]], Tuple[Optional[str], Any, Any]] = {}
+#: the pipelines a worker keeps loaded: a cluster that outlives runs (--address)
+#: loads each model it is given, a few hundred MB each
+MAX_PIPELINES = 2
 #: seconds between two looks at a recorded Ctrl-C while the driver waits for shards
 _TICK = 0.1
 
@@ -230,7 +233,7 @@ def annotate_shard(model: str, component: Optional[str], shard: str, output: str
     ``seconds``.
     """
     begin = time.perf_counter()
-    nlp, pipe = _pipeline(model, component)
+    nlp, pipe = _pipeline(model, component, (run or {}).get("fingerprint"))
     shard_path, output_path = Path(shard), Path(output)
     rows, bad = _valid_rows(shard_path, nlp.max_length)
     records, failed, n_tokens = _annotate_rows(nlp, pipe, rows, batch_size, shard_path.name)
@@ -392,8 +395,14 @@ def _text_problem(text: Any, max_length: Optional[int]) -> Optional[str]:
     return None
 
 
-def _pipeline(model: str, component: Optional[str]) -> Tuple[Any, Any]:
+def _pipeline(model: str, component: Optional[str],
+              fingerprint: Optional[str] = None) -> Tuple[Any, Any]:
     """This process's copy of the pipeline and its crf_tagger, loaded on first use.
+
+    ``fingerprint`` (the run's record of the model's files): a copy loaded from
+    other files at the same path is loaded again (a cluster that outlives a
+    run wrote the old model's labels, recorded as the new one's). A worker
+    keeps the last :data:`MAX_PIPELINES` it loaded.
 
     Raises
     ------
@@ -401,7 +410,8 @@ def _pipeline(model: str, component: Optional[str]) -> Tuple[Any, Any]:
         E098 when the pipeline does not load, E099 when it has no such crf_tagger.
     """
     key = (str(model), component)
-    if key not in _PIPELINES:
+    cached = _PIPELINES.get(key)
+    if cached is None or (fingerprint is not None and cached[0] != fingerprint):
         import spacy
 
         from .pipeline.crf_tagger import CRFTagger
@@ -417,8 +427,11 @@ def _pipeline(model: str, component: Optional[str]) -> Tuple[Any, Any]:
                                                 named=f" named '{component}'" if component else ""))
         pipe = taggers[-1][1]
         _enable_confidence(pipe)
-        _PIPELINES[key] = (nlp, pipe)
-    return _PIPELINES[key]
+        _PIPELINES.pop(key, None)
+        while len(_PIPELINES) >= MAX_PIPELINES:  # the oldest first
+            del _PIPELINES[next(iter(_PIPELINES))]
+        _PIPELINES[key] = (fingerprint, nlp, pipe)
+    return _PIPELINES[key][1:]
 
 
 def _enable_confidence(pipe: Any) -> None:
@@ -428,14 +441,15 @@ def _enable_confidence(pipe: Any) -> None:
         pipe.cfg["store_confidence"] = True
 
 
-def load_on_workers(client: Any, model: str, component: Optional[str]) -> None:
+def load_on_workers(client: Any, model: str, component: Optional[str],
+                    fingerprint: Optional[str] = None) -> None:
     """Load the pipeline in every worker now and run it once: start-up cost paid
     once, load errors reported before any shard is given out."""
-    client.run(_load_here, model, component)
+    client.run(_load_here, model, component, fingerprint)
 
 
-def _load_here(model: str, component: Optional[str]) -> None:
-    nlp, _ = _pipeline(model, component)  # returns nothing: the pipeline stays in the worker
+def _load_here(model: str, component: Optional[str], fingerprint: Optional[str]) -> None:
+    nlp, _ = _pipeline(model, component, fingerprint)  # returns nothing: the pipeline stays in the worker
     # one short text through every component: the first call loads the numba
     # kernels from their cache (about 2 s), part of start-up, not of the first shard
     nlp("Warm up the pipeline .")
@@ -448,7 +462,7 @@ def _run(client: Any, model: Path, component: Optional[str], run: Dict[str, Any]
     from .dask_client import worker_memory_mb, worker_peak_memory_mb
 
     model_path = str(model.resolve())
-    load_on_workers(client, model_path, component)
+    load_on_workers(client, model_path, component, run["fingerprint"])
     interrupts.check()
     report.startup_seconds = time.perf_counter() - begin
     _say(log, f"{len(client.scheduler_info()['workers'])} worker(s) ready in "

@@ -330,7 +330,8 @@ def _make_lemma_table(lang: str) -> Optional[LemmaTable]:
     sources = {name: path for name, path in sources.items() if path is not None}
     if LOOKUP_TABLE not in sources and "lemma_rules" not in sources:
         return None
-    cached = cache_file(list(sources.values()), f"{lang}_lemma_tables_v{VERSION}")
+    stem = f"{lang}_lemma_tables_v{VERSION}"
+    cached = cache_file(list(sources.values()), stem)
     arrays = read_cache(cached)
     if arrays is not None:
         try:
@@ -348,5 +349,5 @@ def _make_lemma_table(lang: str) -> Optional[LemmaTable]:
     if table is not None:
         write_cache(cached, {"keys": table.table.keys, "values": table.table.values,
                              "columns": np.asarray(table.columns), "bits": table.bits,
-                             "edits": np.asarray(table.edits)})
+                             "edits": np.asarray(table.edits)}, stem)
     return table

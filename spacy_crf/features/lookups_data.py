@@ -13,6 +13,7 @@ import contextlib
 import functools
 import gc
 import os
+import re
 import threading
 import zipfile
 from pathlib import Path
@@ -93,7 +94,14 @@ def cache_file(sources: Sequence[Path], stem: str) -> Optional[Path]:
         else:
             return None
         stamps.append(f"{stat.st_size}_{int(stat.st_mtime)}")
-    return cache_dir() / f"{stem}_{'_'.join(stamps)}.npz"
+    return cache_dir() / f"{stem}_{'_'.join(stamps)}{CACHE_SUFFIX}"
+
+
+#: the suffix of a cached table, after its stem and its sources' stamps
+CACHE_SUFFIX = ".npz"
+#: the files of one stem kept (of other stamps: other releases of
+#: spacy-lookups-data, which two environments may use in turn); older go
+KEPT_PER_STEM = 2
 
 
 def read_cache(path: Optional[Path]) -> Optional[Dict[str, np.ndarray]]:
@@ -109,9 +117,13 @@ def read_cache(path: Optional[Path]) -> Optional[Dict[str, np.ndarray]]:
         return None
 
 
-def write_cache(path: Optional[Path], arrays: Dict[str, np.ndarray]) -> None:
+def write_cache(path: Optional[Path], arrays: Dict[str, np.ndarray],
+                stem: Optional[str] = None) -> None:
     """Keep ``arrays`` for the next process (written whole, then renamed; a cache
-    that cannot be written is no error: the tables are read from the package)."""
+    that cannot be written is no error: the tables are read from the package).
+    ``stem`` (``path``'s, :func:`cache_file`): of its other files, made of
+    other releases of the sources, the newest :data:`KEPT_PER_STEM` stay (each
+    reinstall of spacy-lookups-data added a copy, never removed)."""
     if path is None:
         return
     try:
@@ -119,8 +131,20 @@ def write_cache(path: Optional[Path], arrays: Dict[str, np.ndarray]) -> None:
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
         np.savez(partial, **arrays)
         partial.replace(path)
+        if stem is not None:
+            _prune(path, stem)
     except OSError:
         pass
+
+
+def _prune(path: Path, stem: str) -> None:
+    """Remove the oldest cached files of ``stem`` but :data:`KEPT_PER_STEM`."""
+    same = re.compile(re.escape(stem) + r"(_\d+_-?\d+)+" + re.escape(CACHE_SUFFIX) + "$")
+    found = [p for p in path.parent.iterdir() if same.match(p.name)]
+    found.sort(key=lambda p: (p == path, p.stat().st_mtime))  # (this one the newest)
+    for old in found[:-KEPT_PER_STEM]:
+        with contextlib.suppress(OSError):
+            old.unlink()
 
 
 def cached_word_table(lang: str, table: str, stem: str,
@@ -147,5 +171,5 @@ def cached_word_table(lang: str, table: str, stem: str,
     with paused_gc():
         made = build(load_language_data(source))
     if made is not None:
-        write_cache(cached, {"keys": made.keys, "values": made.values})
+        write_cache(cached, {"keys": made.keys, "values": made.values}, stem)
     return made

@@ -176,7 +176,10 @@ class SparseTable:
             # by half again, not double: the moments of a wide table are its
             # largest arrays after the table (EWT's morphology: 2 x 94 MB for
             # 293k rows, where doubling reserved 2 x 168 MB)
-            capacity = max(self.n_moment_rows, capacity + capacity // 2, 1024)
+            # (and never past the table's own rows: a row has one row of moments
+            # at most, and 1.34 dense copies were reserved on a long run)
+            capacity = min(max(self.n_moment_rows, capacity + capacity // 2, 1024),
+                           self.moment_row.shape[0])
             for moments in (sgd.mom1, sgd.mom2):
                 grown = np.zeros(capacity * n_labels, dtype=np.float32)
                 grown[: moments[key].size] = moments[key]

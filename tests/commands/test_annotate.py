@@ -251,3 +251,38 @@ def test_shards_from_a_spacy_corpus(tmp_path):
         assert [p.name for p in shards] == [f"c-{k:03d}.{fmt}" for k in range(3)]
         rows = [row for p in shards for _, row, _ in read_rows(p)]
         assert rows == [{"id": f"c-{i}", "text": d.text} for i, d in enumerate(docs)]
+
+
+def test_a_model_replaced_at_its_path_is_loaded_again_by_a_cluster_that_outlives_the_run(
+        model, texts, tmp_path):
+    """A worker kept every pipeline it loaded, keyed by its path: a model saved
+    again at the path (or another in its place) wrote the old one's labels,
+    recorded as the new one's; and none was ever let go."""
+    import shutil
+
+    from spacy_crf import annotation
+
+    path = tmp_path / "model"
+    shutil.copytree(model, path)
+    write_shards(tmp_path / "in", texts, n_shards=1, per_shard=4)
+    shard, out = tmp_path / "in" / "part-00.jsonl", tmp_path / "out.jsonl"
+    (tmp_path / annotation.DONE_DIR).mkdir()
+    run = annotation._run_record(path, None)
+    annotation.annotate_shard(str(path), None, str(shard), str(out), 8, run)
+    before = read_output(out)
+    nlp = spacy.blank("en")  # another model in its place: untrained, it finds no entity
+    nlp.add_pipe("crf_tagger", config={"target": "ents"})
+    gold = nlp.make_doc("Ada ran")
+    gold.ents = [gold.char_span(0, 3, "PER")]
+    nlp.initialize(lambda: [Example(nlp.make_doc("Ada ran"), gold)])
+    shutil.rmtree(path)
+    nlp.to_disk(path)
+    run = annotation._run_record(path, None)
+    annotation.annotate_shard(str(path), None, str(shard), str(out), 8, run)
+    after = read_output(out)
+    assert any(row["spans"] for row in before) and not any(row["spans"] for row in after)
+    for k in range(annotation.MAX_PIPELINES + 1):  # a few models: the last ones kept
+        copy = tmp_path / f"copy{k}"
+        shutil.copytree(path, copy)
+        annotation._pipeline(str(copy), None, annotation._run_record(copy, None)["fingerprint"])
+    assert len(annotation._PIPELINES) <= annotation.MAX_PIPELINES

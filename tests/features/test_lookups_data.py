@@ -73,3 +73,25 @@ def test_the_garbage_collector_is_paused_for_a_build_and_left_as_it_was(enabled)
         assert gc.isenabled() == enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_table_made_again_of_new_sources_leaves_the_newest_two_of_its_stem(home, tmp_path,
+                                                                              monkeypatch):
+    """Each reinstall of spacy-lookups-data (new file times) added a copy of
+    every table, never removed: 28 files, 82 MB, on a probe's machine."""
+    import os
+
+    monkeypatch.setenv("SPACY_CRF_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "en_table.json"
+    source.write_text("{}", encoding="utf8")
+    other = cache_file([source], "en_table_v2")  # another stem, which starts alike
+    lookups_data.write_cache(other, {"keys": np.arange(1)}, "en_table_v2")
+    written = []
+    for k in range(4):
+        os.utime(source, (1_000_000 + k, 1_000_000 + k))  # a reinstall
+        path = cache_file([source], "en_table")
+        lookups_data.write_cache(path, {"keys": np.arange(k + 1)}, "en_table")
+        os.utime(path, (2_000_000 + k, 2_000_000 + k))
+        written.append(path)
+    left = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert left == sorted([written[-2].name, written[-1].name, other.name])

@@ -430,3 +430,14 @@ def test_weight_decay_leaves_the_table_and_decays_the_potentials():
     assert np.all(W[untouched] == 1.0)
     # thinc's decoupled decay with lr_scale 2: w -= 2 * 0.1 * 0.5 * w
     assert np.allclose(potentials.get_param("transitions"), 0.9)
+
+
+def test_adam_moments_never_outgrow_the_table():
+    """Grown by half again past the rows touched, the moments reserved up to
+    1.34 dense copies of a wide table on a long run (1,024 rows at least)."""
+    layer = make_layer()
+    opt = Adam(0.05, grad_clip=0.0)
+    run_sparse(layer, opt, batches(12, seed=5, always=ALWAYS))
+    key = (layer.id, "W")
+    assert opt.mom1[key].size <= N_BUCKETS * N_LABELS
+    assert opt.mom2[key].size <= N_BUCKETS * N_LABELS
