@@ -52,8 +52,8 @@ def test_a_text_the_pipeline_fails_on_costs_its_row(model, client, tmp_path,  # 
 
     real = module._pipeline
 
-    def failing_on_boom(model_path, component):
-        nlp, pipe = real(model_path, component)
+    def failing_on_boom(model_path, component, fingerprint=None):
+        nlp, pipe = real(model_path, component, fingerprint)
 
         class Picky:
             max_length = nlp.max_length
