@@ -138,9 +138,6 @@ def kbest_moves(emissions, lengths, moves, move_of, start, end, fixed, k, labels
     cnt = np.zeros((max_len, L), dtype=np.int64)
     add = np.empty(L)
     heads = np.zeros(L, dtype=np.int64)
-    fin_val = np.empty(k)
-    fin_label = np.zeros(k, dtype=np.int64)
-    fin_rank = np.zeros(k, dtype=np.int64)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -175,29 +172,47 @@ def kbest_moves(emissions, lengths, moves, move_of, start, end, fixed, k, labels
                     add[i] = move[i, j]
                 m = merge_top_k(delta[t - 1], cnt[t - 1], add, k, heads,
                                 delta[t, j], back_label[t, j], back_rank[t, j])
-                # delta[t, j, r] += e(t, j); sorted, so stop at the first -inf
-                c = 0
-                while c < m:
-                    v = delta[t, j, c] + emissions[o + t, j]
-                    if not v > NEG_INF:
-                        break
-                    delta[t, j, c] = v
-                    c += 1
-                cnt[t, j] = c
+                cnt[t, j] = plus_emission(delta, t, j, m, emissions[o + t, j])
         for j in range(L):
             add[j] = end[j]
-        found = merge_top_k(delta[n - 1], cnt[n - 1], add, k, heads,
-                            fin_val, fin_label, fin_rank)
-        counts[s] = found
-        # labels[r, o+n-1] = fin_label[r]; (j, q) <- back[t, j, q] down to t = 0
-        for r in range(found):
-            scores[s, r] = fin_val[r]
-            j, q = fin_label[r], fin_rank[r]
-            labels[r, o + n - 1] = j
-            for t in range(n - 1, 0, -1):
-                j, q = back_label[t, j, q], back_rank[t, j, q]
-                labels[r, o + t - 1] = j
+        counts[s] = trace_back(delta, cnt, back_label, back_rank, add, k, heads, n, o, s,
+                               labels, scores)
         o += n
+
+
+@njit(cache=True)
+def plus_emission(delta, t, j, m, emission):
+    """``delta[t, j, :m] += emission`` (a cell's sorted prefix scores), up to
+    the first that is -inf then; how many are left. (The cell by its indices:
+    a view of it made at every cell cost as much as the rest of the cell.)"""
+    c = 0
+    while c < m:
+        v = delta[t, j, c] + emission
+        if not v > NEG_INF:
+            break
+        delta[t, j, c] = v
+        c += 1
+    return c
+
+
+@njit(cache=True)
+def trace_back(delta, cnt, back_label, back_rank, end, k, heads, n, o, s, labels, scores):
+    """The ``k`` best ends of the sequence ``s`` (of ``n`` tokens from row
+    ``o``) by ``end`` scores, each followed back to its first token into
+    ``labels[r, o:o + n]`` and ``scores[s, r]``; how many there are."""
+    fin_val = np.empty(k)
+    fin_label = np.zeros(k, dtype=np.int64)
+    fin_rank = np.zeros(k, dtype=np.int64)
+    found = merge_top_k(delta[n - 1], cnt[n - 1], end, k, heads, fin_val, fin_label, fin_rank)
+    # labels[r, o+n-1] = fin_label[r]; (j, q) <- back[t, j, q] down to t = 0
+    for r in range(found):
+        scores[s, r] = fin_val[r]
+        j, q = fin_label[r], fin_rank[r]
+        labels[r, o + n - 1] = j
+        for t in range(n - 1, 0, -1):
+            j, q = back_label[t, j, q], back_rank[t, j, q]
+            labels[r, o + t - 1] = j
+    return found
 
 
 @njit(cache=True)
@@ -219,9 +234,6 @@ def kbest_edges(emissions, lengths, src, weight, in_ptr, in_edges, start, end, k
     back_rank = np.zeros((max_len, P, k), dtype=np.int64)
     cnt = np.zeros((max_len, P), dtype=np.int64)
     heads = np.zeros(P, dtype=np.int64)
-    fin_val = np.empty(k)
-    fin_label = np.zeros(k, dtype=np.int64)
-    fin_rank = np.zeros(k, dtype=np.int64)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
@@ -254,23 +266,7 @@ def kbest_edges(emissions, lengths, src, weight, in_ptr, in_edges, start, end, k
                             break
                         m = keep_in_top_k(v, i, r, m, k, delta[t, j], back_label[t, j],
                                           back_rank[t, j])
-                # + e(t, j); sorted, so stop at the first -inf
-                c = 0
-                while c < m:
-                    v = delta[t, j, c] + emissions[o + t, j]
-                    if not v > NEG_INF:
-                        break
-                    delta[t, j, c] = v
-                    c += 1
-                cnt[t, j] = c
-        found = merge_top_k(delta[n - 1], cnt[n - 1], end, k, heads, fin_val, fin_label,
-                            fin_rank)
-        counts[s] = found
-        for r in range(found):
-            scores[s, r] = fin_val[r]
-            j, q = fin_label[r], fin_rank[r]
-            labels[r, o + n - 1] = j
-            for t in range(n - 1, 0, -1):
-                j, q = back_label[t, j, q], back_rank[t, j, q]
-                labels[r, o + t - 1] = j
+                cnt[t, j] = plus_emission(delta, t, j, m, emissions[o + t, j])
+        counts[s] = trace_back(delta, cnt, back_label, back_rank, end, k, heads, n, o, s,
+                               labels, scores)
         o += n
