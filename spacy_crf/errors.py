@@ -768,6 +768,12 @@ class Warnings(metaclass=_Codes):
             "them, so its predictions will be poor. Train it in a '{lang}' pipeline (a "
             "component sourced, loaded or warm-started from another pipeline keeps the "
             "language it was trained in). Said once per component.")
+    W056 = ("'{name}' (target 'sent_starts') trains on docs of one sentence each (the "
+            "first {n} of its corpus): a senter learns the boundaries inside docs, and these "
+            "have none, so it learns that no token but a doc's first starts a sentence "
+            "(and scores sents_f 100 on such a dev corpus). Join the sentences into "
+            "documents: spacy convert -c conllu -n 10, or python -m spacy crf-convert "
+            "conllu (the corpus's documents; --line-breaks keeps the paragraphs' breaks).")
     W053 = ("'{name}' (target '{target}') was scored on {n} example(s), and none has gold "
             "annotation for its target: its scores are None (the spacy train table shows "
             "0.00, so every checkpoint ties and model-best is the last). Give the dev corpus "

@@ -21,6 +21,10 @@ from ..targets import Target, check_label
 _PLACEHOLDER = ["x", "y", "z"]
 
 
+#: the first examples of a corpus a target's check_corpus reads
+CORPUS_SAMPLE = 100
+
+
 def initial_labels(name: str, target: Target, target_name: str,
                    get_examples: Callable[[], Iterable[Example]], nlp: Optional[Language],
                    labels: Optional[Sequence[str]], added: Sequence[str]) -> Set[str]:
@@ -57,6 +61,7 @@ def initial_labels(name: str, target: Target, target_name: str,
             n_examples += 1
         if not n_examples and not found:
             raise ValueError(Errors.E020.format(name=name, where=_train_path(nlp)))
+        target.check_corpus(name, (eg.reference for eg in islice(get_examples(), CORPUS_SAMPLE)))
     # a span target given no type (labels=[]: what spacy init labels writes for
     # one that has none) starts with O alone too
     given_none = labels is not None and target.is_span_target

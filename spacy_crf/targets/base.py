@@ -269,6 +269,11 @@ class Target:
         soon as gold has one of them (span targets: the tags of a type)."""
         return label
 
+    def check_corpus(self, name: str, references: Iterable[Doc]) -> None:
+        """Warn where the training docs (the first of the corpus,
+        ``references``) cannot teach this target what it predicts (nothing
+        here; ``name``: the component's)."""
+
     def kept_labels(self, counts: Dict[str, int]) -> Set[str]:
         """Which of the labels a corpus has, ``counts`` of each, ``initialize``
         makes labels of (``crf-debug-data`` says so): all of them, here."""

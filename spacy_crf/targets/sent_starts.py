@@ -10,7 +10,7 @@ from spacy.tokens import Doc, Token
 from spacy.training import Example
 from spacy.vocab import Vocab
 
-from ..errors import Errors
+from ..errors import Errors, Warnings, warn
 from ..feature_sources.usual_case import USUAL_CASE_TEMPLATES
 from .registry import register_target
 from .scores import MAIN_SCORE, prf_weights, token_accuracy
@@ -113,6 +113,15 @@ class SentStartsTarget(TokenAttrTarget):
         # both labels for any annotated doc: a one-sentence doc still tells
         # that its other tokens are no starts, and the first is one
         return [self.INSIDE, self.START] if doc.has_annotation("SENT_START") else []
+
+    def check_corpus(self, name: str, references: Iterable[Doc]) -> None:
+        """W056 where no annotated doc holds two sentences: a senter learns the
+        boundaries inside docs, and single-sentence docs have none (``spacy
+        convert -n 1``, ``crf-convert uner``); it would learn that no token but
+        the first starts one, and score sents_f 100 on such a dev corpus."""
+        annotated = [doc for doc in references if doc.has_annotation("SENT_START")]
+        if annotated and all(sum(1 for _ in doc.sents) < 2 for doc in annotated):
+            warn(Warnings.W056.format(name=name, n=len(annotated)))
 
     def string_of(self, doc: Doc, key: int) -> str:
         return {v: k for k, v in self.KEYS.items()}[int(key)]

@@ -15,7 +15,7 @@ from ..models.potentials import CRFScores
 from ..features.doc_arrays import doc_lengths, space_rows
 from ..ragged import sequence_ends
 from ..span_probabilities import span_probabilities
-from ..structures import BatchLayout
+from ..structures import BatchLayout, ChainLayout
 from ..util import same_tokens
 from .base import Target, refuse_negative_type
 from .scores import prf_weights
@@ -297,9 +297,14 @@ class SpanTarget(Target):
         bad[1:] |= moves
         gold = np.where(bad, -1, gold)
         # with every tag known and every move allowed a labelling exists, so the
-        # (costly) feasibility pass is only needed where tokens are unannotated
+        # (costly) feasibility pass is only needed where tokens are unannotated;
+        # over the scheme's moves alone (a chain of the tags), not the structure's
+        # own limits: a semi-Markov CRF's span too long, a pruned lattice, each
+        # with a warning of its own, are no tags that break the scheme
+        chain_of_tags = ChainLayout(lengths) if scores.transitions is not None else layout
         for attempt in range(2 if (gold < 0).any() else 0):
-            _, best = inference.viterbi(scores, layout, gold)
+            _, best = inference.viterbi(scores.replace(emissions=np.asarray(scores.emissions)),
+                                        chain_of_tags, gold)
             stuck = np.flatnonzero(best == -np.inf)
             if not len(stuck):
                 break

@@ -382,3 +382,25 @@ def test_spacy_train_and_the_batch_trainer(tmp_path, capsys):
                      "--paths.train", str(tmp_path / "train.spacy"),
                      "--paths.dev", str(tmp_path / "dev.spacy")])
     assert code != 0 and "E110" in capsys.readouterr().err
+
+
+def test_a_span_longer_than_the_segments_is_w006_alone_not_tags_breaking_the_scheme():
+    """In a batch with unannotated tokens, the feasibility pass of the gold ran
+    the semi-Markov CRF: a sentence whose span is longer than its segments had
+    no labelling there, and its tokens were counted as tags that break the
+    scheme (W003, sending the user to repair the corpus)."""
+    from spacy.tokens import Doc
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("crf_tagger", config={"target": "ents", "structure": semi_markov(2)})
+    words = ["The", "New", "York", "Stock", "Exchange", "fell", "."]
+    gold = Doc(nlp.vocab, words=words,
+               ents=["O", "B-ORG", "I-ORG", "I-ORG", "I-ORG", "O", None])  # "." unannotated
+    short = Doc(nlp.vocab, words=["Ada", "ran", "."], ents=["B-PER", "O", None])
+    examples = [Example(Doc(nlp.vocab, words=d.text.split()), d) for d in (gold, short)]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        nlp.initialize(lambda: examples)
+        nlp.update(examples)
+    said = " ".join(str(w.message) for w in record)
+    assert "W006" in said and "W003" not in said

@@ -384,3 +384,22 @@ def test_crf_acc_counts_the_no_starts_whether_or_not_the_tokens_differ():
     precision, recall = 3 / 4, 3 / 6
     assert score_crf([Example(merged, gold)], target="sent_starts")["crf_acc"] == pytest.approx(
         2 * precision * recall / (precision + recall))
+
+
+def test_a_corpus_of_single_sentence_docs_warns_w056():
+    """crf-convert uner writes a sentence a doc: the senter had no boundary to
+    learn, and scored sents_f 100 on such a dev corpus, in silence."""
+    import warnings as w
+
+    nlp = sents_nlp()
+    one = [Doc(nlp.vocab, words=["Ada", "ran", "."], sent_starts=[True, False, False])] * 3
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in one]
+    with pytest.warns(UserWarning, match="W056"):
+        nlp.initialize(lambda: examples)
+    two = [Doc(nlp.vocab, words=["Ada", "ran", ".", "Bo", "sat", "."],
+               sent_starts=[True, False, False, True, False, False])]
+    examples = [Example(Doc(nlp.vocab, words=[t.text for t in d]), d) for d in two]
+    with w.catch_warnings(record=True) as record:
+        w.simplefilter("always")
+        sents_nlp().initialize(lambda: examples)
+    assert not any("W056" in str(r.message) for r in record)
