@@ -189,7 +189,8 @@ class Errors(metaclass=_Codes):
             "--component with one of its crf_taggers, or a pipeline trained with one.")
     E100 = ("Cannot start or join the Dask cluster ({why}). Without --address a local "
             "cluster of --n-workers processes is started; with it, ADDR is a running "
-            "scheduler's address (tcp://HOST:8786). Install the engine with "
+            "scheduler's address (tcp://HOST:8786), which must be up and reachable. Where "
+            "the engine is missing, install it with "
             "pip install \"dask[distributed]\" pyarrow (or, in a spacy-crf checkout, pip install -e \".[distributed]\").")
     E101 = ("OUTPUT '{output}' is {why}. Give annotate an output directory of its own, "
             "apart from INPUT.")

@@ -411,6 +411,9 @@ def _component(nlp: Language, name: Optional[str], T: Dict[str, Any],
         pipe = featured[0]
     if check_model and pipe.crf_structure.batch_trainer_error:
         raise _not_fittable(pipe)  # (a FeatureCRF whose structure fit cannot train)
+    if check_model and holds_part_weights(pipe.model, pipe.target):
+        # before the corpus is read and --output made (a warm start: E253 around it)
+        raise ValueError(Errors.E241.format(name=pipe.name))
     loss = get_loss(pipe.cfg.get("loss", "nll"))
     if not loss.supports_batch_fit:  # the loss says whether the batch trainer can minimise it
         supported = [repr(name) for name, other in registered_losses().items()

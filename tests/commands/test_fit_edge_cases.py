@@ -300,3 +300,14 @@ def test_init_from_trains_the_trained_structure_not_the_configs(small_corpus, tr
     with pytest.raises(ValueError, match=r"\[CRF-E211\]"):  # (without it, as before)
         fit(CONFIG, None, overrides=overrides(small_corpus, **pruned), max_iterations=1,
             stdout=io.StringIO())
+
+
+def test_a_table_of_label_parts_is_refused_before_the_corpus_is_read(small_corpus, tmp_path):
+    """E241 came from featurizing the corpus: after initialize, with --output made."""
+    morph = {"components.crf_tagger.target": "morph",
+             "components.crf_tagger.structure.order": 1}
+    log = io.StringIO()
+    with pytest.raises(ValueError, match=r"\[CRF-E241\]"):
+        fit(CONFIG, tmp_path / "out", overrides=overrides(small_corpus, **morph),
+            max_iterations=1, stdout=log)
+    assert not (tmp_path / "out").exists() and "Fitting" not in log.getvalue()
