@@ -449,7 +449,8 @@ def load_on_workers(client: Any, model: str, component: Optional[str],
 
 
 def _load_here(model: str, component: Optional[str], fingerprint: Optional[str]) -> None:
-    nlp, _ = _pipeline(model, component, fingerprint)  # returns nothing: the pipeline stays in the worker
+    # (returns nothing: the pipeline stays in the worker)
+    nlp, _ = _pipeline(model, component, fingerprint)
     # one short text through every component: the first call loads the numba
     # kernels from their cache (about 2 s), part of start-up, not of the first shard
     nlp("Warm up the pipeline .")

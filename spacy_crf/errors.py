@@ -520,7 +520,8 @@ class Errors(metaclass=_Codes):
             "augmenter of [corpora]).")
     E239 = ("spacy-crf.copy_attrs.v1 copies {attr} from the gold docs, but '{name}' predicts "
             "it and keeps a value already on a doc (a crf_tagger's keep_existing, spaCy's "
-            "overwrite = false): it would keep the gold, and its scores would be those of the gold. Leave {attr} out "
+            "overwrite = false): it would keep the gold, and its scores would be those of "
+            "the gold. Leave {attr} out "
             "of the copied attributes (attrs in the augmenter of [corpora], --copy of "
             "crf-evaluate and crf-plots), or set keep_existing = false (overwrite = true for "
             "spaCy's pipes) on '{name}'.")
@@ -703,7 +704,8 @@ class Warnings(metaclass=_Codes):
     W044 = ("'{name}' keeps the {target} values already on {n} token(s) (keep_existing), "
             "but some are not among its labels (e.g. {value!r}): they stay as they are, "
             "with confidence 1.0 (of a morph POS or FEATS given alone, the other part is "
-            "decoded freely, with its label's confidence), yet the CRF cannot condition on them, so the tokens around "
+            "decoded freely, with its label's confidence), yet the CRF cannot condition on "
+            "them, so the tokens around "
             "them are decoded as if they were free, and the n-best lists show the label "
             "decoded there. Give the component that label (add_label, or the training "
             "data) to have the rest decoded consistently with it. Said once per component.")

@@ -206,8 +206,8 @@ def set_token_value(token: Token, kind: str, owner: str, value: Any) -> bool:
     token's O(n^2)); False where it holds none there (the caller stores the
     doc's values anew)."""
     doc = token.doc
-    _merge_shifted(doc, kind)
-    stored = (doc.user_data.get(entry_key(kind)) or {}).get(owner)
+    _merge_shifted(doc, kind)  # (the values of docs put together after the first)
+    stored = owned(doc, kind, owner)
     i = token.i
     if (stored is None or len(stored) < 4 or len(stored[0]) != len(doc)
             or stored[0][i] != token.idx or stored[1][i] != len(token)
