@@ -131,21 +131,12 @@ def kbest_moves(emissions, lengths, moves, move_of, start, end, fixed, k, labels
     last position where the two differ; row 0 equals ``chain.viterbi`` exactly.
     """
     L = emissions.shape[1]
-    max_len = max_length(lengths)
-    delta = np.empty((max_len, L, k))
-    back_label = np.zeros((max_len, L, k), dtype=np.int64)
-    back_rank = np.zeros((max_len, L, k), dtype=np.int64)
-    cnt = np.zeros((max_len, L), dtype=np.int64)
+    delta, back_label, back_rank, cnt, heads = workspace(max_length(lengths), L, k)
     add = np.empty(L)
-    heads = np.zeros(L, dtype=np.int64)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
-        # padding first: rows r >= counts[s] keep scores -inf, fixed label or 0
-        for r in range(k):
-            scores[s, r] = NEG_INF
-            for t in range(n):
-                labels[r, o + t] = max(fixed[o + t], 0)
+        pad_sequence(labels, scores, fixed, s, o, n, k)
         if n == 0:
             if k > 0:
                 scores[s, 0] = 0.0
@@ -178,6 +169,27 @@ def kbest_moves(emissions, lengths, moves, move_of, start, end, fixed, k, labels
         counts[s] = trace_back(delta, cnt, back_label, back_rank, add, k, heads, n, o, s,
                                labels, scores)
         o += n
+
+
+@njit(cache=True)
+def workspace(max_len, L, k):
+    """The k-best kernels' tables, once per call: each cell's kept prefix
+    scores, their previous label and rank, how many there are, and the
+    merge's heads."""
+    return (np.empty((max_len, L, k)), np.zeros((max_len, L, k), dtype=np.int64),
+            np.zeros((max_len, L, k), dtype=np.int64), np.zeros((max_len, L), dtype=np.int64),
+            np.zeros(L, dtype=np.int64))
+
+
+@njit(cache=True)
+def pad_sequence(labels, scores, fixed, s, o, n, k):
+    """Padding first: the rows ``r`` past what sequence ``s`` (``n`` tokens
+    from row ``o``) finds keep score -inf and, token by token, the fixed
+    label (0 where free)."""
+    for r in range(k):
+        scores[s, r] = NEG_INF
+        for t in range(n):
+            labels[r, o + t] = max(fixed[o + t], 0)
 
 
 @njit(cache=True)
@@ -228,19 +240,12 @@ def kbest_edges(emissions, lengths, src, weight, in_ptr, in_edges, start, end, k
     dense matrix (``-inf`` off the edges); every state free (fixed labels are
     ``-inf`` emissions here)."""
     P = emissions.shape[1]
-    max_len = max_length(lengths)
-    delta = np.empty((max_len, P, k))
-    back_label = np.zeros((max_len, P, k), dtype=np.int64)
-    back_rank = np.zeros((max_len, P, k), dtype=np.int64)
-    cnt = np.zeros((max_len, P), dtype=np.int64)
-    heads = np.zeros(P, dtype=np.int64)
+    delta, back_label, back_rank, cnt, heads = workspace(max_length(lengths), P, k)
+    free = np.full(emissions.shape[0], -1, dtype=np.int64)
     o = ZERO
     for s in range(lengths.shape[0]):
         n = lengths[s]
-        for r in range(k):
-            scores[s, r] = NEG_INF
-            for t in range(n):
-                labels[r, o + t] = 0
+        pad_sequence(labels, scores, free, s, o, n, k)
         if n == 0:
             scores[s, 0] = 0.0
             counts[s] = 1
